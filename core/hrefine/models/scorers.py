@@ -1,0 +1,71 @@
+"""The scorer layer: one ``score(query, texts)`` interface over embeddings, BM25 and cross-encoders.
+
+Every method ranks its units through a :class:`Scorer`, so a user swaps the ranking model for all
+methods in one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from hrefine.models.embed import Embedder, get_embedder
+from hrefine.models.lexical import BM25Scorer
+from hrefine.models.rerank import CrossEncoderScorer
+
+__all__ = ["EmbeddingScorer", "Scorer", "get_scorer"]
+
+
+@runtime_checkable
+class Scorer(Protocol):
+    """Scores texts for a query; higher is more relevant."""
+
+    name: str
+
+    def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
+        """One float per text."""
+        ...
+
+
+class EmbeddingScorer:
+    """Cosine similarity between the query embedding and each text's embedding."""
+
+    def __init__(self, embedder: Embedder | None = None) -> None:
+        self.embedder = get_embedder(embedder)
+        self.name = f"embedding:{self.embedder.name}"
+
+    def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
+        """Cosine similarity of each text to ``query``."""
+        if not texts:
+            return np.zeros(0, dtype=np.float32)
+        q = self.embedder.embed_query(query)
+        docs = self.embedder.embed(list(texts))
+        return np.asarray(docs @ q, dtype=np.float32)
+
+
+def get_scorer(spec: Any = "embedding", *, embedder: Any = None) -> Scorer:
+    """Resolve a scorer.
+
+    Parameters
+    ----------
+    spec:
+        ``"embedding"`` (default), ``"bm25"``, ``"cross-encoder:<path or name>"``, or any object
+        with ``score(query, texts)``.
+    embedder:
+        Embedder for ``"embedding"`` (default: the embedded all-MiniLM-L6-v2).
+    """
+    if isinstance(spec, str):
+        if spec == "embedding":
+            return EmbeddingScorer(embedder)
+        if spec == "bm25":
+            return BM25Scorer()
+        if spec.startswith("cross-encoder:"):
+            return CrossEncoderScorer(spec.split(":", 1)[1])
+        msg = f"unknown scorer {spec!r}; use 'embedding', 'bm25' or 'cross-encoder:<model>'"
+        raise ValueError(msg)
+    if hasattr(spec, "score"):
+        return spec  # type: ignore[no-any-return]
+    msg = f"cannot use {type(spec).__name__} as a scorer: it has no score(query, texts)"
+    raise TypeError(msg)

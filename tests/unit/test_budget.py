@@ -1,0 +1,116 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hrefine import BudgetTooSmallError, select
+from hrefine.budget import EncodeCounter, RegexCounter, default_counter, get_counter
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+units = st.lists(
+    st.tuples(st.integers(min_value=0, max_value=60), st.floats(-1, 1, allow_nan=False)),
+    min_size=1,
+    max_size=40,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(units=units, budget=st.integers(min_value=0, max_value=400), sep=st.integers(0, 3))
+def test_selection_never_over_maximal_and_in_document_order(
+    units: list[tuple[int, float]], budget: int, sep: int
+) -> None:
+    costs = [c for c, _ in units]
+    scores = [s for _, s in units]
+    order = list(reversed(range(len(units))))  # document order differs from ids
+    sel = select(costs, scores, budget, order=order, separator_cost=sep, allow_empty=True)
+    used = sum(costs[i] + sep for i in sel.selected)
+    assert used == sel.used <= budget
+    # maximal: nothing left out would fit into the room that is left
+    room = budget - used
+    assert all(costs[i] + sep > room for i in sel.dropped)
+    # every unit is either selected or dropped with a reason
+    assert set(sel.selected) | set(sel.dropped) == set(range(len(units)))
+    # document order kept
+    positions = [order[i] for i in sel.selected]
+    assert positions == sorted(positions)
+
+
+@settings(max_examples=200, deadline=None)
+@given(units=units, budget=st.integers(min_value=0, max_value=200))
+def test_best_unit_that_fits_is_always_selected(
+    units: list[tuple[int, float]], budget: int
+) -> None:
+    costs = [c for c, _ in units]
+    scores = [s for _, s in units]
+    fitting = [i for i in range(len(units)) if costs[i] <= budget]
+    sel = select(costs, scores, budget, allow_empty=True)
+    if fitting:
+        best = max(scores[i] for i in fitting)
+        assert any(scores[i] == best for i in sel.selected)
+
+
+def test_parent_that_does_not_fit_expands_into_children() -> None:
+    # unit 0 is a section of 100 tokens with paragraphs 1..3
+    costs = [100, 30, 30, 50]
+    scores = [0.9, 0.2, 0.8, 0.5]
+    sel = select(costs, scores, 70, children={0: [1, 2, 3]})
+    assert sel.dropped[0] == "expanded_into_children"
+    assert sel.selected == [1, 2]
+    assert sel.used == 60
+
+
+def test_chosen_parent_covers_its_children() -> None:
+    sel = select([50, 20, 30], [0.9, 0.5, 0.4], 60, children={0: [1, 2]})
+    assert sel.selected == [0]
+    assert 1 not in sel.dropped and 2 not in sel.dropped
+
+
+def test_budget_smaller_than_every_unit_raises_clear_error() -> None:
+    with pytest.raises(BudgetTooSmallError, match="smaller than the smallest unit") as err:
+        select([10, 20], [1.0, 0.5], 5)
+    assert err.value.smallest == 10 and err.value.budget == 5
+
+
+def test_nan_scores_rank_last_and_max_units_limits() -> None:
+    sel = select([1, 1, 1], [np.nan, 0.1, 0.2], 10, max_units=2)
+    assert sel.selected == [1, 2]
+    assert sel.dropped == {0: "max_units_reached"}
+
+
+def test_mismatched_lengths_and_negative_budget_are_rejected() -> None:
+    with pytest.raises(Exception, match="scores"):
+        select([1, 2], [0.1], 5)
+    with pytest.raises(ValueError, match="budget"):
+        select([1], [0.1], -1)
+
+
+def test_default_counter_is_llama_tokenizer_and_counts_cjk_per_character() -> None:
+    counter = default_counter()
+    assert counter.name == "llama-3.2"
+    assert counter.count("") == 0
+    assert counter.count("Hello world") == 2
+    # CJK: a BPE tokenizer gives roughly one token per character or two
+    assert 5 <= counter.count("東京都は日本の首都です") <= 15
+    assert counter.count_many(["a b", "c"]) == [counter.count("a b"), counter.count("c")]
+
+
+def test_regex_counter_counts_cjk_characters_not_whitespace_runs() -> None:
+    counter = RegexCounter()
+    assert counter.count("東京都は日本の首都です") == 11
+    assert counter.count("Hello, world! 1,000") == 7
+
+
+def test_get_counter_accepts_callables_encoders_and_names() -> None:
+    assert get_counter(lambda s: len(s)).count("abcd") == 4
+    assert isinstance(get_counter("regex"), RegexCounter)
+
+    class Enc:
+        def encode(self, text: str) -> list[int]:
+            return list(range(len(text.split())))
+
+    assert isinstance(get_counter(Enc()), EncodeCounter)
+    assert get_counter(Enc()).count("a b c") == 3
+    with pytest.raises(TypeError, match="cannot count tokens"):
+        get_counter(3.5)
+    with pytest.raises(FileNotFoundError):
+        get_counter("/no/such/tokenizer.json")
