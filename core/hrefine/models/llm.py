@@ -14,6 +14,7 @@ import inspect
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -81,6 +82,14 @@ class Generator:
         self.retry_on = retry_on
         self.name = name or getattr(fn, "__name__", type(fn).__name__)
         self._sem = threading.BoundedSemaphore(max_concurrency)
+        # Pool for sync calls with a timeout; extra workers absorb abandoned (timed-out) calls.
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=2 * max_concurrency, thread_name_prefix="hrefine-llm"
+        )
+        # asyncio semaphores belong to one event loop; keep one per loop.
+        self._async_sems: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, asyncio.Semaphore
+        ] = weakref.WeakKeyDictionary()
 
     # -- sync -----------------------------------------------------------------------------
     def _call_once_sync(self, prompt: str) -> str:
@@ -93,16 +102,25 @@ class Generator:
                 msg = "this generator is async; inside a running event loop use agenerate()"
                 raise GenerationError(msg)
             coro_fn: Any = self._fn
-            return str(asyncio.new_event_loop().run_until_complete(coro_fn(prompt)))
-        if self.timeout is None:
-            return str(self._fn(prompt))
-        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-            fut = pool.submit(self._fn, prompt)
+            loop = asyncio.new_event_loop()
             try:
-                return str(fut.result(timeout=self.timeout))
-            except concurrent.futures.TimeoutError as exc:
+                return str(loop.run_until_complete(asyncio.wait_for(coro_fn(prompt), self.timeout)))
+            except asyncio.TimeoutError as exc:
                 msg = f"LLM call to {self.name} timed out after {self.timeout}s"
                 raise TimeoutError(msg) from exc
+            finally:
+                loop.close()
+        if self.timeout is None:
+            return str(self._fn(prompt))
+        # The call runs on the shared pool so that a timed-out call is abandoned, not awaited:
+        # Python cannot kill a thread, but the caller gets its error on time.
+        fut = self._pool.submit(self._fn, prompt)
+        try:
+            return str(fut.result(timeout=self.timeout))
+        except concurrent.futures.TimeoutError as exc:
+            fut.cancel()
+            msg = f"LLM call to {self.name} timed out after {self.timeout}s"
+            raise TimeoutError(msg) from exc
 
     def __call__(self, prompt: str) -> str:
         """Generate text for ``prompt`` (retries, timeout, concurrency limit applied)."""
@@ -141,11 +159,23 @@ class Generator:
             coro = loop.run_in_executor(None, self._fn, prompt)  # type: ignore[arg-type]
         return str(await asyncio.wait_for(coro, timeout=self.timeout))
 
-    async def agenerate(self, prompt: str, *, _sem: asyncio.Semaphore | None = None) -> str:
-        """Async :meth:`generate`; sync callables run in the default executor."""
+    def _loop_semaphore(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        sem = self._async_sems.get(loop)
+        if sem is None:
+            sem = asyncio.Semaphore(self.max_concurrency)
+            self._async_sems[loop] = sem
+        return sem
+
+    async def agenerate(self, prompt: str) -> str:
+        """Async :meth:`generate`; sync callables run in the default executor.
+
+        At most ``max_concurrency`` calls of this generator run at once per event loop, across
+        every caller.
+        """
         _check_prompt(prompt)
         last: BaseException | None = None
-        sem = _sem or asyncio.Semaphore(self.max_concurrency)
+        sem = self._loop_semaphore()
         async with sem:
             for attempt in range(self.retries + 1):
                 try:
@@ -163,8 +193,7 @@ class Generator:
 
     async def abatch(self, prompts: Sequence[str]) -> list[str]:
         """Async :meth:`batch`: at most ``max_concurrency`` calls in flight; order kept."""
-        sem = asyncio.Semaphore(self.max_concurrency)
-        return list(await asyncio.gather(*(self.agenerate(p, _sem=sem) for p in prompts)))
+        return list(await asyncio.gather(*(self.agenerate(p) for p in prompts)))
 
 
 def _check_prompt(prompt: object) -> None:

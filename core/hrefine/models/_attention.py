@@ -1,0 +1,43 @@
+"""Attention capture for :class:`~hrefine.models.lm.LMSession`: per-segment sums via forward hooks.
+
+Each attention layer's weights are reduced to one running sum per named token span as soon as the
+layer returns them, so capturing attention costs the memory of one layer's weights, not all.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hrefine.errors import HrefineError
+
+__all__ = ["attention_hooks"]
+
+
+def attention_hooks(
+    model: Any, segments: list[tuple[str, int, int]], sums: dict[str, Any], layers: list[int]
+) -> list[Any]:
+    """Register hooks that reduce each layer's attention weights to per-segment sums on the fly."""
+    modules = [
+        m
+        for m in model.modules()
+        if "Attention" in type(m).__name__ and isinstance(getattr(m, "layer_idx", None), int)
+    ]
+    if not modules:
+        message = f"found no attention layers with a layer index in {type(model).__name__}"
+        raise HrefineError(message)
+
+    def hook(module: Any, args: Any, output: Any) -> None:
+        weights = output[1] if isinstance(output, tuple) and len(output) > 1 else None
+        if weights is None:
+            message = (
+                "the attention layers returned no weights; "
+                "load the LM with attn_implementation='eager'"
+            )
+            raise HrefineError(message)
+        # weights: (batch, heads, new tokens, all tokens); reduce now and let the tensor go.
+        for name, start, end in segments:
+            mass = weights[0, :, :, start:end].float().sum(dim=-1).mean()
+            sums[name] = sums.get(name, 0.0) + mass
+        layers[0] += 1
+
+    return [m.register_forward_hook(hook) for m in modules]
