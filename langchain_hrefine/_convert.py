@@ -1,0 +1,294 @@
+"""Every conversion between LangChain and the hrefine core, in one place.
+
+This is the only module of ``langchain_hrefine`` that sees both worlds: LangChain ``Embeddings``
+become a core :class:`~hrefine.models.Embedder`, chat models, LLMs and Runnables become a core
+:class:`~hrefine.models.Generator`, and ``Document`` objects go in as HTML strings and come back as
+new ``Document`` objects. Caller objects are never mutated: metadata is always copied.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hrefine.models import CallableEmbedder, Embedder, Generator, as_generator, get_embedder
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.output_parsers import StrOutputParser
+from langchain_core.runnables import Runnable
+
+__all__ = [
+    "DocumentOutcome",
+    "HrefineEmbeddings",
+    "document_outcomes",
+    "documents_to_html",
+    "empty_outcome",
+    "outcomes_to_documents",
+    "to_embedder",
+    "to_generator",
+]
+
+logger = logging.getLogger(__name__)
+
+
+def to_embedder(embeddings: Embeddings | Embedder | None) -> Embedder | None:
+    """Turn LangChain ``Embeddings`` into a core :class:`~hrefine.models.Embedder`.
+
+    Parameters
+    ----------
+    embeddings:
+        A LangChain ``Embeddings``, an object that already implements the core ``Embedder``
+        protocol (returned as is), or None (returned as None: the core picks its default model).
+
+    Returns
+    -------
+    Embedder or None
+        An embedder whose rows are L2-normalised, whatever the LangChain model returns.
+    """
+    if embeddings is None:
+        return None
+    if isinstance(embeddings, HrefineEmbeddings):
+        return embeddings.embedder
+    if isinstance(embeddings, Embeddings):
+        return CallableEmbedder(
+            embeddings.embed_documents,
+            embeddings.embed_query,
+            name=f"langchain:{type(embeddings).__name__}",
+        )
+    if isinstance(embeddings, Embedder):
+        return embeddings
+    msg = (
+        f"cannot use {type(embeddings).__name__} as embeddings: pass a LangChain Embeddings, "
+        "an hrefine Embedder, or None for the embedded default model"
+    )
+    raise TypeError(msg)
+
+
+class HrefineEmbeddings(Embeddings):
+    """A core :class:`~hrefine.models.Embedder` as LangChain ``Embeddings``.
+
+    Lets a LangChain vector store use the same embedder as hrefine (by default the embedded
+    all-MiniLM-L6-v2, offline). :func:`to_embedder` unwraps it again, so hrefine never embeds
+    through the LangChain layer twice.
+
+    Parameters
+    ----------
+    embedder:
+        A core ``Embedder``; None uses :func:`hrefine.models.default_embedder`.
+    """
+
+    def __init__(self, embedder: Embedder | None = None) -> None:
+        self.embedder = get_embedder(embedder)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Embed documents as lists of floats (unit length)."""
+        return [[float(x) for x in row] for row in self.embedder.embed(texts)]
+
+    def embed_query(self, text: str) -> list[float]:
+        """Embed one query as a list of floats (unit length)."""
+        return [float(x) for x in self.embedder.embed_query(text)]
+
+
+def to_generator(llm: Any, **options: Any) -> Generator:
+    """Turn a LangChain chat model, LLM or Runnable into a core :class:`~hrefine.models.Generator`.
+
+    The model is called as ``llm | StrOutputParser()``: ``invoke`` on the sync path and
+    ``ainvoke`` on the async path, so the event loop is never blocked by a model with native async.
+
+    Parameters
+    ----------
+    llm:
+        A ``BaseChatModel``, ``BaseLLM`` or any ``Runnable`` taking a string prompt; a core
+        ``Generator`` or a plain ``str -> str`` callable is accepted too.
+    **options:
+        Passed to :class:`~hrefine.models.Generator` (``max_concurrency``, ``retries``,
+        ``timeout``...).
+
+    Returns
+    -------
+    Generator
+        The wrapped model.
+    """
+    if isinstance(llm, Generator):
+        return llm
+    if isinstance(llm, Runnable):
+        chain = llm | StrOutputParser()
+
+        def _invoke(prompt: str) -> str:
+            return str(chain.invoke(prompt))
+
+        async def _ainvoke(prompt: str) -> str:
+            return str(await chain.ainvoke(prompt))
+
+        options.setdefault("name", f"langchain:{type(llm).__name__}")
+        return Generator(_invoke, afn=_ainvoke, **options)
+    if callable(llm):
+        return as_generator(llm, **options)
+    msg = (
+        f"cannot use {type(llm).__name__} as an LLM: pass a LangChain chat model, LLM or "
+        "Runnable, or a str -> str callable"
+    )
+    raise TypeError(msg)
+
+
+def documents_to_html(documents: Sequence[Document]) -> list[str]:
+    """The HTML (``page_content``) of each Document, in order."""
+    return [doc.page_content for doc in documents]
+
+
+@dataclass(frozen=True)
+class DocumentOutcome:
+    """What pruning did to one input document.
+
+    Attributes
+    ----------
+    index:
+        Position of the document in the input.
+    html:
+        The pruned HTML ("" when every block was dropped).
+    score:
+        Best first-stage score among the kept blocks (None when none was kept).
+    stage2_score:
+        Best generative-stage score among the kept blocks, when that stage ran.
+    blocks_kept, blocks_total:
+        Number of the document's blocks kept, and found.
+    budget:
+        The token budget the document was pruned under.
+    shared_budget:
+        True when all documents were pruned against one budget.
+    """
+
+    index: int
+    html: str
+    score: float | None
+    stage2_score: float | None
+    blocks_kept: int
+    blocks_total: int
+    budget: int
+    shared_budget: bool
+
+    @property
+    def kept(self) -> bool:
+        """True when some of the document survived pruning."""
+        return self.blocks_kept > 0 and bool(self.html.strip())
+
+
+def empty_outcome(index: int, budget: int) -> DocumentOutcome:
+    """The outcome of a document with no text (skipped by the pruner, reported as dropped)."""
+    return DocumentOutcome(
+        index=index,
+        html="",
+        score=None,
+        stage2_score=None,
+        blocks_kept=0,
+        blocks_total=0,
+        budget=budget,
+        shared_budget=False,
+    )
+
+
+def _best(values: list[float | None]) -> float | None:
+    present = [float(v) for v in values if v is not None]
+    return max(present) if present else None
+
+
+def document_outcomes(
+    result: Any, *, offset: int = 0, shared_budget: bool = True
+) -> list[DocumentOutcome]:
+    """Split a core ``PruneResult`` into one :class:`DocumentOutcome` per input document.
+
+    Parameters
+    ----------
+    result:
+        The ``PruneResult`` of one ``HtmlPruner.prune`` call.
+    offset:
+        Index of the call's first document among all input documents (per-document pruning).
+    shared_budget:
+        Whether the call pruned several documents against one budget.
+
+    Returns
+    -------
+    list[DocumentOutcome]
+        In the order of ``result.documents``.
+    """
+    outcomes = []
+    for local, html in enumerate(result.documents):
+        blocks = [b for b in result.blocks if b.doc == local and b.block_id >= 0]
+        kept = [b for b in blocks if b.kept]
+        outcomes.append(
+            DocumentOutcome(
+                index=offset + local,
+                html=html,
+                score=_best([b.stage1_score for b in kept]),
+                stage2_score=_best([b.stage2_score for b in kept]),
+                blocks_kept=len(kept),
+                blocks_total=len(blocks),
+                budget=int(result.budget),
+                shared_budget=shared_budget,
+            )
+        )
+    return outcomes
+
+
+def outcomes_to_documents(
+    documents: Sequence[Document],
+    outcomes: Sequence[DocumentOutcome],
+    *,
+    token_counts: Sequence[int],
+    tokenizer: str,
+) -> list[Document]:
+    """Build the new Documents that a compressor returns.
+
+    Documents with nothing kept are left out; every returned Document reports how many were left
+    out (``hrefine_dropped_documents``), so a drop is never silent. The caller's Documents and their
+    metadata are not touched: each output gets a copy of its input's metadata plus the hrefine keys
+    (``relevance_score``, ``hrefine_tokens``, ``hrefine_budget``...).
+
+    Parameters
+    ----------
+    documents:
+        The input Documents, in the order the outcomes index.
+    outcomes:
+        One outcome per input Document.
+    token_counts:
+        Tokens of each outcome's pruned HTML, with the pruner's tokenizer.
+    tokenizer:
+        Name of that tokenizer.
+
+    Returns
+    -------
+    list[Document]
+        The surviving documents, in input order.
+    """
+    dropped = [o for o in outcomes if not o.kept]
+    if dropped:
+        logger.info(
+            "HtmlRAG left out %d of %d documents (no block fitted the budget): indices %s",
+            len(dropped),
+            len(outcomes),
+            [o.index for o in dropped],
+        )
+    out: list[Document] = []
+    for outcome, tokens in zip(outcomes, token_counts, strict=True):
+        if not outcome.kept:
+            continue
+        source = documents[outcome.index]
+        metadata: dict[str, Any] = copy.deepcopy(dict(source.metadata))
+        metadata.update(
+            relevance_score=outcome.score,
+            hrefine_method="htmlrag",
+            hrefine_tokens=int(tokens),
+            hrefine_budget=outcome.budget,
+            hrefine_budget_scope="shared" if outcome.shared_budget else "document",
+            hrefine_tokenizer=tokenizer,
+            hrefine_blocks_kept=outcome.blocks_kept,
+            hrefine_blocks_total=outcome.blocks_total,
+            hrefine_dropped_documents=len(dropped),
+        )
+        if outcome.stage2_score is not None:
+            metadata["hrefine_stage2_score"] = outcome.stage2_score
+        out.append(Document(page_content=outcome.html, metadata=metadata, id=source.id))
+    return out

@@ -1,0 +1,249 @@
+"""LangChain document compressors backed by the hrefine core."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from hrefine.errors import EmptyInputError
+from hrefine.models import Embedder
+from langchain_core.callbacks import Callbacks
+from langchain_core.documents import BaseDocumentCompressor, Document
+from langchain_core.embeddings import Embeddings
+from pydantic import ConfigDict, Field, PrivateAttr
+
+from langchain_hrefine._convert import (
+    DocumentOutcome,
+    document_outcomes,
+    documents_to_html,
+    empty_outcome,
+    outcomes_to_documents,
+    to_embedder,
+)
+
+__all__ = ["HtmlRagCompressor"]
+
+
+def _check_query(query: object) -> str:
+    if not isinstance(query, str):
+        msg = f"query must be a str, got {type(query).__name__}"
+        raise TypeError(msg)
+    if not query.strip():
+        msg = "query is empty; HtmlRAG ranks the HTML blocks against the query"
+        raise EmptyInputError(msg)
+    return query
+
+
+def _flatten(per_doc: Sequence[list[DocumentOutcome]]) -> list[DocumentOutcome]:
+    """Outcomes of per-document pruning; every document empty is an error, as when together."""
+    outcomes = [o for group in per_doc for o in group]
+    if outcomes and all(o.blocks_total == 0 for o in outcomes):
+        msg = f"all {len(outcomes)} documents are empty (no visible text to prune)"
+        raise EmptyInputError(msg)
+    return outcomes
+
+
+class HtmlRagCompressor(BaseDocumentCompressor):
+    """Prune retrieved HTML pages to a token budget with HtmlRAG.
+
+    Each Document's ``page_content`` is HTML. The pages are cleaned, split into a block tree,
+    the blocks are ranked against the query (embeddings or BM25, then optionally a small
+    generative model) and the best blocks that fit ``max_tokens`` are kept, as HTML with the
+    original tags. The returned Documents are new objects: the input Documents are untouched.
+
+    Every returned Document's ``metadata`` is a copy of its input's metadata plus
+    ``relevance_score`` (best kept block score), ``hrefine_tokens`` (tokens of the pruned HTML),
+    ``hrefine_budget``, ``hrefine_budget_scope`` (``"shared"`` or ``"document"``),
+    ``hrefine_tokenizer``, ``hrefine_blocks_kept``, ``hrefine_blocks_total`` and
+    ``hrefine_dropped_documents``: the number of input Documents left out because none of their
+    blocks made the budget.
+
+    Parameters
+    ----------
+    max_tokens:
+        Token budget of the pruned HTML (all documents together, or each document; see
+        ``prune_together``), counted with ``tokenizer``.
+    scorer:
+        ``"embedding"`` (default), ``"bm25"``, ``"cross-encoder:<model>"`` or an hrefine
+        ``Scorer``.
+    embeddings:
+        LangChain ``Embeddings`` (or an hrefine ``Embedder``) for the ``"embedding"`` scorer;
+        None uses hrefine's embedded all-MiniLM-L6-v2, offline.
+    tokenizer:
+        What the budget is counted in: None (hrefine's default, Llama-3.2), a Hugging Face or
+        tiktoken tokenizer, a ``tokenizer.json`` path, or a ``str -> int`` callable. Pass the
+        tokenizer of the LLM that reads the context.
+    generative:
+        Run the paper's second, generative stage (block tag-path probabilities from a small LM).
+    lm:
+        The hrefine ``LocalLM`` for the generative stage; None uses the embedded default.
+    max_words:
+        Largest block, in words.
+    boilerplate:
+        Remove navigation, footers and similar boilerplate while cleaning.
+    prune_together:
+        True (as in the paper): all documents compete for one budget, and a document with no
+        block in the best set is left out. False: each document is pruned to ``max_tokens`` on
+        its own.
+
+    Examples
+    --------
+    >>> from langchain_core.documents import Document
+    >>> compressor = HtmlRagCompressor(max_tokens=512, scorer="bm25")
+    >>> docs = [Document(page_content="<html>...</html>", metadata={"source": "a.html"})]
+    >>> pruned = compressor.compress_documents(docs, "who won in 1972?")  # doctest: +SKIP
+    """
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    max_tokens: int = Field(default=2048, gt=0, description="Token budget of the pruned HTML.")
+    scorer: Any = Field(
+        default="embedding",
+        description="'embedding', 'bm25', 'cross-encoder:<model>' or an hrefine Scorer.",
+    )
+    embeddings: Embeddings | Embedder | None = Field(
+        default=None,
+        description="Embeddings for the 'embedding' scorer; None: the embedded default model.",
+    )
+    tokenizer: Any = Field(
+        default=None, description="Tokenizer the budget is counted in; None: hrefine's default."
+    )
+    generative: bool = Field(default=False, description="Run the generative second stage.")
+    lm: Any = Field(default=None, description="LocalLM for the generative stage; None: default.")
+    max_words: int = Field(default=256, gt=0, description="Largest block, in words.")
+    boilerplate: bool = Field(default=True, description="Remove boilerplate while cleaning.")
+    prune_together: bool = Field(
+        default=True,
+        description="Prune all documents against one budget (True) or each on its own (False).",
+    )
+
+    _pruner: Any = PrivateAttr(default=None)
+    _pruner_key: tuple[Any, ...] | None = PrivateAttr(default=None)
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Build the core pruner now, so that a bad setting fails at construction."""
+        self._get_pruner()
+
+    def _config_key(self) -> tuple[Any, ...]:
+        return (
+            self.scorer if isinstance(self.scorer, str) else id(self.scorer),
+            id(self.embeddings),
+            self.tokenizer if isinstance(self.tokenizer, str) else id(self.tokenizer),
+            self.generative,
+            id(self.lm),
+            self.max_words,
+            self.boilerplate,
+        )
+
+    def _get_pruner(self) -> Any:
+        """The core ``HtmlPruner`` for the current settings (rebuilt when a setting changed)."""
+        key = self._config_key()
+        if self._pruner is None or key != self._pruner_key:
+            from hrefine.html import HtmlPruner
+
+            self._pruner = HtmlPruner(
+                scorer=self.scorer,
+                embedder=to_embedder(self.embeddings),
+                tokenizer=self.tokenizer,
+                max_words=self.max_words,
+                generative=self.generative,
+                lm=self.lm,
+                boilerplate=self.boilerplate,
+            )
+            self._pruner_key = key
+        return self._pruner
+
+    def _finish(
+        self, documents: Sequence[Document], outcomes: list[DocumentOutcome]
+    ) -> list[Document]:
+        counter = self._get_pruner().counter
+        counts = counter.count_many([o.html for o in outcomes])
+        return outcomes_to_documents(
+            documents, outcomes, token_counts=counts, tokenizer=counter.name
+        )
+
+    def compress_documents(
+        self,
+        documents: Sequence[Document],
+        query: str,
+        callbacks: Callbacks | None = None,
+    ) -> Sequence[Document]:
+        """Prune the HTML of ``documents`` to the budget, keeping what is relevant to ``query``.
+
+        Parameters
+        ----------
+        documents:
+            Documents whose ``page_content`` is HTML.
+        query:
+            The question the context is for.
+        callbacks:
+            Accepted for the LangChain interface; pruning makes no LangChain model calls.
+
+        Returns
+        -------
+        Sequence[Document]
+            New Documents with pruned HTML and the metadata described in the class docstring, in
+            input order; documents with nothing kept are left out and counted in each output's
+            ``hrefine_dropped_documents``.
+        """
+        _check_query(query)
+        docs = list(documents)
+        if not docs:
+            return []
+        pruner = self._get_pruner()
+        pages = documents_to_html(docs)
+        if self.prune_together:
+            result = pruner.prune(pages, query, self.max_tokens)
+            return self._finish(docs, document_outcomes(result, shared_budget=True))
+        per_doc: list[list[DocumentOutcome]] = []
+        for i, page in enumerate(pages):
+            try:
+                result = pruner.prune([page], query, self.max_tokens)
+            except EmptyInputError:
+                per_doc.append([empty_outcome(i, self.max_tokens)])
+                continue
+            per_doc.append(document_outcomes(result, offset=i, shared_budget=False))
+        return self._finish(docs, _flatten(per_doc))
+
+    async def acompress_documents(
+        self,
+        documents: Sequence[Document],
+        query: str,
+        callbacks: Callbacks | None = None,
+    ) -> Sequence[Document]:
+        """Async :meth:`compress_documents`, on the core's async path (the loop is not blocked).
+
+        Parameters
+        ----------
+        documents:
+            Documents whose ``page_content`` is HTML.
+        query:
+            The question the context is for.
+        callbacks:
+            Accepted for the LangChain interface; pruning makes no LangChain model calls.
+
+        Returns
+        -------
+        Sequence[Document]
+            Same as :meth:`compress_documents`.
+        """
+        _check_query(query)
+        docs = list(documents)
+        if not docs:
+            return []
+        pruner = self._get_pruner()
+        pages = documents_to_html(docs)
+        if self.prune_together:
+            result = await pruner.aprune(pages, query, self.max_tokens)
+            return self._finish(docs, document_outcomes(result, shared_budget=True))
+
+        async def one(i: int, page: str) -> list[DocumentOutcome]:
+            try:
+                result = await pruner.aprune([page], query, self.max_tokens)
+            except EmptyInputError:
+                return [empty_outcome(i, self.max_tokens)]
+            return document_outcomes(result, offset=i, shared_budget=False)
+
+        per_doc = await asyncio.gather(*(one(i, page) for i, page in enumerate(pages)))
+        return self._finish(docs, _flatten(per_doc))

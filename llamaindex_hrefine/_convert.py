@@ -1,0 +1,363 @@
+"""Every conversion between LlamaIndex and the hrefine core, in one place.
+
+This is the only module of ``llamaindex_hrefine`` that sees both worlds: LlamaIndex embed models
+become a core :class:`~hrefine.models.Embedder` (and a core embedder becomes a LlamaIndex embed
+model, :class:`HrefineEmbedding`), an explicitly given LlamaIndex LLM becomes a core
+:class:`~hrefine.models.Generator`, and ``NodeWithScore`` objects go in as HTML strings and come
+back as new ``NodeWithScore`` objects holding new nodes. Caller nodes are never mutated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hrefine.models import CallableEmbedder, Embedder, Generator, as_generator, get_embedder
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.llms import LLM
+from llama_index.core.schema import MetadataMode, NodeWithScore
+from pydantic import PrivateAttr
+
+__all__ = [
+    "METADATA_KEYS",
+    "DocumentOutcome",
+    "HrefineEmbedding",
+    "document_outcomes",
+    "empty_outcome",
+    "nodes_to_html",
+    "outcomes_to_nodes",
+    "to_embedder",
+    "to_generator",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Metadata keys written on every returned node; they are excluded from the LLM and embed views.
+METADATA_KEYS = (
+    "relevance_score",
+    "hrefine_method",
+    "hrefine_tokens",
+    "hrefine_budget",
+    "hrefine_budget_scope",
+    "hrefine_tokenizer",
+    "hrefine_blocks_kept",
+    "hrefine_blocks_total",
+    "hrefine_dropped_documents",
+    "hrefine_input_score",
+    "hrefine_stage2_score",
+)
+
+
+def to_embedder(embed_model: BaseEmbedding | Embedder | None) -> Embedder | None:
+    """Turn a LlamaIndex embed model into a core :class:`~hrefine.models.Embedder`.
+
+    Parameters
+    ----------
+    embed_model:
+        A LlamaIndex ``BaseEmbedding``, an object that already implements the core ``Embedder``
+        protocol (returned as is), or None (returned as None: the core picks its default model).
+        ``Settings.embed_model`` is never read.
+
+    Returns
+    -------
+    Embedder or None
+        An embedder whose rows are L2-normalised.
+    """
+    if embed_model is None:
+        return None
+    if isinstance(embed_model, HrefineEmbedding):
+        return embed_model.embedder
+    if isinstance(embed_model, BaseEmbedding):
+        return CallableEmbedder(
+            embed_model.get_text_embedding_batch,
+            embed_model.get_query_embedding,
+            name=f"llamaindex:{embed_model.model_name}",
+        )
+    if isinstance(embed_model, Embedder):
+        return embed_model
+    msg = (
+        f"cannot use {type(embed_model).__name__} as an embed model: pass a LlamaIndex "
+        "BaseEmbedding, an hrefine Embedder, or None for the embedded default model"
+    )
+    raise TypeError(msg)
+
+
+def to_generator(llm: Any, **options: Any) -> Generator:
+    """Turn an explicitly given LlamaIndex LLM into a core :class:`~hrefine.models.Generator`.
+
+    ``Settings.llm`` is never read: its default is a hosted model that fails without an API key,
+    so hrefine only uses the LLM it is handed.
+
+    Parameters
+    ----------
+    llm:
+        A LlamaIndex ``LLM`` (called with ``complete``/``acomplete``), a core ``Generator`` or a
+        ``str -> str`` callable.
+    **options:
+        Passed to :class:`~hrefine.models.Generator`.
+
+    Returns
+    -------
+    Generator
+        The wrapped model.
+    """
+    if llm is None:
+        msg = (
+            "no LLM given: pass llm= explicitly (hrefine never falls back to Settings.llm, "
+            "whose default needs an OpenAI key)"
+        )
+        raise ValueError(msg)
+    if isinstance(llm, Generator):
+        return llm
+    if isinstance(llm, LLM):
+        model = llm
+
+        def _complete(prompt: str) -> str:
+            return str(model.complete(prompt).text)
+
+        async def _acomplete(prompt: str) -> str:
+            return str((await model.acomplete(prompt)).text)
+
+        options.setdefault("name", f"llamaindex:{type(llm).__name__}")
+        return Generator(_complete, afn=_acomplete, **options)
+    if callable(llm):
+        return as_generator(llm, **options)
+    msg = f"cannot use {type(llm).__name__} as an LLM: pass a LlamaIndex LLM or a callable"
+    raise TypeError(msg)
+
+
+class HrefineEmbedding(BaseEmbedding):
+    """A core :class:`~hrefine.models.Embedder` as a LlamaIndex embed model.
+
+    Lets an index use the same embedder as hrefine (by default the embedded all-MiniLM-L6-v2,
+    offline), so a ``VectorStoreIndex`` needs no hosted embedding service.
+
+    Parameters
+    ----------
+    embedder:
+        A core ``Embedder`` (e.g. :func:`hrefine.models.default_embedder` or
+        :class:`hrefine.testing.KeywordEmbedder`); None uses the embedded default.
+    **kwargs:
+        Passed to ``BaseEmbedding`` (``embed_batch_size``...).
+    """
+
+    _embedder: Embedder = PrivateAttr()
+
+    def __init__(self, embedder: Embedder | None = None, **kwargs: Any) -> None:
+        resolved = get_embedder(embedder)
+        kwargs.setdefault("model_name", f"hrefine:{resolved.name}")
+        super().__init__(**kwargs)
+        self._embedder = resolved
+
+    @classmethod
+    def class_name(cls) -> str:
+        """Stable name used by LlamaIndex serialisation."""
+        return "HrefineEmbedding"
+
+    @property
+    def embedder(self) -> Embedder:
+        """The wrapped core embedder."""
+        return self._embedder
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return [float(x) for x in self._embedder.embed_query(query)]
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return await asyncio.to_thread(self._get_query_embedding, query)
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self._get_text_embeddings([text])[0]
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        return [[float(x) for x in row] for row in self._embedder.embed(texts)]
+
+    async def _aget_text_embedding(self, text: str) -> list[float]:
+        return await asyncio.to_thread(self._get_text_embedding, text)
+
+    async def _aget_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        return await asyncio.to_thread(self._get_text_embeddings, texts)
+
+
+def nodes_to_html(nodes: Sequence[NodeWithScore]) -> list[str]:
+    """The HTML content of each node (without metadata), in order."""
+    return [n.node.get_content(metadata_mode=MetadataMode.NONE) for n in nodes]
+
+
+@dataclass(frozen=True)
+class DocumentOutcome:
+    """What pruning did to one input node.
+
+    Attributes
+    ----------
+    index:
+        Position of the node in the input.
+    html:
+        The pruned HTML ("" when every block was dropped).
+    score:
+        Best first-stage score among the kept blocks (None when none was kept).
+    stage2_score:
+        Best generative-stage score among the kept blocks, when that stage ran.
+    blocks_kept, blocks_total:
+        Number of the node's blocks kept, and found.
+    budget:
+        The token budget the node was pruned under.
+    shared_budget:
+        True when all nodes were pruned against one budget.
+    """
+
+    index: int
+    html: str
+    score: float | None
+    stage2_score: float | None
+    blocks_kept: int
+    blocks_total: int
+    budget: int
+    shared_budget: bool
+
+    @property
+    def kept(self) -> bool:
+        """True when some of the node survived pruning."""
+        return self.blocks_kept > 0 and bool(self.html.strip())
+
+
+def empty_outcome(index: int, budget: int) -> DocumentOutcome:
+    """The outcome of a node with no text (skipped by the pruner, reported as dropped)."""
+    return DocumentOutcome(
+        index=index,
+        html="",
+        score=None,
+        stage2_score=None,
+        blocks_kept=0,
+        blocks_total=0,
+        budget=budget,
+        shared_budget=False,
+    )
+
+
+def _best(values: list[float | None]) -> float | None:
+    present = [float(v) for v in values if v is not None]
+    return max(present) if present else None
+
+
+def document_outcomes(
+    result: Any, *, offset: int = 0, shared_budget: bool = True
+) -> list[DocumentOutcome]:
+    """Split a core ``PruneResult`` into one :class:`DocumentOutcome` per input node.
+
+    Parameters
+    ----------
+    result:
+        The ``PruneResult`` of one ``HtmlPruner.prune`` call.
+    offset:
+        Index of the call's first node among all input nodes (per-node pruning).
+    shared_budget:
+        Whether the call pruned several nodes against one budget.
+
+    Returns
+    -------
+    list[DocumentOutcome]
+        In the order of ``result.documents``.
+    """
+    outcomes = []
+    for local, html in enumerate(result.documents):
+        blocks = [b for b in result.blocks if b.doc == local and b.block_id >= 0]
+        kept = [b for b in blocks if b.kept]
+        outcomes.append(
+            DocumentOutcome(
+                index=offset + local,
+                html=html,
+                score=_best([b.stage1_score for b in kept]),
+                stage2_score=_best([b.stage2_score for b in kept]),
+                blocks_kept=len(kept),
+                blocks_total=len(blocks),
+                budget=int(result.budget),
+                shared_budget=shared_budget,
+            )
+        )
+    return outcomes
+
+
+def outcomes_to_nodes(
+    nodes: Sequence[NodeWithScore],
+    outcomes: Sequence[DocumentOutcome],
+    *,
+    token_counts: Sequence[int],
+    tokenizer: str,
+) -> list[NodeWithScore]:
+    """Build the new ``NodeWithScore`` objects a postprocessor returns.
+
+    Nodes with nothing kept are left out; every returned node reports how many were left out
+    (``hrefine_dropped_documents``). Each returned node is a copy of its input node with the
+    pruned HTML as content, a copied metadata dict plus the hrefine keys (hidden from the LLM and
+    embed views, so they do not eat the budget), no stale embedding, and the best kept block
+    score as its score (the input score is kept as ``hrefine_input_score``).
+
+    Parameters
+    ----------
+    nodes:
+        The input nodes, in the order the outcomes index.
+    outcomes:
+        One outcome per input node.
+    token_counts:
+        Tokens of each outcome's pruned HTML, with the pruner's tokenizer.
+    tokenizer:
+        Name of that tokenizer.
+
+    Returns
+    -------
+    list[NodeWithScore]
+        The surviving nodes, in input order.
+    """
+    dropped = [o for o in outcomes if not o.kept]
+    if dropped:
+        logger.info(
+            "HtmlRAG left out %d of %d nodes (no block fitted the budget): indices %s",
+            len(dropped),
+            len(outcomes),
+            [o.index for o in dropped],
+        )
+    out: list[NodeWithScore] = []
+    for outcome, tokens in zip(outcomes, token_counts, strict=True):
+        if not outcome.kept:
+            continue
+        source = nodes[outcome.index]
+        metadata: dict[str, Any] = copy.deepcopy(dict(source.node.metadata))
+        metadata.update(
+            relevance_score=outcome.score,
+            hrefine_method="htmlrag",
+            hrefine_tokens=int(tokens),
+            hrefine_budget=outcome.budget,
+            hrefine_budget_scope="shared" if outcome.shared_budget else "document",
+            hrefine_tokenizer=tokenizer,
+            hrefine_blocks_kept=outcome.blocks_kept,
+            hrefine_blocks_total=outcome.blocks_total,
+            hrefine_dropped_documents=len(dropped),
+            hrefine_input_score=source.score,
+        )
+        if outcome.stage2_score is not None:
+            metadata["hrefine_stage2_score"] = outcome.stage2_score
+        added = [k for k in METADATA_KEYS if k in metadata]
+        node = source.node.model_copy(
+            update={
+                "metadata": metadata,
+                "embedding": None,
+                "excluded_llm_metadata_keys": _extend(
+                    source.node.excluded_llm_metadata_keys, added
+                ),
+                "excluded_embed_metadata_keys": _extend(
+                    source.node.excluded_embed_metadata_keys, added
+                ),
+                "relationships": copy.copy(source.node.relationships),
+            }
+        )
+        node.set_content(outcome.html)
+        out.append(NodeWithScore(node=node, score=outcome.score))
+    return out
+
+
+def _extend(keys: Sequence[str], extra: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys([*keys, *extra]))

@@ -1,0 +1,209 @@
+"""LlamaIndex node postprocessors backed by the hrefine core."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from hrefine.errors import EmptyInputError
+from hrefine.models import Embedder
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.schema import NodeWithScore, QueryBundle
+from pydantic import Field, PrivateAttr
+
+from llamaindex_hrefine._convert import (
+    DocumentOutcome,
+    document_outcomes,
+    empty_outcome,
+    nodes_to_html,
+    outcomes_to_nodes,
+    to_embedder,
+)
+
+__all__ = ["HtmlRagNodePostprocessor"]
+
+
+def _query_of(query_bundle: QueryBundle | None) -> str:
+    if query_bundle is None:
+        msg = (
+            "HtmlRagNodePostprocessor needs the query: call postprocess_nodes(nodes, "
+            "query_str=...) or pass a query_bundle (query engines do this for you)"
+        )
+        raise ValueError(msg)
+    query = query_bundle.query_str
+    if not query or not query.strip():
+        msg = "the query is empty; HtmlRAG ranks the HTML blocks against the query"
+        raise EmptyInputError(msg)
+    return query
+
+
+def _flatten(per_node: Sequence[list[DocumentOutcome]]) -> list[DocumentOutcome]:
+    """Outcomes of per-node pruning; every node empty is an error, as when together."""
+    outcomes = [o for group in per_node for o in group]
+    if outcomes and all(o.blocks_total == 0 for o in outcomes):
+        msg = f"all {len(outcomes)} nodes are empty (no visible text to prune)"
+        raise EmptyInputError(msg)
+    return outcomes
+
+
+class HtmlRagNodePostprocessor(BaseNodePostprocessor):
+    """Prune the HTML held by retrieved nodes to a token budget with HtmlRAG.
+
+    Each node's content is HTML. The pages are cleaned, split into a block tree, the blocks are
+    ranked against the query (embeddings or BM25, then optionally a small generative model) and
+    the best blocks that fit ``max_tokens`` are kept, as HTML with the original tags.
+
+    Returns new ``NodeWithScore`` objects holding copies of the input nodes: the inputs are never
+    mutated. Each copy's score is its best kept block score (the input score is kept in
+    ``metadata["hrefine_input_score"]``); its metadata is a copy plus ``relevance_score``,
+    ``hrefine_tokens``, ``hrefine_budget``, ``hrefine_budget_scope``, ``hrefine_tokenizer``,
+    ``hrefine_blocks_kept``, ``hrefine_blocks_total`` and ``hrefine_dropped_documents`` (nodes
+    left out because none of their blocks made the budget). These keys are excluded from the LLM
+    and embed views, so they do not count against the budget in the prompt.
+
+    Examples
+    --------
+    >>> from llama_index.core.schema import NodeWithScore, TextNode
+    >>> post = HtmlRagNodePostprocessor(max_tokens=512, scorer="bm25")
+    >>> nodes = [NodeWithScore(node=TextNode(text="<html>...</html>"), score=0.8)]
+    >>> pruned = post.postprocess_nodes(nodes, query_str="who won?")  # doctest: +SKIP
+    """
+
+    max_tokens: int = Field(
+        default=2048,
+        gt=0,
+        description="Token budget of the pruned HTML (all nodes together, or each node).",
+    )
+    scorer: Any = Field(
+        default="embedding",
+        description="'embedding', 'bm25', 'cross-encoder:<model>' or an hrefine Scorer.",
+    )
+    embed_model: BaseEmbedding | Embedder | None = Field(
+        default=None,
+        description=(
+            "Embed model for the 'embedding' scorer (a LlamaIndex BaseEmbedding or an hrefine "
+            "Embedder); None: hrefine's embedded all-MiniLM-L6-v2. Settings.embed_model is "
+            "never read."
+        ),
+    )
+    tokenizer: Any = Field(
+        default=None,
+        description=(
+            "Tokenizer the budget is counted in (a tokenizer, tokenizer.json path or "
+            "str -> int callable); None: hrefine's default (Llama-3.2)."
+        ),
+    )
+    generative: bool = Field(
+        default=False, description="Run the paper's generative second stage (tag-path scoring)."
+    )
+    lm: Any = Field(
+        default=None, description="hrefine LocalLM for the generative stage; None: the default."
+    )
+    max_words: int = Field(default=256, gt=0, description="Largest block, in words.")
+    boilerplate: bool = Field(
+        default=True, description="Remove navigation, footers and other boilerplate."
+    )
+    prune_together: bool = Field(
+        default=True,
+        description=(
+            "Prune all nodes against one budget, as in the paper (True), or each node to "
+            "max_tokens on its own (False)."
+        ),
+    )
+
+    _pruner: Any = PrivateAttr(default=None)
+    _pruner_key: tuple[Any, ...] | None = PrivateAttr(default=None)
+
+    def __init__(self, **data: Any) -> None:
+        super().__init__(**data)
+        self._get_pruner()
+
+    @classmethod
+    def class_name(cls) -> str:
+        """Stable name used by LlamaIndex serialisation."""
+        return "HtmlRagNodePostprocessor"
+
+    def _config_key(self) -> tuple[Any, ...]:
+        return (
+            self.scorer if isinstance(self.scorer, str) else id(self.scorer),
+            id(self.embed_model),
+            self.tokenizer if isinstance(self.tokenizer, str) else id(self.tokenizer),
+            self.generative,
+            id(self.lm),
+            self.max_words,
+            self.boilerplate,
+        )
+
+    def _get_pruner(self) -> Any:
+        """The core ``HtmlPruner`` for the current settings (rebuilt when a setting changed)."""
+        key = self._config_key()
+        if self._pruner is None or key != self._pruner_key:
+            from hrefine.html import HtmlPruner
+
+            self._pruner = HtmlPruner(
+                scorer=self.scorer,
+                embedder=to_embedder(self.embed_model),
+                tokenizer=self.tokenizer,
+                max_words=self.max_words,
+                generative=self.generative,
+                lm=self.lm,
+                boilerplate=self.boilerplate,
+            )
+            self._pruner_key = key
+        return self._pruner
+
+    def _finish(
+        self, nodes: list[NodeWithScore], outcomes: list[DocumentOutcome]
+    ) -> list[NodeWithScore]:
+        counter = self._get_pruner().counter
+        counts = counter.count_many([o.html for o in outcomes])
+        return outcomes_to_nodes(nodes, outcomes, token_counts=counts, tokenizer=counter.name)
+
+    def _postprocess_nodes(
+        self,
+        nodes: list[NodeWithScore],
+        query_bundle: QueryBundle | None = None,
+    ) -> list[NodeWithScore]:
+        if not nodes:
+            return []
+        query = _query_of(query_bundle)
+        pruner = self._get_pruner()
+        pages = nodes_to_html(nodes)
+        if self.prune_together:
+            result = pruner.prune(pages, query, self.max_tokens)
+            return self._finish(list(nodes), document_outcomes(result, shared_budget=True))
+        per_doc: list[list[DocumentOutcome]] = []
+        for i, page in enumerate(pages):
+            try:
+                result = pruner.prune([page], query, self.max_tokens)
+            except EmptyInputError:
+                per_doc.append([empty_outcome(i, self.max_tokens)])
+                continue
+            per_doc.append(document_outcomes(result, offset=i, shared_budget=False))
+        return self._finish(list(nodes), _flatten(per_doc))
+
+    async def _apostprocess_nodes(
+        self,
+        nodes: list[NodeWithScore],
+        query_bundle: QueryBundle | None = None,
+    ) -> list[NodeWithScore]:
+        if not nodes:
+            return []
+        query = _query_of(query_bundle)
+        pruner = self._get_pruner()
+        pages = nodes_to_html(nodes)
+        if self.prune_together:
+            result = await pruner.aprune(pages, query, self.max_tokens)
+            return self._finish(list(nodes), document_outcomes(result, shared_budget=True))
+
+        async def one(i: int, page: str) -> list[DocumentOutcome]:
+            try:
+                result = await pruner.aprune([page], query, self.max_tokens)
+            except EmptyInputError:
+                return [empty_outcome(i, self.max_tokens)]
+            return document_outcomes(result, offset=i, shared_budget=False)
+
+        per_doc = await asyncio.gather(*(one(i, page) for i, page in enumerate(pages)))
+        return self._finish(list(nodes), _flatten(per_doc))

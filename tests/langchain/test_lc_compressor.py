@@ -1,0 +1,207 @@
+"""HtmlRagCompressor: new Documents, copied metadata, budgets, sync/async parity."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import time
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+from hrefine.budget import get_counter
+from hrefine.errors import EmptyInputError
+from hrefine.testing import KeywordEmbedder, keyword_tokens
+from langchain_core.documents import BaseDocumentCompressor, Document
+from lc_helpers import Compress, KeywordEmbeddings, make_documents
+from pydantic import ValidationError
+
+from langchain_hrefine import HtmlRagCompressor
+
+QUERY = "how many gold medals did Norway win at the 2014 Winter Olympics"
+
+
+def _snapshot(docs: list[Document]) -> list[tuple[str, dict[str, object], str | None]]:
+    return [(d.page_content, copy.deepcopy(d.metadata), d.id) for d in docs]
+
+
+def _compressor(**kwargs: object) -> HtmlRagCompressor:
+    kwargs.setdefault("tokenizer", "regex")
+    kwargs.setdefault("scorer", "bm25")
+    return HtmlRagCompressor(**kwargs)  # type: ignore[arg-type]
+
+
+def test_is_a_langchain_document_compressor() -> None:
+    assert issubclass(HtmlRagCompressor, BaseDocumentCompressor)
+
+
+def test_unknown_field_is_rejected() -> None:
+    with pytest.raises(ValidationError, match="max_token"):
+        HtmlRagCompressor(max_token=10)  # type: ignore[call-arg]
+
+
+def test_non_positive_budget_is_rejected() -> None:
+    with pytest.raises(ValidationError, match="max_tokens"):
+        HtmlRagCompressor(max_tokens=0)
+
+
+async def test_inputs_untouched_and_outputs_are_new(
+    compress: Compress, documents: list[Document]
+) -> None:
+    before = _snapshot(documents)
+    out = await compress(_compressor(max_tokens=120), documents, QUERY)
+    assert out
+    assert _snapshot(documents) == before
+    for doc in out:
+        assert all(doc is not src for src in documents)
+        assert all(doc.metadata is not src.metadata for src in documents)
+
+
+async def test_metadata_copied_and_hrefine_keys_added(
+    compress: Compress, documents: list[Document]
+) -> None:
+    out = await compress(_compressor(max_tokens=400), documents, QUERY)
+    by_id = {d.id: d for d in documents}
+    for doc in out:
+        src = by_id[doc.id]
+        for key, value in src.metadata.items():
+            assert doc.metadata[key] == value
+        assert doc.metadata["tags"] is not src.metadata["tags"]
+        assert isinstance(doc.metadata["relevance_score"], float)
+        assert doc.metadata["hrefine_method"] == "htmlrag"
+        assert doc.metadata["hrefine_budget"] == 400
+        assert doc.metadata["hrefine_budget_scope"] == "shared"
+        assert doc.metadata["hrefine_tokenizer"] == "regex"
+        assert 0 < doc.metadata["hrefine_blocks_kept"] <= doc.metadata["hrefine_blocks_total"]
+        assert doc.metadata["hrefine_dropped_documents"] == len(documents) - len(out)
+
+
+async def test_together_budget_is_met_in_the_given_tokenizer(
+    compress: Compress, documents: list[Document]
+) -> None:
+    counter = get_counter("regex")
+    out = await compress(_compressor(max_tokens=150), documents, QUERY)
+    counts = [counter.count(d.page_content) for d in out]
+    assert counts == [d.metadata["hrefine_tokens"] for d in out]
+    assert sum(counts) <= 150
+
+
+async def test_per_document_budget_applies_to_each_document(
+    compress: Compress, documents: list[Document]
+) -> None:
+    counter = get_counter("regex")
+    out = await compress(_compressor(max_tokens=60, prune_together=False), documents, QUERY)
+    assert len(out) == len(documents)
+    for doc in out:
+        assert doc.metadata["hrefine_budget_scope"] == "document"
+        assert doc.metadata["hrefine_budget"] == 60
+        assert counter.count(doc.page_content) <= 60
+    assert sum(counter.count(d.page_content) for d in out) > 60
+
+
+async def test_together_mode_keeps_the_answer_and_reports_dropped_documents(
+    compress: Compress, documents: list[Document]
+) -> None:
+    out = await compress(_compressor(max_tokens=60), documents, QUERY)
+    assert [d.id for d in out] == ["doc-olympics"]
+    assert "Norway" in out[0].page_content
+    assert out[0].metadata["hrefine_dropped_documents"] == len(documents) - 1
+
+
+async def test_keyword_embeddings_rank_the_answer_block_first(
+    compress: Compress, documents: list[Document]
+) -> None:
+    embeddings = KeywordEmbeddings()
+    compressor = _compressor(max_tokens=80, scorer="embedding", embeddings=embeddings)
+    out = await compress(
+        compressor, documents, "What is the frequency of the station called The Wolf?"
+    )
+    assert embeddings.query_calls >= 1
+    assert embeddings.document_calls >= 1
+    best = max(out, key=lambda d: d.metadata["relevance_score"])
+    assert best.id == "doc-radio"
+    assert "WNAX-FM" in best.page_content
+    assert "104.1" in best.page_content
+
+
+async def test_output_keeps_input_order(compress: Compress) -> None:
+    docs = make_documents()
+    out = await compress(_compressor(max_tokens=5000), docs, QUERY)
+    assert [d.id for d in out] == [d.id for d in docs]
+
+
+async def test_empty_document_list_gives_empty_list(compress: Compress) -> None:
+    assert await compress(_compressor(), [], QUERY) == []
+
+
+async def test_empty_query_is_a_clear_error(compress: Compress, documents: list[Document]) -> None:
+    with pytest.raises(EmptyInputError, match="query is empty"):
+        await compress(_compressor(), documents, "  ")
+
+
+def test_sync_and_async_give_the_same_documents(documents: list[Document]) -> None:
+    for together in (True, False):
+        compressor = _compressor(max_tokens=90, prune_together=together)
+        sync = compressor.compress_documents(documents, QUERY)
+        asyn = asyncio.run(compressor.acompress_documents(documents, QUERY))
+        assert [(d.page_content, d.metadata, d.id) for d in sync] == [
+            (d.page_content, d.metadata, d.id) for d in asyn
+        ]
+
+
+def test_changing_a_setting_rebuilds_the_pruner() -> None:
+    compressor = _compressor(max_tokens=100)
+    first = compressor._get_pruner()
+    compressor.max_words = 32
+    assert compressor._get_pruner() is not first
+
+
+class SlowScorer:
+    """A custom core Scorer that blocks its thread (as a real model does) and counts overlap."""
+
+    name = "slow-overlap"
+
+    def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
+        time.sleep(0.3)
+        words = set(keyword_tokens(query))
+        return np.array([len(words & set(keyword_tokens(t))) for t in texts], dtype=np.float32)
+
+
+async def test_async_path_does_not_block_the_event_loop(documents: list[Document]) -> None:
+    compressor = _compressor(scorer=SlowScorer(), max_tokens=200)
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    task = asyncio.create_task(ticker())
+    out = await compressor.acompress_documents(documents, QUERY)
+    task.cancel()
+    assert out
+    assert out[0].metadata["relevance_score"] is not None
+    assert ticks >= 5
+
+
+@pytest.mark.parametrize("together", [True, False])
+async def test_empty_page_is_left_out_and_reported(compress: Compress, together: bool) -> None:
+    docs = [*make_documents()[:2], Document(page_content="<html><body> </body></html>", id="empty")]
+    out = await compress(_compressor(max_tokens=2000, prune_together=together), docs, QUERY)
+    assert [d.id for d in out] == ["doc-olympics", "doc-radio"]
+    assert all(d.metadata["hrefine_dropped_documents"] == 1 for d in out)
+
+
+@pytest.mark.parametrize("together", [True, False])
+async def test_all_pages_empty_is_a_clear_error(compress: Compress, together: bool) -> None:
+    docs = [Document(page_content=""), Document(page_content="<p> </p>")]
+    with pytest.raises(EmptyInputError, match="empty"):
+        await compress(_compressor(prune_together=together), docs, QUERY)
+
+
+def test_core_embedder_accepted_and_junk_rejected(documents: list[Document]) -> None:
+    compressor = _compressor(scorer="embedding", embeddings=KeywordEmbedder(), max_tokens=200)
+    assert compressor.compress_documents(documents, QUERY)
+    with pytest.raises(ValidationError, match="embeddings"):
+        HtmlRagCompressor(embeddings=3)  # type: ignore[arg-type]

@@ -1,0 +1,184 @@
+"""HtmlRagNodePostprocessor: LlamaIndex contract, copies not mutations, budgets, async parity."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+from hrefine.budget import get_counter
+from hrefine.testing import KeywordEmbedder, keyword_tokens
+from li_helpers import make_nodes
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
+
+from llamaindex_hrefine import HtmlRagNodePostprocessor
+from llamaindex_hrefine._convert import HrefineEmbedding
+
+QUERY = "how many gold medals did Norway win at the 2014 Winter Olympics"
+
+
+def _post(**kwargs: object) -> HtmlRagNodePostprocessor:
+    kwargs.setdefault("tokenizer", "regex")
+    kwargs.setdefault("scorer", "bm25")
+    return HtmlRagNodePostprocessor(**kwargs)
+
+
+def _dump(nodes: list[NodeWithScore]) -> list[dict[str, object]]:
+    return [n.model_dump() for n in nodes]
+
+
+def test_mro_and_isinstance() -> None:
+    assert BaseNodePostprocessor in HtmlRagNodePostprocessor.__mro__
+    assert isinstance(_post(), BaseNodePostprocessor)
+
+
+def test_class_name_is_stable_and_serialised() -> None:
+    post = _post(max_tokens=300)
+    assert HtmlRagNodePostprocessor.class_name() == "HtmlRagNodePostprocessor"
+    data = post.to_dict()
+    assert data["class_name"] == "HtmlRagNodePostprocessor"
+    assert data["max_tokens"] == 300
+
+
+def test_fields_have_descriptions() -> None:
+    for name in ("max_tokens", "scorer", "embed_model", "tokenizer", "prune_together"):
+        assert HtmlRagNodePostprocessor.model_fields[name].description
+
+
+def test_empty_input_gives_empty_list_even_without_query() -> None:
+    assert _post().postprocess_nodes([]) == []
+
+
+def test_missing_query_is_a_clear_value_error() -> None:
+    with pytest.raises(ValueError, match="needs the query"):
+        _post().postprocess_nodes(make_nodes())
+
+
+def test_nodes_are_not_mutated_and_outputs_are_copies() -> None:
+    nodes = make_nodes()
+    nodes[0].node.embedding = [0.5, 0.5]
+    before = _dump(nodes)
+    out = _post(max_tokens=120).postprocess_nodes(nodes, query_str=QUERY)
+    assert _dump(nodes) == before
+    assert out
+    originals = {id(n) for n in nodes} | {id(n.node) for n in nodes}
+    for item in out:
+        assert id(item) not in originals
+        assert id(item.node) not in originals
+        assert item.node.embedding is None
+
+
+def test_outputs_carry_scores_and_hidden_hrefine_metadata() -> None:
+    nodes = make_nodes()
+    out = _post(max_tokens=400).postprocess_nodes(nodes, QueryBundle(QUERY))
+    by_id = {n.node.node_id: n for n in nodes}
+    for item in out:
+        src = by_id[item.node.node_id]
+        meta = item.node.metadata
+        assert meta["source"] == src.node.metadata["source"]
+        assert meta["tags"] == src.node.metadata["tags"]
+        assert meta["tags"] is not src.node.metadata["tags"]
+        assert item.score == meta["relevance_score"]
+        assert meta["hrefine_input_score"] == src.score
+        assert meta["hrefine_budget"] == 400
+        assert "tags" in item.node.excluded_llm_metadata_keys
+        llm_view = item.node.get_content(metadata_mode=MetadataMode.LLM)
+        assert "hrefine_" not in llm_view
+        assert "relevance_score" not in llm_view
+        assert "source: " in llm_view
+
+
+def test_shared_budget_is_met_and_answer_kept() -> None:
+    counter = get_counter("regex")
+    out = _post(max_tokens=60).postprocess_nodes(make_nodes(), query_str=QUERY)
+    assert [n.node.node_id for n in out] == ["node-olympics"]
+    text = out[0].node.get_content(metadata_mode=MetadataMode.NONE)
+    assert "Norway" in text
+    assert counter.count(text) <= 60
+    assert out[0].node.metadata["hrefine_dropped_documents"] == 3
+
+
+def test_per_node_budget() -> None:
+    counter = get_counter("regex")
+    out = _post(max_tokens=50, prune_together=False).postprocess_nodes(
+        make_nodes(), query_str=QUERY
+    )
+    assert len(out) == 4
+    for item in out:
+        assert counter.count(item.node.get_content(metadata_mode=MetadataMode.NONE)) <= 50
+        assert item.node.metadata["hrefine_budget_scope"] == "document"
+
+
+def test_embedding_scorer_with_a_llamaindex_embed_model() -> None:
+    embed_model = HrefineEmbedding(KeywordEmbedder(dim=512))
+    post = _post(max_tokens=80, scorer="embedding", embed_model=embed_model)
+    out = post.postprocess_nodes(
+        make_nodes(), query_str="What is the frequency of the station called The Wolf?"
+    )
+    best = max(out, key=lambda n: n.score or 0.0)
+    assert best.node.node_id == "node-radio"
+    assert "WNAX-FM" in best.node.get_content()
+
+
+@pytest.mark.parametrize("together", [True, False])
+async def test_sync_and_async_agree(together: bool) -> None:
+    post = _post(max_tokens=90, prune_together=together)
+    sync = post.postprocess_nodes(make_nodes(), query_str=QUERY)
+    asyn = await post.apostprocess_nodes(make_nodes(), query_str=QUERY)
+    assert _dump(sync) == _dump(asyn)
+
+
+async def test_async_missing_query_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match="needs the query"):
+        await _post().apostprocess_nodes(make_nodes())
+
+
+def test_plain_text_node_passes_through_as_html_fragment() -> None:
+    node = NodeWithScore(node=TextNode(text="Norway won 11 gold medals in Sochi."), score=None)
+    out = _post(max_tokens=100).postprocess_nodes([node], query_str=QUERY)
+    assert len(out) == 1
+    assert "Norway" in out[0].node.get_content()
+
+
+class SlowScorer:
+    """A custom core Scorer that blocks its thread (as a real model does) and counts overlap."""
+
+    name = "slow-overlap"
+
+    def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
+        time.sleep(0.3)
+        words = set(keyword_tokens(query))
+        return np.array([len(words & set(keyword_tokens(t))) for t in texts], dtype=np.float32)
+
+
+async def test_async_path_does_not_block_the_event_loop() -> None:
+    post = _post(scorer=SlowScorer(), max_tokens=200)
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    task = asyncio.create_task(ticker())
+    out = await post.apostprocess_nodes(make_nodes(), query_str=QUERY)
+    task.cancel()
+    assert out
+    assert ticks >= 5
+
+
+@pytest.mark.parametrize("together", [True, False])
+def test_empty_node_is_left_out_and_reported(together: bool) -> None:
+    nodes = [*make_nodes()[:2], NodeWithScore(node=TextNode(text="<div></div>", id_="empty"))]
+    out = _post(max_tokens=2000, prune_together=together).postprocess_nodes(nodes, query_str=QUERY)
+    assert [n.node.node_id for n in out] == ["node-olympics", "node-radio"]
+    assert all(n.node.metadata["hrefine_dropped_documents"] == 1 for n in out)
+
+
+def test_core_embedder_accepted_as_embed_model() -> None:
+    post = _post(scorer="embedding", embed_model=KeywordEmbedder(), max_tokens=200)
+    assert post.postprocess_nodes(make_nodes(), query_str=QUERY)
