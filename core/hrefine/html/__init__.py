@@ -1,0 +1,25 @@
+"""HtmlRAG: clean HTML, split it into a block tree and prune it to a token budget.
+
+>>> from hrefine.html import HtmlPruner
+>>> result = HtmlPruner().prune(page_html, "who directed the film?", max_tokens=1024)
+>>> result.html  # valid HTML with the original tag names, at most 1024 tokens
+
+Importing this package loads neither lxml nor any model; both load on first use.
+"""
+
+from __future__ import annotations
+
+from hrefine.html.blocks import build_block_tree
+from hrefine.html.clean import DEFAULT_KEEP_ATTRS, clean_html
+from hrefine.html.prune import MIN_BUDGET, HtmlPruner
+from hrefine.html.result import BlockReport, PruneResult
+
+__all__ = [
+    "DEFAULT_KEEP_ATTRS",
+    "MIN_BUDGET",
+    "BlockReport",
+    "HtmlPruner",
+    "PruneResult",
+    "build_block_tree",
+    "clean_html",
+]

@@ -1,0 +1,263 @@
+"""Turn what a caller passes (str or bytes, any encoding, any breakage) into an lxml tree.
+
+libxml2 caps HTML nesting at 255 levels and silently drops everything after the cap, so a page
+that reaches the cap is re-parsed from a flattened copy (tags deeper than ``max_depth`` are left
+out, their text kept), built by the standard library's tokenizer, which has no depth limit.
+"""
+
+from __future__ import annotations
+
+import codecs
+import html as html_lib
+import re
+from html.parser import HTMLParser
+from typing import Any
+
+from hrefine._optional import require
+from hrefine.errors import EmptyInputError, HtmlParseError
+
+__all__ = [
+    "LIBXML_MAX_DEPTH",
+    "decode_bytes",
+    "drop_tag",
+    "drop_tree",
+    "parse_document",
+    "reaches_depth",
+    "text_content",
+    "to_text",
+]
+
+# libxml2's HTML parser stops nesting (and drops the rest of the page) at this depth.
+LIBXML_MAX_DEPTH = 255
+
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+_META_CHARSET = re.compile(rb"""<meta[^>]{0,400}?charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
+# Characters XML (hence lxml) refuses: C0 controls except tab/newline/CR, DEL, lone surrogates.
+_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff\ud800-\udfff]")
+_XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>", re.I)
+_VOID = frozenset(
+    [
+        "area",
+        "base",
+        "br",
+        "col",
+        "embed",
+        "hr",
+        "img",
+        "input",
+        "link",
+        "meta",
+        "param",
+        "source",
+        "track",
+        "wbr",
+    ]
+)
+
+
+def _lookup(name: str) -> str | None:
+    try:
+        codec = codecs.lookup(name).name
+    except LookupError:
+        return None
+    # Browsers read latin-1 and ascii labels as windows-1252 (the WHATWG encoding standard).
+    return "cp1252" if codec in {"latin-1", "iso8859-1", "ascii"} else codec
+
+
+def decode_bytes(data: bytes) -> str:
+    """Decode HTML bytes: byte-order mark, then strict UTF-8, then ``<meta charset>``, then
+    charset-normalizer's guess, then windows-1252 with replacement characters.
+
+    Strict UTF-8 comes before the meta tag because pages often declare latin-1 while serving
+    UTF-8, and valid multi-byte UTF-8 is very unlikely to be anything else.
+    """
+    for bom, name in _BOMS:
+        if data.startswith(bom):
+            return data[len(bom) :].decode(name, errors="replace")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    match = _META_CHARSET.search(data[:8192])
+    if match:
+        declared = _lookup(match.group(1).decode("ascii", "ignore"))
+        if declared is not None:
+            try:
+                return data.decode(declared)
+            except (UnicodeDecodeError, LookupError):
+                pass
+    try:
+        from charset_normalizer import from_bytes
+
+        matches = from_bytes(data[:200_000])
+        best = matches.best()
+        if best is not None and best.encoding:
+            encoding = best.encoding
+            # Short samples tie between legacy code pages; windows-1252 is the web's usual one.
+            tied = {
+                m.encoding
+                for m in matches
+                if m.chaos == best.chaos and m.coherence == best.coherence
+            }
+            if "cp1252" in tied:
+                encoding = "cp1252"
+            return data.decode(encoding, errors="replace")
+    except ImportError:
+        pass
+    return data.decode("cp1252", errors="replace")
+
+
+def to_text(html: str | bytes) -> str:
+    """Return ``html`` as a str that lxml accepts; raise EmptyInputError if nothing is there."""
+    if isinstance(html, (bytes, bytearray, memoryview)):
+        text = decode_bytes(bytes(html))
+    elif isinstance(html, str):
+        text = html
+    else:
+        msg = f"expected HTML as str or bytes, got {type(html).__name__}"
+        raise TypeError(msg)
+    text = _ILLEGAL.sub("", _XML_DECL.sub("", text, count=1))
+    if not text.strip():
+        msg = f"the HTML input is empty ({len(html)} characters or bytes of whitespace)"
+        raise EmptyInputError(msg)
+    return text
+
+
+class _Flattener(HTMLParser):
+    """Re-serialise HTML with every tag nested deeper than ``limit`` left out (text kept)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(convert_charrefs=True)
+        self.limit = limit
+        self.out: list[str] = []
+        self.stack: list[tuple[str, bool]] = []  # (tag, emitted)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        emit = len(self.stack) < self.limit
+        if emit:
+            parts = [tag] + [
+                f'{k}="{html_lib.escape(v or "", quote=True)}"'
+                for k, v in attrs
+                if k.isidentifier()
+            ]
+            self.out.append("<" + " ".join(parts) + ">")
+        else:
+            self.out.append(" ")
+        if tag not in _VOID:
+            self.stack.append((tag, emit))
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.handle_starttag(tag, attrs)
+        if tag not in _VOID and self.stack and self.stack[-1][0] == tag:
+            self.handle_endtag(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        # Close up to the matching open tag; a stray end tag is ignored, as browsers do.
+        for i in range(len(self.stack) - 1, -1, -1):
+            if self.stack[i][0] == tag:
+                for name, emitted in reversed(self.stack[i:]):
+                    self.out.append(f"</{name}>" if emitted else " ")
+                del self.stack[i:]
+                return
+
+    def handle_data(self, data: str) -> None:
+        self.out.append(html_lib.escape(data, quote=False))
+
+    def result(self) -> str:
+        self.close()
+        closing = [f"</{name}>" for name, emitted in reversed(self.stack) if emitted]
+        return "".join(self.out + closing)
+
+
+def flatten_markup(text: str, limit: int) -> str:
+    """Rewrite ``text`` so that no element is nested deeper than ``limit`` levels."""
+    parser = _Flattener(limit)
+    parser.feed(text)
+    return parser.result()
+
+
+def reaches_depth(root: Any, depth: int) -> bool:
+    """Whether any element lies ``depth`` or more levels below ``root`` (evaluated in C)."""
+    return bool(root.xpath("boolean(//*[count(ancestor::*) >= $n])", n=depth))
+
+
+def parse_document(html: str | bytes, *, max_depth: int = 200) -> Any:
+    """Parse ``html`` leniently into an lxml ``<html>`` element (plain ``lxml.etree``).
+
+    Plain etree elements are used rather than ``lxml.html``'s, whose Python-level class lookup
+    costs more than the parse itself on pages with 100,000+ elements.
+
+    Raises
+    ------
+    EmptyInputError
+        The input is empty or whitespace.
+    HtmlParseError
+        lxml could not build a tree from it.
+    """
+    etree = require("lxml.etree", "html")
+    text = to_text(html)
+    parser = etree.HTMLParser(remove_comments=True, remove_pis=True, default_doctype=False)
+    cap = min(max_depth, LIBXML_MAX_DEPTH - 10)
+    try:
+        root = etree.fromstring(text, parser)
+        if root is not None and reaches_depth(root, cap):
+            root = etree.fromstring(flatten_markup(text, cap), parser)
+    except (ValueError, TypeError, etree.LxmlError) as exc:
+        msg = f"could not parse the input as HTML ({len(text)} characters): {exc}"
+        raise HtmlParseError(msg) from exc
+    if root is None:
+        msg = f"could not parse the input as HTML ({len(text)} characters)"
+        raise HtmlParseError(msg)
+    return root
+
+
+def text_content(el: Any) -> str:
+    """All text inside ``el`` (no tail), as the browser would concatenate it."""
+    return "".join(el.itertext())
+
+
+def drop_tree(el: Any) -> None:
+    """Remove ``el`` and everything inside it, keeping its tail text in place."""
+    parent = el.getparent()
+    if parent is None:
+        return
+    if el.tail:
+        prev = el.getprevious()
+        if prev is not None:
+            prev.tail = (prev.tail or "") + el.tail
+        else:
+            parent.text = (parent.text or "") + el.tail
+    parent.remove(el)
+
+
+def drop_tag(el: Any) -> None:
+    """Replace ``el`` by its content (text and children), keeping its tail.
+
+    Children are moved with ``addprevious`` (constant time each), never located by index, so
+    unwrapping thousands of siblings stays linear.
+    """
+    parent = el.getparent()
+    if parent is None:
+        return
+    prev = el.getprevious()
+    if el.text:
+        if prev is not None:
+            prev.tail = (prev.tail or "") + el.text
+        else:
+            parent.text = (parent.text or "") + el.text
+    children = list(el)
+    for child in children:
+        el.addprevious(child)  # the child's tail travels with it
+    if el.tail:
+        last = children[-1] if children else el.getprevious()
+        if last is not None:
+            last.tail = (last.tail or "") + el.tail
+        else:
+            parent.text = (parent.text or "") + el.tail
+    parent.remove(el)

@@ -1,0 +1,157 @@
+"""Words, visible text and tag sets shared by cleaning, block building and rendering."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+__all__ = [
+    "BLOCK_TAGS",
+    "GENERIC_TAGS",
+    "INLINE_TAGS",
+    "count_words",
+    "element_text",
+    "normalize_space",
+]
+
+# CJK ideographs, kana and hangul count one word each (they are not space-separated).
+_WORD = re.compile(
+    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002a6df]"
+    r"|[^\W_]+",
+    re.UNICODE,
+)
+_SPACE = re.compile(r"\s+")
+
+# Tags that lay text out in lines; whitespace next to them is layout, not content.
+BLOCK_TAGS = frozenset(
+    [
+        "address",
+        "article",
+        "aside",
+        "blockquote",
+        "body",
+        "caption",
+        "dd",
+        "details",
+        "dialog",
+        "div",
+        "dl",
+        "dt",
+        "fieldset",
+        "figcaption",
+        "figure",
+        "footer",
+        "form",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "head",
+        "header",
+        "hr",
+        "html",
+        "legend",
+        "li",
+        "main",
+        "menu",
+        "nav",
+        "ol",
+        "p",
+        "pre",
+        "section",
+        "summary",
+        "table",
+        "tbody",
+        "td",
+        "tfoot",
+        "th",
+        "thead",
+        "title",
+        "tr",
+        "ul",
+    ]
+)
+INLINE_TAGS = frozenset(
+    [
+        "a",
+        "abbr",
+        "b",
+        "bdi",
+        "bdo",
+        "big",
+        "br",
+        "cite",
+        "code",
+        "del",
+        "dfn",
+        "em",
+        "font",
+        "i",
+        "img",
+        "ins",
+        "kbd",
+        "label",
+        "mark",
+        "nobr",
+        "q",
+        "s",
+        "samp",
+        "small",
+        "span",
+        "strike",
+        "strong",
+        "sub",
+        "sup",
+        "time",
+        "tt",
+        "u",
+        "var",
+        "wbr",
+    ]
+)
+# Containers that say nothing about their content; a single-child wrapper of this kind is merged.
+GENERIC_TAGS = frozenset({"div", "section", "span", "font", "center", "nobr", "tbody"})
+
+
+def count_words(text: str) -> int:
+    """Number of words in ``text``; every CJK character counts as one word."""
+    return len(_WORD.findall(text)) if text else 0
+
+
+def normalize_space(text: str) -> str:
+    """Collapse whitespace runs to one space and strip the ends."""
+    return _SPACE.sub(" ", text).strip()
+
+
+def element_text(el: Any, *, with_tail: bool = False) -> str:
+    """Visible text of ``el`` with ``img`` alt text, words kept apart at block boundaries.
+
+    Iterative (lxml's ``iterwalk``), so any depth is safe.
+    """
+    from lxml import etree
+
+    parts: list[str] = []
+    for event, node in etree.iterwalk(el, events=("start", "end")):
+        tag = node.tag
+        if event == "start":
+            if tag in BLOCK_TAGS:
+                parts.append(" ")
+            elif tag == "img":
+                parts.append(f" {node.get('alt') or ''} ")
+            if node.text and isinstance(tag, str):
+                parts.append(node.text)
+        else:
+            if tag in BLOCK_TAGS or tag == "br":
+                parts.append(" ")
+            if node.tail and (node is not el or with_tail):
+                parts.append(node.tail)
+    return normalize_space("".join(parts))
+
+
+def own_text(el: Any) -> str:
+    """Text directly under ``el`` (its ``text`` and its children's tails), normalised."""
+    parts = [el.text or ""]
+    parts.extend(child.tail or "" for child in el)
+    return normalize_space(" ".join(parts))

@@ -1,0 +1,295 @@
+"""Granularity-adjustable block tree (HtmlRAG §3.3, Appendix B Algorithm 1).
+
+The DOM is walked breadth first. A node whose content has fewer than ``max_words`` words (or that
+has no child elements) becomes one leaf block; a bigger node is expanded: its children are visited
+next, and its own direct text (if any) becomes a non-leaf block. Expanded nodes without text of
+their own stay in the :class:`~hrefine.tree.Tree` as ``kind="container"`` nodes, so the tree keeps
+the DOM's shape between blocks.
+"""
+
+from __future__ import annotations
+
+import functools
+import html as html_lib
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hrefine._optional import require
+from hrefine.html._load import parse_document, text_content
+from hrefine.html._text import count_words, element_text, normalize_space, own_text
+from hrefine.html.clean import clean_document, serialize
+from hrefine.tree import Tree
+
+__all__ = ["BlockForest", "build_block_tree", "build_forest"]
+
+_HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+# Scoring context is kept short: the embedder reads only its first few hundred word pieces.
+_MAX_CONTEXT_CHARS = 200
+# Wrappers that are never a block themselves: their children are always visited.
+_TRANSPARENT = frozenset({"html", "head", "body"})
+_DOC_STRIDE = 1_000_000_000
+
+
+def build_block_tree(
+    html: str | bytes,
+    *,
+    max_words: int = 256,
+    clean: bool = True,
+    boilerplate: bool = True,
+) -> Tree:
+    """Split one HTML page into a tree of blocks of fewer than ``max_words`` words.
+
+    Parameters
+    ----------
+    html:
+        The page (str or bytes).
+    max_words:
+        Granularity: a DOM subtree with fewer words becomes one block (256 in the paper's
+        embedding stage, 128 in its generative stage). CJK characters count as words.
+    clean:
+        Clean the page first (:func:`~hrefine.html.clean_html`); if false it is only parsed.
+    boilerplate:
+        Passed to the cleaner.
+
+    Returns
+    -------
+    Tree
+        Nodes in breadth-first order. ``node.text`` is the block's plain text (empty for
+        containers); ``node.metadata`` holds ``tag``, ``path`` (tag names from the root),
+        ``path_indexed`` (same-tag siblings numbered, ``div2``; for prompts only), ``is_leaf``,
+        ``words``, ``html`` (a leaf's HTML, or a non-leaf block's escaped own text), ``doc``
+        and ``context`` (nearest headings and table header, used for scoring).
+        ``tree.metadata["max_words"]`` records the granularity.
+    """
+    root = clean_document(html, boilerplate=boilerplate) if clean else parse_document(html)
+    return build_forest([root], max_words=max_words).tree
+
+
+@dataclass
+class BlockForest:
+    """A block tree over one or more documents, with each node's lxml element.
+
+    Attributes
+    ----------
+    tree:
+        The block tree; node ``i`` belongs to ``elements[i]``.
+    elements:
+        The DOM element of every tree node.
+    roots:
+        The ``<html>`` element of each document.
+    doc_ids:
+        The input-document index of each root (``node.metadata["doc"]`` uses these).
+    """
+
+    tree: Tree
+    elements: list[Any]
+    roots: list[Any]
+    doc_ids: list[int]
+
+    def block_ids(self) -> list[int]:
+        """Ids of nodes that are blocks (have text), in document order."""
+        return self.tree.sort_by_order(n.id for n in self.tree.nodes if n.kind == "block")
+
+
+def _subtree_words(el: Any) -> int:
+    """Words in ``el``'s subtree (its tail excluded), image alt text included."""
+    return count_words(" ".join(_text_and_alts()(el)))
+
+
+@functools.lru_cache(maxsize=1)
+def _text_and_alts() -> Any:
+    # One compiled XPath: every text node and alt attribute below, in document order.
+    etree = require("lxml.etree", "html")
+    return etree.XPath(".//text() | descendant-or-self::img/@alt", smart_strings=False)
+
+
+class _Contexts:
+    """Headings in force and table headers, for the scoring context of each block."""
+
+    def __init__(self, root: Any) -> None:
+        title = root.find("head/title")
+        self.base = normalize_space(text_content(title)) if title is not None else ""
+        self.tables: dict[Any, tuple[str, Any]] = {}
+
+    def table_header(self, table: Any) -> tuple[str, Any]:
+        """Caption and header-row text of ``table``, and the header row element."""
+        if table not in self.tables:
+            parts: list[str] = []
+            caption = table.find("caption")
+            if caption is not None:
+                parts.append(normalize_space(text_content(caption)))
+            header_row = None
+            for row in table.iter("tr"):
+                cells = [c for c in row if c.tag in {"th", "td"}]
+                if cells and all(c.tag == "th" for c in cells):
+                    parts.append(" | ".join(normalize_space(text_content(c)) for c in cells))
+                    header_row = row
+                    break
+            self.tables[table] = (" ".join(p for p in parts if p), header_row)
+        return self.tables[table]
+
+    def assign(self, root: Any, wanted: dict[Any, int], tree: Tree, offset: int) -> None:
+        """Set ``order`` and ``metadata["context"]`` of the nodes in ``wanted`` (one pass)."""
+        etree = require("lxml.etree", "html")
+        chain: list[tuple[int, str]] = []
+        heading = self.base
+        tables: list[Any] = []
+        index = 0
+        for event, el in etree.iterwalk(root, events=("start", "end")):
+            tag = el.tag
+            if event == "end":
+                if tag == "table" and tables:
+                    tables.pop()
+                continue
+            index += 1
+            nid = wanted.get(el)
+            if nid is not None:
+                node = tree.nodes[nid]
+                node.order = offset + index
+                if node.kind == "block":
+                    parts = [heading]
+                    if tables and tag != "table":
+                        header, header_row = self.table_header(tables[-1])
+                        if el is not header_row:
+                            parts.append(header)
+                    node.metadata["context"] = " | ".join(p for p in parts if p)[
+                        :_MAX_CONTEXT_CHARS
+                    ]
+            if tag == "table":
+                tables.append(el)
+            level = _HEADINGS.get(tag) if isinstance(tag, str) else None
+            if level is not None:
+                while chain and chain[-1][0] >= level:
+                    chain.pop()
+                chain.append((level, normalize_space(text_content(el))[:120]))
+                heading = " > ".join([self.base] * bool(self.base) + [h for _, h in chain])
+
+
+def _indexed_names(children: Sequence[Any]) -> list[str]:
+    """Tag names with same-tag siblings numbered from 1 (``div1``, ``div2``), as in the paper."""
+    totals: dict[str, int] = {}
+    for child in children:
+        totals[child.tag] = totals.get(child.tag, 0) + 1
+    seen: dict[str, int] = {}
+    names: list[str] = []
+    for child in children:
+        tag = str(child.tag)
+        seen[tag] = seen.get(tag, 0) + 1
+        # "h2" + "1" would read as "h21": tags ending in a digit get a separator.
+        sep = "_" if tag[-1:].isdigit() else ""
+        names.append(f"{tag}{sep}{seen[tag]}" if totals[tag] > 1 else tag)
+    return names
+
+
+def build_forest(
+    roots: Sequence[Any],
+    *,
+    max_words: int = 256,
+    too_big: Callable[[str, str], bool] | None = None,
+    doc_ids: Sequence[int] | None = None,
+) -> BlockForest:
+    """Build one block tree over several parsed documents (Algorithm 1, breadth first).
+
+    Parameters
+    ----------
+    roots:
+        The ``<html>`` element of each document (already cleaned).
+    max_words:
+        A subtree with fewer words becomes one leaf block.
+    too_big:
+        Optional check on a would-be leaf block's tag and HTML; when it returns True and the
+        element has children, it is expanded like one over ``max_words``. The pruner uses it to
+        split blocks that would take too large a share of the token budget.
+    doc_ids:
+        Input-document index of each root (default: 0, 1, 2…).
+    """
+    if max_words < 1:
+        msg = f"max_words must be >= 1, got {max_words}"
+        raise ValueError(msg)
+    docs = list(range(len(roots))) if doc_ids is None else [int(d) for d in doc_ids]
+    if len(docs) != len(roots):
+        msg = f"got {len(docs)} document ids for {len(roots)} documents"
+        raise ValueError(msg)
+    tree = Tree(metadata={"max_words": max_words, "documents": len(roots)})
+    elements: list[Any] = []
+    for doc, root in zip(docs, roots, strict=True):
+        _add_document(tree, elements, root, doc, max_words, too_big)
+    return BlockForest(tree=tree, elements=elements, roots=list(roots), doc_ids=docs)
+
+
+def _add_document(
+    tree: Tree,
+    elements: list[Any],
+    root: Any,
+    doc: int,
+    max_words: int,
+    too_big: Callable[[str, str], bool] | None,
+) -> None:
+    wanted: dict[Any, int] = {}
+    # Queue items: (element, its words, parent node id or None, path, indexed path).
+    queue: deque[tuple[Any, int, int | None, list[str], list[str]]] = deque(
+        [(root, _subtree_words(root), None, [str(root.tag)], [str(root.tag)])]
+    )
+    while queue:
+        el, words, parent, path, ipath = queue.popleft()
+        leaf_html: str | None = None
+        expand = len(el) > 0 and (words >= max_words or el.tag in _TRANSPARENT)
+        if not expand and len(el) > 0 and too_big is not None:
+            leaf_html = serialize_element(el)
+            expand = too_big(str(el.tag), leaf_html)
+        children: list[tuple[Any, int]] = []
+        if expand:  # words of the children are needed only when they are visited
+            for c in el:
+                if isinstance(c.tag, str):
+                    n = _subtree_words(c)
+                    if n > 0:
+                        children.append((c, n))
+            expand = bool(children)
+        meta: dict[str, Any] = {
+            "tag": str(el.tag),
+            "path": path,
+            "path_indexed": ipath,
+            "doc": doc,
+            "words": words,
+            "context": "",
+        }
+        if not expand:
+            text = element_text(el)
+            if el.tag in _TRANSPARENT:  # a page of bare text: the block is the body's content
+                leaf_html = inner_html(el)
+            meta.update(is_leaf=True, html=leaf_html or serialize_element(el))
+            kind = "block"
+        else:
+            text = own_text(el)
+            escaped = html_lib.escape(text, quote=False)
+            meta.update(is_leaf=False, html=escaped, words=count_words(text))
+            kind = "block" if text else "container"
+        node = tree.add_node(
+            text,
+            kind=kind,
+            level=len(path) - 1,
+            parents=() if parent is None else (parent,),
+            metadata=meta,
+        )
+        elements.append(el)
+        wanted[el] = node
+        if expand:
+            names = _indexed_names([c for c, _ in children])
+            for (child, n), itag in zip(children, names, strict=True):
+                queue.append((child, n, node, [*path, str(child.tag)], [*ipath, itag]))
+    # Document order and scoring context in one pass over the page.
+    _Contexts(root).assign(root, wanted, tree, doc * _DOC_STRIDE)
+
+
+def serialize_element(el: Any) -> str:
+    """The HTML of ``el`` and its subtree, without its tail text."""
+    return serialize(el, with_tail=False)
+
+
+def inner_html(el: Any) -> str:
+    """The HTML inside ``el`` (its text and children), without its own tags."""
+    parts = [html_lib.escape(el.text or "", quote=False)]
+    parts.extend(serialize(child, with_tail=True) for child in el)
+    return "".join(parts)

@@ -1,0 +1,386 @@
+"""Lossless HTML cleaning (HtmlRAG §3.2), plus optional, conservative boilerplate removal.
+
+Cleaning removes what a reader never sees or needs (scripts, styles, comments, hidden elements,
+attributes without meaning) and compresses structure (single-child wrappers are merged, empty tags
+dropped, whitespace collapsed), while headings, lists, tables with their cell structure, image alt
+text and link text stay.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from hrefine._optional import require
+from hrefine.errors import EmptyInputError
+from hrefine.html._load import (
+    LIBXML_MAX_DEPTH,
+    drop_tag,
+    drop_tree,
+    parse_document,
+    text_content,
+)
+from hrefine.html._text import BLOCK_TAGS, GENERIC_TAGS
+
+__all__ = ["DEFAULT_KEEP_ATTRS", "clean_document", "clean_html"]
+
+#: Attributes kept by default: they change what a reader understands of the content.
+DEFAULT_KEEP_ATTRS: tuple[str, ...] = ("alt", "colspan", "rowspan", "datetime")
+
+# Elements removed with everything inside them: code, media, forms and invisible metadata.
+_JUNK_TAGS = frozenset(
+    [
+        "script",
+        "style",
+        "noscript",
+        "template",
+        "iframe",
+        "frame",
+        "frameset",
+        "object",
+        "embed",
+        "applet",
+        "canvas",
+        "svg",
+        "audio",
+        "video",
+        "source",
+        "track",
+        "map",
+        "area",
+        "link",
+        "meta",
+        "base",
+        "param",
+        "input",
+        "select",
+        "option",
+        "optgroup",
+        "textarea",
+        "button",
+        "datalist",
+        "output",
+        "progress",
+        "meter",
+        "dialog",
+    ]
+)
+# Inline wrappers that carry no meaning once their attributes are gone.
+_UNWRAP_TAGS = frozenset({"span", "font", "nobr", "center", "bdi", "bdo", "big", "tt", "blink"})
+_KEEP_EMPTY = frozenset({"td", "th", "br"})
+_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
+
+# Boilerplate by tag, ARIA role and class/id word. Matching is by whole word of a class or id
+# token split on "-" and "_" ("site-footer" -> footer), plus a few unambiguous substrings.
+_BOILER_TAGS = frozenset({"nav", "footer", "aside"})
+_BOILER_ROLES = frozenset(
+    {
+        "navigation",
+        "banner",
+        "contentinfo",
+        "complementary",
+        "search",
+        "menu",
+        "menubar",
+        "dialog",
+        "alertdialog",
+    }
+)
+_BOILER_WORDS = frozenset(
+    [
+        "nav",
+        "navbar",
+        "navbox",
+        "navigation",
+        "menu",
+        "breadcrumb",
+        "breadcrumbs",
+        "footer",
+        "sidebar",
+        "cookie",
+        "cookies",
+        "consent",
+        "gdpr",
+        "newsletter",
+        "subscribe",
+        "subscription",
+        "advert",
+        "advertisement",
+        "ads",
+        "ad",
+        "promo",
+        "popup",
+        "modal",
+        "share",
+        "sharing",
+        "related",
+        "comments",
+        "comment",
+        "skip",
+        "toc",
+        "editsection",
+        "catlinks",
+        "printfooter",
+        "noprint",
+        "masthead",
+    ]
+)
+_BOILER_SUBSTRINGS = ("cookie", "consent", "gdpr", "sidebar", "navbar", "breadcrumb", "newsletter")
+_WORD_SPLIT = re.compile(r"[-_\s]+")
+# A candidate holding more than this share of the page's text is never removed.
+_MAX_BOILER_SHARE = 0.4
+# If the candidates together hold more than this share, the patterns misread the page: keep all.
+_MAX_TOTAL_BOILER_SHARE = 0.5
+_WS = re.compile(r"\s+")
+
+
+def clean_html(
+    html: str | bytes,
+    *,
+    boilerplate: bool = True,
+    keep_attrs: Sequence[str] = DEFAULT_KEEP_ATTRS,
+    max_depth: int = 200,
+) -> str:
+    """Clean an HTML page for an LLM reader.
+
+    Parameters
+    ----------
+    html:
+        The page, as str or bytes (the encoding is detected: BOM, UTF-8, ``<meta charset>``,
+        charset-normalizer). Broken markup is parsed leniently; plain text is wrapped.
+    boilerplate:
+        Also remove navigation, footers, asides, cookie banners and sidebars (by tag, ARIA role
+        and class/id words). Conservative: an element holding more than 40% of the page's text is
+        never removed, and nothing is removed when the candidates hold more than half of it.
+    keep_attrs:
+        Attributes to keep; all others are dropped. ``colspan``/``rowspan`` are kept only when
+        not 1. Links (``<a>``) are unwrapped to their text unless ``"href"`` is kept.
+    max_depth:
+        Elements nested deeper are unwrapped (their text is kept). At most 245, because libxml2
+        cannot nest deeper than 255 levels.
+
+    Returns
+    -------
+    str
+        The cleaned page as an HTML document string with the original tag names.
+
+    Raises
+    ------
+    EmptyInputError
+        The input is empty, or the page has no visible text at all.
+    HtmlParseError
+        The input could not be parsed.
+    """
+    root = clean_document(html, boilerplate=boilerplate, keep_attrs=keep_attrs, max_depth=max_depth)
+    return serialize(root)
+
+
+def serialize(root: Any, *, with_tail: bool = False) -> str:
+    """Serialise an lxml element (with its subtree) as HTML."""
+    etree = require("lxml.etree", "html")
+    return str(etree.tostring(root, encoding="unicode", method="html", with_tail=with_tail))
+
+
+def clean_document(
+    html: str | bytes,
+    *,
+    boilerplate: bool = True,
+    keep_attrs: Sequence[str] = DEFAULT_KEEP_ATTRS,
+    max_depth: int = 200,
+) -> Any:
+    """Like :func:`clean_html`, but return the cleaned lxml ``<html>`` element."""
+    depth_cap = max(1, min(max_depth, LIBXML_MAX_DEPTH - 10))
+    root = parse_document(html, max_depth=depth_cap)
+    keep = frozenset(a.lower() for a in keep_attrs)
+    _remove_junk(root)
+    if boilerplate:
+        _remove_boilerplate(root)
+    _strip_attributes(root, keep, keep_links="href" in keep)
+    _normalize_whitespace(root)
+    _drop_empty(root)
+    _merge_wrappers(root)
+    if not _has_visible_text(root):
+        msg = "the page has no visible text after removing scripts, styles and hidden elements"
+        raise EmptyInputError(msg)
+    return root
+
+
+def _elements(root: Any) -> list[Any]:
+    """All elements under and including ``root`` in document order (no comments)."""
+    return [el for el in root.iter() if isinstance(el.tag, str)]
+
+
+def _is_hidden(attrib: Any) -> bool:
+    if "hidden" in attrib or attrib.get("aria-hidden", "").lower() == "true":
+        return True
+    style = attrib.get("style")
+    return bool(style and _HIDDEN_STYLE.search(style))
+
+
+def _remove_junk(root: Any) -> None:
+    doomed = []
+    for el in root.iterdescendants():
+        tag = el.tag
+        if not isinstance(tag, str):  # a comment or processing instruction the parser kept
+            doomed.append(el)
+            continue
+        attrib = el.attrib
+        if (
+            tag in _JUNK_TAGS
+            or (attrib and _is_hidden(attrib))
+            or (tag != "title" and el.getparent().tag == "head")
+        ):
+            doomed.append(el)
+    for el in doomed:  # an element inside a removed one goes with it; removing it first is harmless
+        drop_tree(el)
+
+
+def _is_boilerplate(el: Any) -> bool:
+    tag = el.tag
+    if tag in _BOILER_TAGS:
+        return True
+    attrib = el.attrib
+    if not attrib:
+        return False
+    if tag == "sup" and "reference" in attrib.get("class", ""):
+        return True  # citation markers ("[12]") that only point to the reference list
+    if attrib.get("role", "").lower() in _BOILER_ROLES:
+        return True
+    names = f"{attrib.get('class', '')} {attrib.get('id', '')}".lower()
+    if not names.strip():
+        return False
+    if any(s in names for s in _BOILER_SUBSTRINGS):
+        return True
+    return any(word in _BOILER_WORDS for word in _WORD_SPLIT.split(names))
+
+
+def _remove_boilerplate(root: Any) -> None:
+    body = root.find("body")
+    if body is None:
+        return
+    total = len(text_content(body))
+    if total == 0:
+        return
+    chosen: list[Any] = []
+    chosen_set: set[Any] = set()
+    removed = 0
+    for el in body.iterdescendants():
+        if not isinstance(el.tag, str) or not _is_boilerplate(el):
+            continue
+        if any(a in chosen_set for a in el.iterancestors()):
+            continue  # already inside a removed element
+        if el.find(".//main") is not None or el.find(".//article") is not None:
+            continue
+        size = len(text_content(el))
+        if size > _MAX_BOILER_SHARE * total:
+            continue
+        chosen.append(el)
+        chosen_set.add(el)
+        removed += size
+    if removed > _MAX_TOTAL_BOILER_SHARE * total:
+        return
+    for el in chosen:
+        drop_tree(el)
+
+
+def _strip_attributes(root: Any, keep: frozenset[str], *, keep_links: bool) -> None:
+    """Drop meaningless attributes, alt-less images and inline wrappers without meaning."""
+    unwrap = []
+    drop = []
+    for el in root.iterdescendants():
+        attrib = el.attrib
+        if attrib:
+            for name, value in list(attrib.items()):
+                lname = name.lower()
+                if (
+                    lname not in keep
+                    or (lname in {"colspan", "rowspan"} and value.strip() in {"", "1"})
+                    or (lname == "alt" and not value.strip())
+                ):
+                    del attrib[name]
+        tag = el.tag
+        if tag == "img" and "alt" not in attrib:
+            drop.append(el)
+        elif tag in _UNWRAP_TAGS or (tag == "a" and not keep_links):
+            unwrap.append(el)
+    for el in drop:
+        drop_tree(el)
+    for el in reversed(unwrap):  # innermost first
+        drop_tag(el)
+
+
+def _normalize_whitespace(root: Any) -> None:
+    keep_ws = {el for pre in root.iter("pre", "textarea") for el in pre.iter()}
+    for el in root.iter():
+        if keep_ws and el in keep_ws:
+            continue
+        text = el.text
+        if text:
+            text = _WS.sub(" ", text)
+            if text == " " and (el.tag in BLOCK_TAGS or (len(el) and el[0].tag in BLOCK_TAGS)):
+                text = None
+            el.text = text
+        tail = el.tail
+        if tail:
+            tail = _WS.sub(" ", tail)
+            if tail == " ":
+                nxt = el.getnext()
+                if (
+                    el.tag in BLOCK_TAGS
+                    or (nxt is not None and nxt.tag in BLOCK_TAGS)
+                    or (nxt is None and el.getparent().tag in BLOCK_TAGS)
+                ):
+                    tail = None
+            el.tail = tail
+
+
+def _has_text(s: str | None) -> bool:
+    return bool(s and not s.isspace())
+
+
+def _drop_empty(root: Any) -> None:
+    elements = _elements(root)
+    # An element has text if a text node, tail or alt lies inside it: mark upwards from each.
+    has_text: set[Any] = set()
+    for el in elements:
+        if _has_text(el.text) or (el.tag == "img" and "alt" in el.attrib):
+            cur = el
+        elif _has_text(el.tail):
+            cur = el.getparent()
+        else:
+            continue
+        while cur is not None and cur not in has_text:
+            has_text.add(cur)
+            cur = cur.getparent()
+    dropped: set[Any] = set()
+    for el in elements[1:]:
+        parent = el.getparent()
+        if parent in dropped:
+            dropped.add(el)
+            continue
+        if el in has_text or el.tag == "body":
+            continue
+        if el.tag in _KEEP_EMPTY and parent in has_text:
+            continue  # an empty cell keeps its row's columns aligned; a <br> its line break
+        drop_tree(el)
+        dropped.add(el)
+
+
+def _merge_wrappers(root: Any) -> None:
+    for el in reversed(_elements(root)):  # bottom-up, so chains of wrappers collapse
+        if len(el) != 1 or _has_text(el.text):
+            continue
+        child = el[0]
+        if _has_text(child.tail):
+            continue
+        if child.tag in GENERIC_TAGS and not child.attrib:
+            drop_tag(child)
+        elif el.tag in GENERIC_TAGS and not el.attrib and el.getparent() is not None:
+            drop_tag(el)
+
+
+def _has_visible_text(root: Any) -> bool:
+    if _has_text(text_content(root)):
+        return True
+    return any(img.get("alt") for img in root.iter("img"))

@@ -1,0 +1,310 @@
+"""Fill a token budget with the best blocks, measured on the real rendered output.
+
+Shared by both pruning stages. Estimated block costs drive a greedy fill
+(:func:`hrefine.budget.select`); the rendered output is then counted with the budget tokenizer,
+because ancestor tags and BPE merges make the sum of block costs inexact. The result never
+exceeds the budget and leaves no room that the next-best block would fit into.
+"""
+
+from __future__ import annotations
+
+import html as html_lib
+import logging
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+
+from hrefine.budget import TokenCounter, select
+from hrefine.errors import BudgetTooSmallError
+from hrefine.html.blocks import BlockForest
+from hrefine.html.render import Renderer
+from hrefine.html.result import OVER_BUDGET, TRUNCATED, BlockReport
+from hrefine.tree import Tree
+
+__all__ = ["Fit", "fill", "inherit_scores", "reports"]
+
+logger = logging.getLogger(__name__)
+
+# Tokens two pieces of text may lose to a BPE merge at their junction.
+_SLACK = 2
+# Most trial renders spent topping up the budget after the greedy fill.
+_MAX_TOPUPS = 200
+
+
+class Fit:
+    """Outcome of :func:`fill`: the kept node ids and the rendered, counted output."""
+
+    def __init__(
+        self,
+        kept: set[int],
+        documents: list[str],
+        tokens: int,
+        renders: int,
+        *,
+        truncated: bool = False,
+    ) -> None:
+        self.kept = kept
+        self.documents = documents
+        self.html = "\n".join(d for d in documents if d)
+        self.tokens = tokens
+        self.renders = renders
+        self.truncated = truncated
+
+
+class _Units:
+    """What the fill chooses among: every block, plus whole groups (a table or list kept as one).
+
+    A group's cost is its whole HTML, its score the best score of a block inside it. When a
+    group does not fit, :func:`~hrefine.budget.select` replaces it by the units right below it.
+    """
+
+    def __init__(
+        self,
+        forest: BlockForest,
+        ids: Sequence[int],
+        costs: Mapping[int, int],
+        scores: np.ndarray,
+        groups: Mapping[int, int],
+    ) -> None:
+        tree = forest.tree
+        n = len(ids)
+        local = {nid: j for j, nid in enumerate(ids)}
+        group_unit = {g: n + k for k, g in enumerate(sorted(groups))}
+        self.members: list[frozenset[int]] = [frozenset({j}) for j in range(n)]
+        self.cost: list[int] = [costs[nid] for nid in ids]
+        self.score: list[float] = [float(x) for x in scores]
+        self.order: list[int] = [tree.nodes[nid].order for nid in ids]
+        self.children: dict[int, list[int]] = {}
+        for g in group_unit:
+            inside = [local[d] for d in [g, *tree.descendants(g)] if d in local]
+            self.members.append(frozenset(inside))
+            self.cost.append(groups[g])
+            self.score.append(max((self.score[j] for j in inside), default=-np.inf))
+            self.order.append(tree.nodes[g].order)
+        for g, u in group_unit.items():
+            below = [local[g]] if g in local else []
+            kids = _frontier(tree, tree.nodes[g].children, local, group_unit)
+            self.children[u] = below + kids
+        self.top = _frontier(tree, tree.roots, local, group_unit)
+
+    def rank(self) -> list[int]:
+        """Unit ids, best score first, earlier (hence enclosing) units first among equals."""
+        return sorted(range(len(self.members)), key=lambda u: (-self.score[u], self.order[u], u))
+
+
+def _frontier(
+    tree: Tree, start: Sequence[int], local: dict[int, int], group_unit: dict[int, int]
+) -> list[int]:
+    """Units met first below ``start``: a group stops the walk, blocks and containers do not."""
+    found: list[int] = []
+    stack = list(reversed(start))
+    while stack:
+        nid = stack.pop()
+        if nid in group_unit:
+            found.append(group_unit[nid])
+            continue
+        if nid in local:
+            found.append(local[nid])
+        stack.extend(reversed(tree.nodes[nid].children))
+    return found
+
+
+def fill(
+    forest: BlockForest,
+    ids: Sequence[int],
+    costs: Mapping[int, int],
+    scores: np.ndarray,
+    budget: int,
+    counter: TokenCounter,
+    n_docs: int,
+    groups: Mapping[int, int] | None = None,
+) -> Fit:
+    """Keep the best-scored blocks whose rendered HTML fits ``budget`` tokens.
+
+    Greedy fill by score (:func:`hrefine.budget.select`, which walks past a unit that does not
+    fit and expands a group that does not fit into its parts), then the real output is counted:
+    if ancestor tags push it over, the fill is redone with the overshoot taken off, then the
+    lowest-scored kept units are dropped one by one; finally every unit still out is tried,
+    best first, while room is left. The best-scored unit that fits on its own is always kept.
+
+    Parameters
+    ----------
+    groups:
+        Tree node id → token cost of its whole HTML, for nodes that may be kept whole.
+    """
+    renderer = Renderer(forest)
+    renders = 0
+    safe = np.where(np.isnan(scores), -np.inf, scores)
+    units = _Units(forest, ids, costs, safe, groups or {})
+    rank = units.rank()
+
+    def measure(kept: set[int]) -> tuple[list[str], int]:
+        nonlocal renders
+        renders += 1
+        parts = renderer.render(ids[j] for j in kept)
+        docs = _place(forest, parts, n_docs)
+        return docs, counter.count("\n".join(d for d in docs if d))
+
+    room = budget
+    chosen: list[int] = []
+    kept: set[int] = set()
+    docs: list[str] = [""] * n_docs
+    tokens = 0
+    for _ in range(6):
+        sel = select(
+            units.cost,
+            units.score,
+            room,
+            order=units.order,
+            children=units.children,
+            candidates=units.top,
+            allow_empty=True,
+        )
+        chosen = list(sel.selected)
+        kept = set().union(*(units.members[u] for u in chosen))
+        docs, tokens = measure(kept)
+        if tokens <= budget or not kept:
+            break
+        room -= max(1, tokens - budget)
+        if room <= 0:
+            break
+    chosen.sort(key=lambda u: (units.score[u], -units.order[u]))
+    while tokens > budget and chosen:
+        kept -= units.members[chosen.pop(0)]
+        docs, tokens = measure(kept)
+    top = _best_solo(rank, units, budget, measure)
+    if top is None:
+        block_rank = [int(j) for j in np.argsort(-safe, kind="stable")]
+        return _truncated(forest, ids, block_rank, budget, counter, n_docs, renders)
+    if not units.members[top] <= kept:
+        kept = set(units.members[top])
+        docs, tokens = measure(kept)
+    tries = 0
+    for u in rank:
+        if units.members[u] <= kept or units.cost[u] > budget - tokens + _SLACK:
+            continue
+        if tries >= _MAX_TOPUPS:
+            break
+        tries += 1
+        trial = kept | units.members[u]
+        trial_docs, trial_tokens = measure(trial)
+        if trial_tokens <= budget:
+            kept = trial
+            docs, tokens = trial_docs, trial_tokens
+    return Fit({ids[j] for j in kept}, docs, tokens, renders)
+
+
+def _best_solo(
+    rank: list[int],
+    units: _Units,
+    budget: int,
+    measure: Callable[[set[int]], tuple[list[str], int]],
+) -> int | None:
+    """The best-ranked unit whose HTML, rendered alone, fits the budget."""
+    for u in rank:
+        if units.cost[u] > budget + _SLACK:
+            continue
+        if measure(set(units.members[u]))[1] <= budget:
+            return u
+    return None
+
+
+def _place(forest: BlockForest, parts: list[str], n: int) -> list[str]:
+    """Map the renderer's per-root strings to input-document positions."""
+    docs = [""] * n
+    for root_pos, part in enumerate(parts):
+        docs[forest.doc_ids[root_pos]] = part
+    return docs
+
+
+def _truncated(
+    forest: BlockForest,
+    ids: Sequence[int],
+    rank: list[int],
+    budget: int,
+    counter: TokenCounter,
+    n_docs: int,
+    renders: int,
+) -> Fit:
+    """Fallback when no block fits alone: the best block's text, cut to the budget by words."""
+    best = ids[rank[0]]
+    node = forest.tree.nodes[best]
+    words = node.text.split()
+    lo, hi = 0, len(words)
+    while lo < hi:  # the longest word prefix that fits
+        mid = (lo + hi + 1) // 2
+        if counter.count(html_lib.escape(" ".join(words[:mid]), quote=False)) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    if lo == 0:
+        msg = f"a budget of {budget} tokens cannot hold even the first word of the best block"
+        raise BudgetTooSmallError(msg, budget=budget, smallest=counter.count(words[0]))
+    text = html_lib.escape(" ".join(words[:lo]), quote=False)
+    docs = [""] * n_docs
+    docs[node.metadata["doc"]] = text
+    logger.warning("no block fits %d tokens; returning the best block's text, truncated", budget)
+    return Fit({best}, docs, counter.count(text), renders, truncated=True)
+
+
+def inherit_scores(
+    forest: BlockForest,
+    ids: Sequence[int],
+    forest1: BlockForest,
+    ids1: Sequence[int],
+    kept1: set[int],
+    scores1: np.ndarray,
+) -> np.ndarray:
+    """Stage-1 score of the kept stage-1 block each fine block came from (matched by text)."""
+    score_of = {i: float(s) for i, s in zip(ids1, scores1, strict=True)}
+    coarse = [i for i in forest1.block_ids() if i in kept1]
+    out = np.full(len(ids), np.nan)
+    pos = 0
+    for k, i in enumerate(ids):
+        text = forest.tree.nodes[i].text
+        for p in range(pos, len(coarse)):
+            if text in forest1.tree.nodes[coarse[p]].text:
+                out[k] = score_of[coarse[p]]
+                pos = p
+                break
+    return out
+
+
+def reports(
+    forest: BlockForest,
+    ids: Sequence[int],
+    costs: dict[int, int],
+    fit: Fit,
+    stage1: np.ndarray | None,
+    stage2: np.ndarray | None,
+) -> list[BlockReport]:
+    deciding = stage2 if stage2 is not None else stage1
+    if deciding is None:
+        deciding = np.zeros(len(ids))
+    safe = np.where(np.isnan(deciding), -np.inf, deciding)
+    rank = np.empty(len(ids), dtype=np.int64)
+    rank[np.argsort(-safe, kind="stable")] = np.arange(len(ids))
+    reports = []
+    for k, i in enumerate(ids):
+        node = forest.tree.nodes[i]
+        kept = i in fit.kept
+        reason = None if kept else OVER_BUDGET
+        if kept and fit.truncated:
+            reason = TRUNCATED
+        s1 = None if stage1 is None or np.isnan(stage1[k]) else float(stage1[k])
+        s2 = None if stage2 is None else float(stage2[k])
+        reports.append(
+            BlockReport(
+                block_id=i,
+                doc=int(node.metadata["doc"]),
+                tag_path=">".join(node.metadata["path"]),
+                text=node.text,
+                tokens=costs[i],
+                stage1_score=s1,
+                stage2_score=s2,
+                rank=int(rank[k]),
+                kept=kept,
+                reason=reason,
+            )
+        )
+    return reports

@@ -1,0 +1,342 @@
+"""HtmlRAG's two-step block-tree pruning (§3.4) under an exact token budget.
+
+Stage 1 scores every block's text (with its headings and table header as context) for the query
+with an embedding, BM25 or cross-encoder scorer and keeps the best blocks that fit. Stage 2
+(``generative=True``) rebuilds a finer block tree from the stage-1 output and rescores it by the
+generation probability of each block's tag path (:mod:`hrefine.html.tokentree`). Both stages
+fill the budget the same way (:func:`fill`): greedy by score, then measured on the real rendered
+output, shrunk until it fits and topped up while a next-best block still fits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from hrefine.budget import TokenCounter, get_counter
+from hrefine.errors import BudgetTooSmallError, EmptyInputError
+from hrefine.html._load import parse_document
+from hrefine.html.blocks import BlockForest, build_forest, inner_html, serialize_element
+from hrefine.html.clean import clean_document, serialize
+from hrefine.html.fill import Fit, fill, inherit_scores, reports
+from hrefine.html.result import EMPTY, BlockReport, PruneResult
+from hrefine.html.tokentree import build_prompt, path_scores
+
+__all__ = ["MIN_BUDGET", "HtmlPruner"]
+
+logger = logging.getLogger(__name__)
+
+#: Budgets below this many tokens raise BudgetTooSmallError: no useful HTML fits.
+MIN_BUDGET = 4
+# A block whose HTML would take more than this share of the budget is split into its children.
+_BLOCK_SHARE = 0.25
+_MIN_SPLIT_TOKENS = 64
+# Structures whose parts make most sense together: kept whole when they fit.
+_GROUP_TAGS = frozenset({"table", "ul", "ol", "dl"})
+# Elements that hold one unit of text; split only when they alone exceed the budget.
+_TEXT_UNITS = frozenset(
+    [
+        "p",
+        "li",
+        "tr",
+        "td",
+        "th",
+        "dt",
+        "dd",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "caption",
+        "figcaption",
+        "blockquote",
+        "pre",
+        "title",
+    ]
+)
+
+
+class HtmlPruner:
+    """Prune HTML pages to a token budget, keeping the blocks most relevant to a query.
+
+    Parameters
+    ----------
+    scorer:
+        Stage-1 block scorer: ``"embedding"`` (default), ``"bm25"``,
+        ``"cross-encoder:<model>"`` or an object with ``score(query, texts)``.
+    embedder:
+        Embedder for ``scorer="embedding"`` (default: the embedded all-MiniLM-L6-v2); LangChain
+        style objects with ``embed_documents``/``embed_query`` work too.
+    tokenizer:
+        The reader LLM's tokenizer, which counts the budget (default: Llama-3.2's).
+    max_words:
+        Stage-1 block granularity (paper: 256).
+    generative:
+        Run stage 2, the generative token-tree pruning, with ``lm``.
+    lm:
+        The :class:`~hrefine.models.LocalLM` for stage 2 (default: ``default_lm()``).
+    fine_max_words:
+        Stage-2 block granularity (paper: 128).
+    stage1_max_tokens:
+        Budget of stage 1; default ``max_tokens``, or ``4 * max_tokens`` when generative.
+    boilerplate:
+        Remove navigation, footers, cookie banners and sidebars while cleaning.
+    """
+
+    def __init__(
+        self,
+        *,
+        scorer: Any = "embedding",
+        embedder: Any = None,
+        tokenizer: Any = None,
+        max_words: int = 256,
+        generative: bool = False,
+        lm: Any = None,
+        fine_max_words: int = 128,
+        stage1_max_tokens: int | None = None,
+        boilerplate: bool = True,
+    ) -> None:
+        if max_words < 1 or fine_max_words < 1:
+            msg = f"max_words and fine_max_words must be >= 1, got {max_words}, {fine_max_words}"
+            raise ValueError(msg)
+        self.scorer_spec = scorer
+        self.embedder = embedder
+        self.tokenizer = tokenizer
+        self.max_words = max_words
+        self.generative = generative
+        self.lm = lm
+        self.fine_max_words = fine_max_words
+        self.stage1_max_tokens = stage1_max_tokens
+        self.boilerplate = boilerplate
+        self._scorer: Any = None
+        self._counter: TokenCounter | None = None
+
+    # -- lazily resolved models ------------------------------------------------------------
+    @property
+    def scorer(self) -> Any:
+        """The stage-1 scorer (resolved on first use)."""
+        if self._scorer is None:
+            from hrefine.models.scorers import get_scorer
+
+            self._scorer = get_scorer(self.scorer_spec, embedder=self.embedder)
+        return self._scorer
+
+    @property
+    def counter(self) -> TokenCounter:
+        """The budget's token counter."""
+        if self._counter is None:
+            self._counter = get_counter(self.tokenizer)
+        return self._counter
+
+    def _lm(self) -> Any:
+        if self.lm is None:
+            from hrefine.models.lm import default_lm
+
+            self.lm = default_lm()
+        return self.lm
+
+    # -- public API ------------------------------------------------------------------------
+    def prune(
+        self, html: str | bytes | Sequence[str | bytes], query: str, max_tokens: int
+    ) -> PruneResult:
+        """Prune one page, or several pages against one budget.
+
+        Parameters
+        ----------
+        html:
+            A page (str or bytes) or a sequence of pages; blocks of all pages compete.
+        query:
+            The question the output should answer.
+        max_tokens:
+            Budget in tokens of the pruner's tokenizer; the output never exceeds it.
+
+        Returns
+        -------
+        PruneResult
+            Pruned HTML (original tag names, valid HTML) and a report on every block.
+            If not even the best block fits on its own, the output is that block's text cut to
+            the budget, with ``stats["truncated"] = True``.
+
+        Raises
+        ------
+        EmptyInputError
+            No page was given, every page is empty, or the query is empty.
+        BudgetTooSmallError
+            ``max_tokens`` is below :data:`MIN_BUDGET`, or not even one word fits.
+        """
+        docs = [html] if isinstance(html, (str, bytes, bytearray)) else list(html)
+        if not docs:
+            raise EmptyInputError("no HTML documents were given")
+        if not isinstance(query, str) or not query.strip():
+            msg = f"the query must be a non-empty string, got {query!r}"
+            raise EmptyInputError(msg)
+        if max_tokens < MIN_BUDGET:
+            msg = f"a budget of {max_tokens} tokens is below the minimum of {MIN_BUDGET}"
+            raise BudgetTooSmallError(msg, budget=max_tokens, smallest=MIN_BUDGET)
+        counter = self.counter
+        roots, doc_ids, cleaned = self._clean_all(docs)
+        original_tokens = counter.count("\n".join(c for c in cleaned if c))
+        stage1_budget = self.stage1_max_tokens or (
+            4 * max_tokens if self.generative else max_tokens
+        )
+        stage1_budget = max(stage1_budget, max_tokens)
+        forest, costs, groups = self._forest(roots, doc_ids, self.max_words, stage1_budget)
+        ids = forest.block_ids()
+        texts = [_scoring_text(forest, i) for i in ids]
+        scores1 = np.asarray(self.scorer.score(query, texts), dtype=np.float64)
+        fit1 = fill(forest, ids, costs, scores1, stage1_budget, counter, len(docs), groups)
+        stats: dict[str, Any] = {
+            "stage1_tokens": fit1.tokens,
+            "renders": fit1.renders,
+            "truncated": fit1.truncated,
+            "scorer": getattr(self.scorer, "name", type(self.scorer).__name__),
+        }
+        block_reports = reports(forest, ids, costs, fit1, scores1, None)
+        fit = fit1
+        if self.generative and fit1.tokens > max_tokens and not fit1.truncated:
+            fit, reports2 = self._stage2(fit1, forest, ids, scores1, query, max_tokens, stats)
+            block_reports = [r for r in block_reports if not r.kept] + reports2
+        block_reports.extend(
+            BlockReport(-1, d, "", "", 0, None, None, -1, False, EMPTY)
+            for d in range(len(docs))
+            if d not in doc_ids
+        )
+        block_reports.sort(key=lambda r: (r.doc, r.block_id))
+        stats["renders"] = fit.renders if fit is fit1 else fit1.renders + fit.renders
+        return PruneResult(
+            html=fit.html,
+            documents=fit.documents,
+            blocks=block_reports,
+            query=query,
+            budget=max_tokens,
+            tokens=fit.tokens,
+            original_tokens=original_tokens,
+            cleaned=cleaned,
+            tokenizer=counter.name,
+            stats=stats,
+        )
+
+    async def aprune(
+        self, html: str | bytes | Sequence[str | bytes], query: str, max_tokens: int
+    ) -> PruneResult:
+        """:meth:`prune` run in the default executor, so the event loop stays free."""
+        loop = asyncio.get_running_loop()
+        call = functools.partial(self.prune, html, query, max_tokens)
+        return await loop.run_in_executor(None, call)
+
+    # -- steps -----------------------------------------------------------------------------
+    def _clean_all(self, docs: Sequence[str | bytes]) -> tuple[list[Any], list[int], list[str]]:
+        roots: list[Any] = []
+        doc_ids: list[int] = []
+        cleaned: list[str] = []
+        errors: list[str] = []
+        for d, doc in enumerate(docs):
+            try:
+                root = clean_document(doc, boilerplate=self.boilerplate)
+            except EmptyInputError as exc:
+                if len(docs) == 1:
+                    raise
+                errors.append(f"document {d}: {exc}")
+                cleaned.append("")
+                continue
+            roots.append(root)
+            doc_ids.append(d)
+            cleaned.append(serialize(root))
+        if not roots:
+            msg = f"all {len(docs)} documents are empty: " + "; ".join(errors)
+            raise EmptyInputError(msg)
+        for err in errors:
+            logger.info("skipping an empty input: %s", err)
+        return roots, doc_ids, cleaned
+
+    def _forest(
+        self, roots: Sequence[Any], doc_ids: Sequence[int], max_words: int, budget: int
+    ) -> tuple[BlockForest, dict[int, int], dict[int, int]]:
+        counter = self.counter
+        limit = max(int(budget * _BLOCK_SHARE), _MIN_SPLIT_TOKENS)
+        counted: dict[str, int] = {}
+
+        def too_big(tag: str, block_html: str) -> bool:
+            counted[block_html] = n = counter.count(block_html)
+            # A row, item or paragraph is split only if it cannot fit at all: its pieces would
+            # read badly and each would be scored without the rest.
+            return n > (budget if tag in _TEXT_UNITS else limit)
+
+        forest = build_forest(roots, max_words=max_words, too_big=too_big, doc_ids=doc_ids)
+        ids = forest.block_ids()
+        htmls = [forest.tree.nodes[i].metadata["html"] for i in ids]
+        missing = [h for h in htmls if h not in counted]
+        counted.update(zip(missing, counter.count_many(missing), strict=True))
+        costs = {i: counted[h] for i, h in zip(ids, htmls, strict=True)}
+        # Expanded tables and lists may still be kept whole when they fit (see fill.Units).
+        groups: dict[int, int] = {}
+        for node in forest.tree.nodes:
+            if node.metadata["tag"] in _GROUP_TAGS and not node.metadata.get("is_leaf", False):
+                whole = serialize_element(forest.elements[node.id])
+                cost = counted.get(whole)
+                if cost is None:
+                    cost = counter.count(whole)
+                if cost <= budget:
+                    groups[node.id] = cost
+        return forest, costs, groups
+
+    def _stage2(
+        self,
+        fit1: Fit,
+        forest1: BlockForest,
+        ids1: list[int],
+        scores1: np.ndarray,
+        query: str,
+        max_tokens: int,
+        stats: dict[str, Any],
+    ) -> tuple[Fit, list[BlockReport]]:
+        lm = self._lm()
+        kept_docs = [(d, doc) for d, doc in enumerate(fit1.documents) if doc]
+        roots = [parse_document(doc) for _, doc in kept_docs]
+        forest, costs, groups = self._forest(
+            roots, [d for d, _ in kept_docs], self.fine_max_words, max_tokens
+        )
+        ids = forest.block_ids()
+        multi = len(roots) > 1
+        bodies = [_body_html(root) for root in roots]
+        shown = "".join(f"<div>{b}</div>" for b in bodies) if multi else bodies[0]
+        prompt = build_prompt(lm, f"<html><body>{shown}</body></html>", query)
+        paths = [_prompt_path(forest, i, multi) for i in ids]
+        result = path_scores(lm, prompt, paths)
+        stats.update(
+            prompt_tokens=result.prompt_tokens,
+            prefilled_tokens=result.prefilled_tokens,
+            lm_calls=result.lm_calls,
+            trie_edges=result.trie_edges,
+        )
+        fit = fill(
+            forest, ids, costs, result.scores, max_tokens, self.counter, len(fit1.documents), groups
+        )
+        inherited = inherit_scores(forest, ids, forest1, ids1, fit1.kept, scores1)
+        return fit, reports(forest, ids, costs, fit, inherited, result.scores)
+
+
+def _scoring_text(forest: BlockForest, node_id: int) -> str:
+    node = forest.tree.nodes[node_id]
+    context = node.metadata.get("context") or ""
+    return f"{context}\n{node.text}" if context else node.text
+
+
+def _body_html(root: Any) -> str:
+    body = root.find("body")
+    return inner_html(body if body is not None else root)
+
+
+def _prompt_path(forest: BlockForest, node_id: int, multi: bool) -> str:
+    steps = list(forest.tree.nodes[node_id].metadata["path_indexed"])
+    if multi:  # documents sit in numbered <div>s of the prompt's combined page
+        pos = forest.doc_ids.index(forest.tree.nodes[node_id].metadata["doc"])
+        steps = [*steps[:2], f"div{pos + 1}", *steps[2:]]
+    return "".join(f"<{s}>" for s in steps)

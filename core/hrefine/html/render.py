@@ -1,0 +1,96 @@
+"""Rebuild HTML from the blocks a pruner kept (HtmlRAG Algorithm 2, by construction).
+
+Instead of deleting blocks from a copy of the DOM, the renderer writes out only what is kept: a
+kept leaf block as its HTML, a kept non-leaf block as its own text inside its element's tags,
+and every ancestor of something kept. Emptied ancestors therefore never appear, and a generic
+wrapper (``div``, ``section``…) left with a single child and no text is not written
+(the paper's re-merge of single-nested tags). Tag names are the original ones, always.
+"""
+
+from __future__ import annotations
+
+import html as html_lib
+from collections.abc import Iterable
+from typing import Any
+
+from hrefine.html._text import GENERIC_TAGS
+from hrefine.html.blocks import BlockForest
+
+__all__ = ["Renderer"]
+
+# Page wrappers: written as their content only (a pruned page is an HTML fragment).
+_UNWRITTEN = frozenset({"html", "head", "body"})
+
+
+class Renderer:
+    """Writes the HTML of any subset of a forest's blocks, one string per document."""
+
+    def __init__(self, forest: BlockForest) -> None:
+        self.forest = forest
+        self._node_of = {el: i for i, el in enumerate(forest.elements)}
+        self._start: dict[Any, str] = {}
+
+    def _start_tag(self, el: Any) -> str:
+        tag = self._start.get(el)
+        if tag is None:
+            attrs = "".join(
+                f' {k}="{html_lib.escape(v, quote=True)}"' for k, v in el.attrib.items()
+            )
+            tag = f"<{el.tag}{attrs}>"
+            self._start[el] = tag
+        return tag
+
+    def render(self, kept: Iterable[int]) -> list[str]:
+        """HTML of each document with only the ``kept`` node ids (``""`` where none is kept)."""
+        tree = self.forest.tree
+        elements = self.forest.elements
+        leaf: set[Any] = set()
+        own: set[Any] = set()
+        for nid in kept:
+            node = tree.nodes[nid]
+            if node.kind != "block":
+                continue
+            (leaf if node.metadata["is_leaf"] else own).add(elements[nid])
+        alive: set[Any] = set()
+        for el in leaf | own:
+            cur = el
+            while cur is not None and cur not in alive:
+                alive.add(cur)
+                cur = cur.getparent()
+        return [
+            self._write(root, leaf, own, alive) if root in alive else ""
+            for root in self.forest.roots
+        ]
+
+    def _write(self, root: Any, leaf: set[Any], own: set[Any], alive: set[Any]) -> str:
+        tree = self.forest.tree
+        out: list[str] = []
+        stack: list[Any] = [root]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, str):
+                out.append(item)
+                continue
+            el = item
+            if el in leaf:
+                out.append(tree.nodes[self._node_of[el]].metadata["html"])
+                continue
+            keep_text = el in own
+            live = [c for c in el if c in alive]
+            bare = el.tag in _UNWRITTEN or (
+                el.tag in GENERIC_TAGS and not keep_text and len(live) == 1
+            )
+            seq: list[Any] = []
+            if not bare:
+                seq.append(self._start_tag(el))
+            if keep_text and el.text:
+                seq.append(html_lib.escape(el.text, quote=False))
+            for child in el:
+                if child in alive:
+                    seq.append(child)
+                if keep_text and child.tail:
+                    seq.append(html_lib.escape(child.tail, quote=False))
+            if not bare:
+                seq.append(f"</{el.tag}>")
+            stack.extend(reversed(seq))
+        return "".join(out).strip()

@@ -1,0 +1,108 @@
+"""What :class:`~hrefine.html.HtmlPruner` returns: the pruned HTML and a report on every block."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__all__ = ["BlockReport", "PruneResult"]
+
+# Reasons a block is not in the output.
+OVER_BUDGET = "over_budget"
+BELOW_THRESHOLD = "below_threshold"
+EMPTY = "empty"
+TRUNCATED = "truncated"
+
+
+@dataclass
+class BlockReport:
+    """One block of the input and what became of it.
+
+    Attributes
+    ----------
+    block_id:
+        Node id in the block tree of the stage that decided about the block.
+    doc:
+        Index of the input document the block comes from.
+    tag_path:
+        Real tag names from the root, e.g. ``"html>body>div>table"``.
+    text:
+        The block's plain text.
+    tokens:
+        Token cost of the block's HTML (budget tokenizer).
+    stage1_score, stage2_score:
+        Scores of the embedding/BM25 stage and of the generative stage (None if not scored).
+    rank:
+        0 for the best-scored block of the deciding stage, 1 for the next, and so on.
+    kept:
+        Whether the block is in the output.
+    reason:
+        Why it is not: ``"over_budget"`` (it did not fit when its turn came),
+        ``"below_threshold"``, ``"empty"``; ``"truncated"`` for a kept block cut to fit; None
+        when kept whole.
+    """
+
+    block_id: int
+    doc: int
+    tag_path: str
+    text: str
+    tokens: int
+    stage1_score: float | None
+    stage2_score: float | None
+    rank: int
+    kept: bool
+    reason: str | None
+
+
+@dataclass
+class PruneResult:
+    """The pruned HTML of one or more documents, with provenance.
+
+    Attributes
+    ----------
+    html:
+        All kept documents' pruned HTML, joined with ``"\\n"``; ``tokens`` of it never exceed
+        ``budget``.
+    documents:
+        Pruned HTML per input document (``""`` for a document all of whose blocks were
+        outranked; the set as a whole is never empty).
+    blocks:
+        A report on every block, in document order.
+    query, budget, tokenizer:
+        What was asked for, and the name of the tokenizer that counted the budget.
+    tokens:
+        Tokens of ``html``.
+    original_tokens:
+        Tokens of the cleaned input documents.
+    cleaned:
+        Cleaned HTML per input document.
+    stats:
+        Extra numbers: ``"stage1_tokens"``, ``"renders"``, ``"truncated"`` (the best block was
+        cut to fit), and for the generative stage ``"prefilled_tokens"``, ``"prompt_tokens"``,
+        ``"lm_calls"``.
+    """
+
+    html: str
+    documents: list[str]
+    blocks: list[BlockReport]
+    query: str
+    budget: int
+    tokens: int
+    original_tokens: int
+    cleaned: list[str]
+    tokenizer: str
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def kept_blocks(self) -> list[BlockReport]:
+        """Reports of the blocks in the output, in document order."""
+        return [b for b in self.blocks if b.kept]
+
+    @property
+    def compression(self) -> float:
+        """Output tokens over cleaned input tokens."""
+        return self.tokens / self.original_tokens if self.original_tokens else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON form (for reports and the CLI)."""
+        return asdict(self)

@@ -1,0 +1,79 @@
+"""The block tree follows Algorithm 1 of the paper and keeps real tag paths."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hrefine.html import build_block_tree
+from hrefine.tree import Tree
+
+
+def _blocks(tree: Tree) -> list:
+    return [n for n in tree if n.kind == "block"]
+
+
+def test_small_subtrees_become_single_leaf_blocks(pages: Path) -> None:
+    tree = build_block_tree((pages / "boilerplate.html").read_bytes(), max_words=256)
+    assert tree.metadata["max_words"] == 256
+    blocks = _blocks(tree)
+    # The whole article is under 256 words: one leaf block below the transparent html/body.
+    article = [b for b in blocks if b.metadata["tag"] == "main"]
+    assert len(article) == 1 and article[0].metadata["is_leaf"]
+    assert "Edwin Marlow" in article[0].text
+    assert article[0].metadata["path"] == ["html", "body", "main"]
+    assert article[0].metadata["html"].startswith("<main><article><h1>")
+
+
+def test_large_nodes_are_expanded_and_their_own_text_is_a_non_leaf_block() -> None:
+    words = " ".join(f"w{i}" for i in range(30))
+    html = f"<div>Intro text of the div<p>{words}</p><p>{words}</p>closing words</div>"
+    tree = build_block_tree(html, max_words=40)
+    blocks = _blocks(tree)
+    own = [b for b in blocks if not b.metadata["is_leaf"]]
+    assert [b.text for b in own] == ["Intro text of the div closing words"]
+    leaves = [b for b in blocks if b.metadata["is_leaf"]]
+    assert [b.metadata["path_indexed"][-1] for b in leaves] == ["p1", "p2"]
+    assert all(b.metadata["words"] == 30 for b in leaves)
+    # Leaves hang under the div's node in the tree.
+    div = own[0]
+    assert {tree.nodes[c].metadata["tag"] for c in div.children} == {"p"}
+
+
+def test_no_text_no_block_and_containers_keep_the_shape() -> None:
+    words = " ".join("x" * 3 for _ in range(30))
+    html = f"<section><div><p>{words}</p><br></div><div><p>{words}</p></div></section>"
+    tree = build_block_tree(html, max_words=20)
+    kinds = {n.kind for n in tree}
+    assert kinds <= {"block", "container"}
+    assert all(n.text for n in tree if n.kind == "block")
+    assert all(not n.text for n in tree if n.kind == "container")
+    assert tree.roots == [0]
+    tree.check_acyclic()
+
+
+def test_blocks_are_in_document_order_and_paths_use_real_tag_names(wtq: dict) -> None:
+    q = wtq["questions"][0]
+    tree = build_block_tree(wtq["page"](q["doc"]))
+    blocks = _blocks(tree)
+    orders = [b.order for b in tree.walk() if b.kind == "block"]
+    assert orders == sorted(orders)
+    for b in blocks:
+        assert all(step.isidentifier() or "-" in step for step in b.metadata["path"])
+        assert not any(any(ch.isdigit() for ch in s) and s[:1] != "h" for s in b.metadata["path"])
+        assert b.metadata["words"] < 256 or not b.metadata["is_leaf"] or "<" in b.metadata["html"]
+
+
+def test_table_rows_get_header_context() -> None:
+    rows = "".join(f"<tr><td>Player {i}</td><td>{i * 3} goals</td></tr>" for i in range(80))
+    html = "<h2>Top scorers</h2><table><caption>Season 1999</caption>"
+    html += f"<tr><th>Name</th><th>Goals</th></tr>{rows}</table>"
+    tree = build_block_tree(html, max_words=50)
+    row_blocks = [b for b in _blocks(tree) if b.metadata["tag"] == "tr"]
+    assert len(row_blocks) == 81
+    assert row_blocks[5].metadata["context"] == "Top scorers | Season 1999 Name | Goals"
+    assert row_blocks[0].metadata["context"] == "Top scorers"  # the header row itself
+
+
+def test_block_tree_without_cleaning_keeps_raw_structure() -> None:
+    tree = build_block_tree("<div><div><p>hello</p></div></div>", clean=False)
+    assert [b.metadata["path"] for b in _blocks(tree)] == [["html", "body", "div"]]

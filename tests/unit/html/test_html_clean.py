@@ -1,0 +1,113 @@
+"""Cleaning keeps what a reader needs and drops what nobody sees (HtmlRAG §3.2)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import lxml.html
+import pytest
+from hrefine.html import clean_html
+
+RENAMED = re.compile(r"<(div|p|span|table|tr|td|li|ul|section)\d+[\s>]")
+
+
+@pytest.fixture(scope="module")
+def page(pages: Path) -> bytes:
+    return (pages / "boilerplate.html").read_bytes()
+
+
+def test_headings_lists_tables_and_alt_text_survive_cleaning(page: bytes) -> None:
+    out = clean_html(page)
+    assert "<h1>Lighthouse keepers of Skerry Point</h1>" in out
+    assert "<h2>The keepers</h2>" in out
+    assert "<ul><li>Thomas Marlow, head keeper 1871 to 1902</li>" in out
+    assert "<caption>Lamps used at Skerry Point</caption>" in out
+    assert '<td rowspan="2">1871 to 1910</td>' in out
+    assert '<td colspan="2">Incandescent vapour burner, 19 nautical miles</td>' in out
+    assert "<tr><th>Period</th><th>Lamp</th><th>Range</th></tr>" in out
+    assert 'alt="The white tower of Skerry Point at dusk"' in out
+    assert "full history of the station" in out  # link text kept
+
+
+def test_scripts_styles_comments_and_hidden_elements_are_removed(page: bytes) -> None:
+    out = clean_html(page, boilerplate=False)
+    for gone in (
+        "tracking code",
+        "font-family",
+        "HTML comment",
+        "must not appear",
+        "Decorative duplicate",
+        "Invisible sort key",
+        "<script",
+        "<style",
+        "<meta",
+    ):
+        assert gone not in out, gone
+
+
+def test_attributes_without_meaning_are_dropped(page: bytes) -> None:
+    out = clean_html(page)
+    for attr in ("class=", "style=", "data-track", "href=", "src=", "width=", "id="):
+        assert attr not in out, attr
+
+
+def test_nav_footer_and_cookie_banner_removed_by_default(page: bytes) -> None:
+    out = clean_html(page)
+    for gone in ("We use cookies", "Copyright 2024", "<nav", "Most read", "Coastal Gazette<"):
+        assert gone not in out, gone
+
+
+def test_boilerplate_kept_when_switched_off(page: bytes) -> None:
+    out = clean_html(page, boilerplate=False)
+    for kept in ("We use cookies", "Copyright 2024", "<nav>", "Most read", "<footer>"):
+        assert kept in out, kept
+
+
+def test_boilerplate_never_removes_most_of_the_text() -> None:
+    # The only content sits in an element whose class looks like boilerplate.
+    html = "<html><body><div class='sidebar-layout'><p>" + "Real content here. " * 40
+    html += "</p></div><nav>Home</nav></body></html>"
+    out = clean_html(html)
+    assert "Real content here." in out
+
+
+def test_single_child_wrappers_merged_and_empty_tags_dropped() -> None:
+    html = "<div><div><div><p>some text</p></div></div></div><p></p><span> </span><div></div>"
+    out = clean_html(html)
+    assert out == "<html><body><p>some text</p></body></html>"
+
+
+def test_meaningful_single_child_pair_is_kept() -> None:
+    out = clean_html("<ul><li><p>item</p></li></ul><table><tr><td><div>x</div></td></tr></table>")
+    assert "<ul><li><p>item</p></li></ul>" in out
+    assert "<td>x</td>" in out
+
+
+def test_empty_table_cells_keep_row_alignment() -> None:
+    out = clean_html("<table><tr><td>a</td><td></td><td>c</td></tr></table>")
+    assert "<tr><td>a</td><td></td><td>c</td></tr>" in out
+
+
+def test_cleaned_output_parses_back_with_original_tags(page: bytes) -> None:
+    out = clean_html(page)
+    assert not RENAMED.search(out)
+    root = lxml.html.document_fromstring(out)
+    tags = {el.tag for el in root.iter() if isinstance(el.tag, str)}
+    assert {"h1", "h2", "ul", "li", "table", "tr", "td", "th", "caption", "img", "p"} <= tags
+    assert "Edwin Marlow" in root.text_content()
+
+
+def test_keep_attrs_can_keep_links() -> None:
+    out = clean_html(
+        '<p>See <a href="https://x.org/a" class="c">this</a>.</p>', keep_attrs=["href"]
+    )
+    assert '<a href="https://x.org/a">this</a>' in out
+
+
+def test_cleaning_real_wtq_page_keeps_the_gold_table(wtq: dict) -> None:
+    q = next(q for q in wtq["questions"] if q["strict"])
+    out = clean_html(wtq["page"](q["doc"]))
+    text = lxml.html.document_fromstring(out).text_content().lower()
+    assert all(a.lower() in text for a in q["answers"])
+    assert len(out) < 0.5 * len(wtq["page"](q["doc"]))

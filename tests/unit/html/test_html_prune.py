@@ -1,0 +1,223 @@
+"""Stage-1 pruning: exact budgets, best blocks kept, valid HTML, several documents at once."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+from typing import Any
+
+import lxml.html
+import numpy as np
+import pytest
+from hrefine.budget import get_counter
+from hrefine.errors import BudgetTooSmallError, EmptyInputError
+from hrefine.html import BlockReport, HtmlPruner, PruneResult, clean_html
+from hrefine.html.blocks import build_forest
+from hrefine.html.clean import clean_document
+from hrefine.html.render import Renderer
+from hrefine.models.lexical import BM25Scorer
+
+RENAMED = re.compile(r"</?[a-z]+\d+[\s>]")  # div0, p3, tr12 … (h1-h6 are real tags)
+
+
+def _is_renamed(html: str) -> bool:
+    return any(not re.fullmatch(r"</?h[1-6][\s>]", m.group(0)) for m in RENAMED.finditer(html))
+
+
+def _filler(topic: str, n: int) -> str:
+    return " ".join(f"{topic} sentence number {i} says nothing of note." for i in range(n))
+
+
+def _story_page() -> str:
+    """Ten paragraphs; the answer is in the last one."""
+    paras = [f"<p>{_filler(f'Filler{k}', 6)}</p>" for k in range(9)]
+    paras.append("<p>Lord Beaverbrook bought the Daily Express in 1916 and ran it for decades.</p>")
+    return "<html><body><h1>Newspapers</h1>" + "".join(paras) + "</body></html>"
+
+
+@pytest.fixture(scope="module")
+def bm25_pruner() -> HtmlPruner:
+    return HtmlPruner(scorer="bm25")
+
+
+@pytest.fixture(scope="module")
+def embed_pruner(embedder: Any) -> HtmlPruner:
+    return HtmlPruner(embedder=embedder)
+
+
+def test_bm25_ranking_is_case_and_punctuation_insensitive() -> None:
+    scores = BM25Scorer().score("beaverbrook?", ["Lord Beaverbrook bought it.", "Nothing here."])
+    assert scores[0] > 0 and scores[1] == 0
+
+
+def test_bm25_pruner_keeps_the_case_insensitive_match(bm25_pruner: HtmlPruner) -> None:
+    result = bm25_pruner.prune(_story_page(), "who was BEAVERBROOK?", 60)
+    assert "Lord Beaverbrook bought the Daily Express" in result.html
+    assert result.tokens <= 60
+
+
+def test_output_fills_the_budget_with_best_blocks_not_the_head(bm25_pruner: HtmlPruner) -> None:
+    page = _story_page()
+    result = bm25_pruner.prune(page, "Beaverbrook Daily Express", 80)
+    assert "Beaverbrook" in result.html
+    assert "Filler0 sentence number 0" not in result.html  # the head of the page is not kept
+    best = min(result.blocks, key=lambda b: b.rank)
+    assert best.kept and "Beaverbrook" in best.text
+    assert best in result.kept_blocks
+
+
+def test_top_ranked_block_that_fits_is_always_kept(bm25_pruner: HtmlPruner) -> None:
+    big = f"<p>{_filler('Express', 60)}</p>"  # very relevant but too big for the budget
+    page = f"<html><body>{big}<p>The Express was sold in 1977.</p><p>Weather was fine.</p>"
+    result = bm25_pruner.prune(page, "Express", 40)
+    ranked = sorted(result.blocks, key=lambda b: b.rank)
+    fitting = next(b for b in ranked if b.tokens <= 40)
+    assert fitting.kept
+    assert result.tokens <= 40
+
+
+def test_no_room_left_that_the_next_best_block_would_fit(wtq: dict) -> None:
+    q = next(q for q in wtq["questions"] if q["strict"])
+    counter = get_counter()
+    root = clean_document(wtq["page"](q["doc"]))
+    forest = build_forest([root], max_words=256)
+    renderer = Renderer(forest)
+    pruner = HtmlPruner(scorer="bm25")
+    for budget in (150, 600):
+        result = pruner.prune(wtq["page"](q["doc"]), q["question"], budget)
+        kept = {b.block_id for b in result.kept_blocks}
+        assert result.tokens <= budget
+        # Rebuild the same forest the pruner used, and try adding every dropped block.
+        forest2, _, _ = pruner._forest([clean_document(wtq["page"](q["doc"]))], [0], 256, budget)
+        r2 = Renderer(forest2)
+        for b in result.blocks:
+            if b.kept:
+                continue
+            trial = "\n".join(d for d in r2.render(kept | {b.block_id}) if d)
+            assert counter.count(trial) > budget, f"block {b.block_id} would still fit"
+    assert renderer.render([]) == [""]
+
+
+@pytest.mark.parametrize("budget", [64, 256, 1024, 3000])
+def test_budget_never_exceeded_on_real_pages(
+    embed_pruner: HtmlPruner, wtq: dict, budget: int
+) -> None:
+    docs = sorted({q["doc"] for q in wtq["questions"]})[:3]
+    counter = get_counter()
+    for doc in docs:
+        q = next(q for q in wtq["questions"] if q["doc"] == doc)
+        result = embed_pruner.prune(wtq["page"](doc), q["question"], budget)
+        assert result.tokens == counter.count(result.html) <= budget
+        assert result.html.strip()
+        assert result.tokenizer == counter.name
+        assert result.original_tokens > result.tokens or result.original_tokens <= budget
+
+
+def test_output_is_valid_html_with_original_tags_and_text(
+    embed_pruner: HtmlPruner, wtq: dict
+) -> None:
+    q = next(q for q in wtq["questions"] if q["strict"])
+    page = wtq["page"](q["doc"])
+    result = embed_pruner.prune(page, q["question"], 700)
+    assert not _is_renamed(result.html)
+    fragments = lxml.html.fragments_fromstring(result.html)
+    words = set()
+    for f in fragments:
+        words |= set(
+            re.findall(r"\w[\w,.']*\w", f if isinstance(f, str) else " ".join(f.itertext()))
+        )
+    cleaned = lxml.html.document_fromstring(clean_html(page))
+    page_words = set(re.findall(r"\w[\w,.']*\w", " ".join(cleaned.itertext())))
+    # Every word of the output comes from the page, unchanged (no lower-casing, no re-spacing).
+    assert words and words <= page_words
+    assert any(b.kept and b.stage1_score is not None for b in result.blocks)
+
+
+def test_short_page_is_never_pruned_to_nothing(embed_pruner: HtmlPruner) -> None:
+    result = embed_pruner.prune("<p>Tiny page about cats.</p>", "what about dogs?", 512)
+    assert result.html == "<p>Tiny page about cats.</p>"
+    assert result.documents == ["<p>Tiny page about cats.</p>"]
+
+
+def test_whole_page_kept_when_it_fits(bm25_pruner: HtmlPruner, pages: Path) -> None:
+    page = (pages / "boilerplate.html").read_bytes()
+    result = bm25_pruner.prune(page, "keepers", 2000)
+    assert all(b.kept for b in result.blocks)
+    assert "Edwin Marlow" in result.html and "<caption>" in result.html
+
+
+def test_several_documents_pruned_against_one_budget(bm25_pruner: HtmlPruner) -> None:
+    doc_a = "<html><body>" + "".join(f"<p>{_filler('Alpha', 12)}</p>" for _ in range(5))
+    doc_b = _story_page()
+    doc_c = "<p>Beaverbrook was born in Canada in 1879.</p>"
+    result = bm25_pruner.prune([doc_a, doc_b, doc_c], "Beaverbrook", 90)
+    assert len(result.documents) == 3
+    assert result.documents[0] == ""  # every block of doc a was outranked
+    assert "Daily Express" in result.documents[1]
+    assert "born in Canada" in result.documents[2]
+    assert result.html == "\n".join(d for d in result.documents if d)
+    assert result.tokens <= 90
+    assert {b.doc for b in result.blocks} == {0, 1, 2}
+    assert len(result.cleaned) == 3
+
+
+def test_empty_document_among_several_is_reported(bm25_pruner: HtmlPruner) -> None:
+    result = bm25_pruner.prune(["<p>  </p>", "<p>Real text.</p>"], "text", 50)
+    assert result.documents == ["", "<p>Real text.</p>"]
+    empty = [b for b in result.blocks if b.reason == "empty"]
+    assert [b.doc for b in empty] == [0]
+
+
+def test_bad_arguments_raise_clear_errors(bm25_pruner: HtmlPruner) -> None:
+    with pytest.raises(EmptyInputError):
+        bm25_pruner.prune([], "q", 100)
+    with pytest.raises(EmptyInputError):
+        bm25_pruner.prune(["", " "], "q", 100)
+    with pytest.raises(EmptyInputError, match="query"):
+        bm25_pruner.prune("<p>x</p>", "  ", 100)
+    with pytest.raises(BudgetTooSmallError) as err:
+        bm25_pruner.prune("<p>x</p>", "x", 2)
+    assert err.value.budget == 2
+
+
+def test_best_block_truncated_when_nothing_fits(bm25_pruner: HtmlPruner) -> None:
+    page = f"<p>{_filler('Gamma', 30)}</p>"
+    result = bm25_pruner.prune(page, "Gamma", 12)
+    assert 0 < result.tokens <= 12
+    assert result.stats["truncated"] is True
+    assert result.html.startswith("Gamma sentence number 0")
+    assert [b.reason for b in result.kept_blocks] == ["truncated"]
+
+
+def test_reports_cover_every_block(bm25_pruner: HtmlPruner) -> None:
+    result = bm25_pruner.prune(_story_page(), "Beaverbrook", 60)
+    assert isinstance(result, PruneResult)
+    assert all(isinstance(b, BlockReport) for b in result.blocks)
+    assert sorted(b.rank for b in result.blocks) == list(range(len(result.blocks)))
+    for b in result.blocks:
+        assert b.kept == (b.reason is None)
+        assert b.tag_path.startswith("html>body")
+        assert b.stage2_score is None
+    data = result.to_dict()
+    assert data["budget"] == 60 and len(data["blocks"]) == len(result.blocks)
+    assert 0 < result.compression < 1
+
+
+def test_aprune_matches_prune(bm25_pruner: HtmlPruner) -> None:
+    sync = bm25_pruner.prune(_story_page(), "Beaverbrook", 60)
+    result = asyncio.run(bm25_pruner.aprune(_story_page(), "Beaverbrook", 60))
+    assert result.html == sync.html
+
+
+def test_custom_scorer_object_and_tokenizer() -> None:
+    class LastWins:
+        name = "last-wins"
+
+        def score(self, query: str, texts: list[str]) -> np.ndarray:
+            return np.arange(len(texts), dtype=np.float32)
+
+    pruner = HtmlPruner(scorer=LastWins(), tokenizer="regex")
+    result = pruner.prune(_story_page(), "anything", 40)
+    assert "Beaverbrook" in result.html
+    assert result.tokenizer == "regex" and result.stats["scorer"] == "last-wins"
