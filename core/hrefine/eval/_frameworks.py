@@ -1,0 +1,183 @@
+"""Evaluate any LangChain document compressor or LlamaIndex node postprocessor as a compressor.
+
+This is the only module of ``hrefine.eval`` that touches the frameworks, and only inside
+functions, so importing the core never imports them. The document is chunked with the
+evaluation's tokenizer, the chunks go in as Documents/Nodes, and what comes back (in the
+framework's rank order) is fitted to the token budget by :func:`hrefine.eval._text.fill_budget`,
+in document order where the chunk's position survived.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from hrefine.budget import TokenCounter, get_counter
+from hrefine.errors import EmptyInputError
+from hrefine.eval._text import chunk_text, fill_budget
+
+__all__ = ["LangChainCompressor", "LlamaIndexCompressor", "is_langchain", "is_llamaindex"]
+
+_POSITION_KEY = "hrefine_chunk"
+
+
+def is_langchain(obj: object) -> bool:
+    """Whether ``obj`` looks like a LangChain ``BaseDocumentCompressor``."""
+    return callable(getattr(obj, "compress_documents", None))
+
+
+def is_llamaindex(obj: object) -> bool:
+    """Whether ``obj`` looks like a LlamaIndex ``BaseNodePostprocessor``."""
+    return callable(getattr(obj, "postprocess_nodes", None))
+
+
+def _chunks_of(document: str, counter: TokenCounter, chunk_tokens: int) -> list[str]:
+    from hrefine.eval.baselines import as_plain_text
+
+    chunks = chunk_text(as_plain_text(document), counter, chunk_tokens)
+    if not chunks:
+        msg = "the document has no visible text to compress"
+        raise EmptyInputError(msg)
+    return chunks
+
+
+def _fit(
+    returned: Sequence[tuple[str, int | None, float | None]],
+    counter: TokenCounter,
+    max_tokens: int,
+) -> str:
+    """Fit (text, original position or None, framework score or None) to the budget."""
+    if not returned:
+        return ""
+    texts = [t for t, _, _ in returned]
+    n = len(texts)
+    # Rank order is the framework's; its own scores break nothing when they are absent.
+    scores = np.arange(n, 0, -1, dtype=np.float64)
+    big = 1 << 40
+    order = [pos if pos is not None else big + rank for rank, (_, pos, _) in enumerate(returned)]
+    return fill_budget(texts, scores, counter, max_tokens, order=order)
+
+
+class LangChainCompressor:
+    """Adapts a LangChain ``BaseDocumentCompressor`` to :class:`hrefine.eval.Compressor`.
+
+    Parameters
+    ----------
+    compressor:
+        The LangChain compressor (``compress_documents(documents, query)``).
+    tokenizer:
+        Evaluation tokenizer (chunk sizes and the budget).
+    chunk_tokens:
+        Chunk size fed to the compressor.
+    name:
+        Report name (default: the class name).
+    """
+
+    def __init__(
+        self,
+        compressor: Any,
+        *,
+        tokenizer: Any = None,
+        chunk_tokens: int = 128,
+        name: str | None = None,
+    ) -> None:
+        self.compressor = compressor
+        self.counter = get_counter(tokenizer)
+        self.chunk_tokens = chunk_tokens
+        self.name = name or type(compressor).__name__
+
+    def compress(self, document: str, query: str, max_tokens: int) -> str:
+        """Chunk, call ``compress_documents``, and fit the returned documents to the budget.
+
+        Parameters
+        ----------
+        document:
+            HTML or plain text.
+        query:
+            The question.
+        max_tokens:
+            Token budget.
+
+        Returns
+        -------
+        str
+            Returned documents' text, joined, within the budget.
+        """
+        from langchain_core.documents import Document  # noqa: TID251 - optional extra, lazy
+
+        chunks = _chunks_of(document, self.counter, self.chunk_tokens)
+        docs = [Document(page_content=c, metadata={_POSITION_KEY: i}) for i, c in enumerate(chunks)]
+        out = self.compressor.compress_documents(docs, query)
+        returned = []
+        for doc in out:
+            pos = doc.metadata.get(_POSITION_KEY)
+            score = doc.metadata.get("relevance_score")
+            returned.append((str(doc.page_content), pos if isinstance(pos, int) else None, score))
+        return _fit(returned, self.counter, max_tokens)
+
+
+class LlamaIndexCompressor:
+    """Adapts a LlamaIndex ``BaseNodePostprocessor`` to :class:`hrefine.eval.Compressor`.
+
+    Parameters
+    ----------
+    postprocessor:
+        The LlamaIndex postprocessor (``postprocess_nodes(nodes, query_str=...)``).
+    tokenizer:
+        Evaluation tokenizer (chunk sizes and the budget).
+    chunk_tokens:
+        Chunk size fed to the postprocessor.
+    name:
+        Report name (default: the class name).
+    """
+
+    def __init__(
+        self,
+        postprocessor: Any,
+        *,
+        tokenizer: Any = None,
+        chunk_tokens: int = 128,
+        name: str | None = None,
+    ) -> None:
+        self.postprocessor = postprocessor
+        self.counter = get_counter(tokenizer)
+        self.chunk_tokens = chunk_tokens
+        self.name = name or type(postprocessor).__name__
+
+    def compress(self, document: str, query: str, max_tokens: int) -> str:
+        """Chunk, call ``postprocess_nodes``, and fit the returned nodes to the budget.
+
+        Parameters
+        ----------
+        document:
+            HTML or plain text.
+        query:
+            The question.
+        max_tokens:
+            Token budget.
+
+        Returns
+        -------
+        str
+            Returned nodes' text, joined, within the budget.
+        """
+        # optional extra, imported lazily so the core never needs LlamaIndex
+        from llama_index.core.schema import NodeWithScore, TextNode  # noqa: TID251
+
+        chunks = _chunks_of(document, self.counter, self.chunk_tokens)
+        nodes = [
+            NodeWithScore(
+                node=TextNode(text=c, id_=f"chunk-{i}", metadata={_POSITION_KEY: i}), score=1.0
+            )
+            for i, c in enumerate(chunks)
+        ]
+        out = self.postprocessor.postprocess_nodes(nodes, query_str=query)
+        returned = []
+        for item in out:
+            node = getattr(item, "node", item)
+            pos = getattr(node, "metadata", {}).get(_POSITION_KEY)
+            text = node.get_content() if hasattr(node, "get_content") else str(node)
+            returned.append((str(text), pos if isinstance(pos, int) else None, item.score))
+        return _fit(returned, self.counter, max_tokens)

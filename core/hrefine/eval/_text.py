@@ -1,0 +1,366 @@
+"""Plain-text helpers shared by the baselines and the metrics: HTML to text, chunking, budget fill.
+
+Everything here counts tokens with the caller's :class:`~hrefine.budget.TokenCounter`, so baselines
+and methods are measured against the same tokenizer.
+"""
+
+from __future__ import annotations
+
+import html as html_lib
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from hrefine._optional import require
+from hrefine.budget import TokenCounter, select
+
+__all__ = [
+    "SEPARATOR",
+    "chunk_text",
+    "fill_budget",
+    "html_to_text",
+    "looks_like_html",
+    "text_to_html",
+    "truncate_to_tokens",
+]
+
+#: Joiner placed between selected chunks.
+SEPARATOR = "\n\n"
+
+# Elements whose text is never shown to a reader.
+_DROP = frozenset(
+    {"script", "style", "noscript", "template", "head", "svg", "math", "iframe", "object", "canvas"}
+)
+# Elements that start and end a line of text.
+_BLOCK = frozenset(
+    {
+        "address", "article", "aside", "blockquote", "body", "caption", "dd", "details", "div",
+        "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4",
+        "h5", "h6", "header", "hr", "html", "li", "main", "nav", "ol", "p", "pre", "section",
+        "summary", "table", "tbody", "tfoot", "thead", "title", "tr", "ul",
+    }
+)  # fmt: skip
+_CELL = frozenset({"td", "th"})
+_TAG_RE = re.compile(r"</?[A-Za-z][A-Za-z0-9_:-]*(?:\s[^<>]*)?/?>|<!--|<!DOCTYPE", re.I)
+_SPACES = re.compile(r"[ \t\r\f\v\u00a0]+")
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
+_WORD_PIECE = re.compile(r"\s*\S+")
+
+
+def looks_like_html(text: str) -> bool:
+    """Return True when ``text`` holds at least one HTML-like tag.
+
+    Parameters
+    ----------
+    text:
+        Any text.
+
+    Returns
+    -------
+    bool
+        Whether an opening/closing tag, a comment or a doctype occurs in the first 100,000
+        characters.
+    """
+    return _TAG_RE.search(text, 0, 100_000) is not None
+
+
+def _base_tag(tag: str) -> str:
+    # NQ's tokenised HTML merges attributes into tag names (``th_colspan="2"``).
+    return tag.lower().split("_", 1)[0]
+
+
+def _hidden(el: object) -> bool:
+    get = getattr(el, "get", None)
+    if get is None:
+        return False
+    if get("hidden") is not None or get("aria-hidden") == "true":
+        return True
+    style = (get("style") or "").replace(" ", "").lower()
+    return "display:none" in style or "visibility:hidden" in style
+
+
+def html_to_text(markup: str) -> str:
+    """Visible text of an HTML page: one line per block, table cells joined by ``" | "``.
+
+    Scripts, styles, the ``<head>`` and hidden elements are dropped; entities are decoded and
+    runs of spaces collapsed.
+
+    Parameters
+    ----------
+    markup:
+        HTML (a full page or a fragment; NQ's tokenised HTML works too).
+
+    Returns
+    -------
+    str
+        The text, lines separated by ``"\\n"``; empty when the page shows no text.
+    """
+    if not markup.strip():
+        return ""
+    lxml_html = require("lxml.html", "html")
+    etree = require("lxml.etree", "html")
+    parser = lxml_html.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True)
+    try:
+        root = lxml_html.document_fromstring(markup.encode("utf-8", "replace"), parser=parser)
+    except (etree.ParserError, ValueError):
+        return ""
+    parts: list[str] = []
+    walker = etree.iterwalk(root, events=("start", "end"))
+    skipped: set[int] = set()
+    for event, el in walker:
+        tag = el.tag if isinstance(el.tag, str) else ""
+        base = _base_tag(tag)
+        if event == "start":
+            if not tag or base in _DROP or _hidden(el):
+                skipped.add(id(el))
+                walker.skip_subtree()
+                continue
+            if base in _BLOCK or base == "br":
+                parts.append("\n")
+            elif base in _CELL:
+                parts.append(" | ")
+            if el.text:
+                parts.append(el.text)
+        else:
+            if id(el) not in skipped and base in _BLOCK:
+                parts.append("\n")
+            if el.tail:
+                parts.append(el.tail)
+    lines = (_SPACES.sub(" ", line).strip(" |") for line in "".join(parts).split("\n"))
+    return "\n".join(line.strip() for line in lines if line.strip())
+
+
+def text_to_html(text: str) -> str:
+    """Wrap plain text as a minimal HTML page, one ``<p>`` per paragraph (blank-line separated).
+
+    Parameters
+    ----------
+    text:
+        Plain text.
+
+    Returns
+    -------
+    str
+        ``<html><body><p>…</p>…</body></html>`` with the text HTML-escaped.
+    """
+    paras = [p.strip() for p in re.split(r"\n\s*\n", text) if p.strip()]
+    body = "".join(f"<p>{html_lib.escape(p)}</p>\n" for p in paras)
+    return f"<html><body>\n{body}</body></html>"
+
+
+def _split_long(piece: str, counter: TokenCounter, limit: int) -> list[str]:
+    """Split one over-long line at sentence ends (then at spaces) into pieces of <= ``limit``."""
+    sentences = [s for s in _SENTENCE_END.split(piece) if s.strip()]
+    by_words = len(sentences) == 1
+    units = piece.split() if by_words else sentences
+    if len(units) <= 1:
+        return [piece]
+    out: list[str] = []
+    cur: list[str] = []
+    used = 0
+    for unit, cost in zip(units, counter.count_many(units), strict=True):
+        if cost > limit and not by_words:
+            if cur:
+                out.append(" ".join(cur))
+                cur, used = [], 0
+            out.extend(_split_long(unit, counter, limit))
+            continue
+        if cur and used + cost > limit:
+            out.append(" ".join(cur))
+            cur, used = [], 0
+        cur.append(unit)
+        used += cost
+    if cur:
+        out.append(" ".join(cur))
+    return out
+
+
+def chunk_text(text: str, counter: TokenCounter, chunk_tokens: int = 128) -> list[str]:
+    """Split plain text into chunks of about ``chunk_tokens`` tokens, in document order.
+
+    Lines are packed greedily; a chunk closes at a paragraph break (blank line) once it holds at
+    least half of ``chunk_tokens``, and a line longer than ``chunk_tokens`` is split at sentence
+    ends, then at spaces. No text is lost: joining the chunks gives back every non-blank line.
+
+    Parameters
+    ----------
+    text:
+        Plain text (convert HTML with :func:`html_to_text` first).
+    counter:
+        Token counter for chunk sizes.
+    chunk_tokens:
+        Target chunk size in tokens (chunks may exceed it only where one word does).
+
+    Returns
+    -------
+    list[str]
+        The chunks; empty when ``text`` holds no visible characters.
+    """
+    if chunk_tokens < 1:
+        msg = f"chunk_tokens must be >= 1, got {chunk_tokens}"
+        raise ValueError(msg)
+    # (line, starts_paragraph) for every non-blank line.
+    lines: list[tuple[str, bool]] = []
+    new_para = True
+    for raw in text.split("\n"):
+        line = raw.strip()
+        if not line:
+            new_para = True
+            continue
+        lines.append((line, new_para))
+        new_para = False
+    if not lines:
+        return []
+    costs = counter.count_many([line for line, _ in lines])
+    chunks: list[str] = []
+    cur: list[str] = []
+    used = 0
+    for (line, starts_para), cost in zip(lines, costs, strict=True):
+        if cost > chunk_tokens:
+            if cur:
+                chunks.append("\n".join(cur))
+                cur, used = [], 0
+            chunks.extend(_split_long(line, counter, chunk_tokens))
+            continue
+        if cur and (used + cost > chunk_tokens or (starts_para and used >= chunk_tokens // 2)):
+            chunks.append("\n".join(cur))
+            cur, used = [], 0
+        cur.append(line)
+        used += cost + 1  # the newline joiner
+    if cur:
+        chunks.append("\n".join(cur))
+    return chunks
+
+
+def fill_budget(
+    texts: Sequence[str],
+    scores: Sequence[float] | np.ndarray,
+    counter: TokenCounter,
+    max_tokens: int,
+    *,
+    costs: Sequence[int] | None = None,
+    order: Sequence[int] | None = None,
+    candidates: Sequence[int] | None = None,
+    separator: str = SEPARATOR,
+) -> str:
+    """Join the best-scored texts that fit ``max_tokens``, in document order.
+
+    Uses :func:`hrefine.budget.select`, so a smaller lower-ranked text still fills the room left,
+    then re-counts the joined result and drops the lowest-scored texts until it fits (BPE counts
+    are not exactly additive across joins).
+
+    Parameters
+    ----------
+    texts:
+        Candidate units (chunks).
+    scores:
+        Relevance of each unit; higher is better.
+    counter:
+        Token counter that defines the budget.
+    max_tokens:
+        Budget in tokens of ``counter``; the result never exceeds it.
+    costs:
+        Precomputed token counts of ``texts`` (counted when omitted).
+    order:
+        Document position of each unit (default: its index).
+    candidates:
+        Only these units may be chosen (default: all).
+    separator:
+        Joiner between units.
+
+    Returns
+    -------
+    str
+        The joined selection.
+
+    Raises
+    ------
+    hrefine.errors.BudgetTooSmallError
+        No unit fits ``max_tokens``.
+    """
+    cost_list = list(costs) if costs is not None else counter.count_many(list(texts))
+    sep_cost = counter.count(separator) if separator else 0
+    sel = select(
+        cost_list, scores, max_tokens, order=order, candidates=candidates, separator_cost=sep_cost
+    )
+    chosen = list(sel.selected)
+    score_arr = np.asarray(scores, dtype=np.float64)
+    out = separator.join(texts[i] for i in chosen)
+    while chosen and counter.count(out) > max_tokens:
+        worst = min(chosen, key=lambda i: (score_arr[i], -i))
+        chosen.remove(worst)
+        out = separator.join(texts[i] for i in chosen)
+    return out
+
+
+def truncate_to_tokens(text: str, counter: TokenCounter, max_tokens: int) -> str:
+    """Longest prefix of ``text`` that ends at a word boundary and fits ``max_tokens``.
+
+    Word costs are summed to find the cut (BPE tokenizers split at word boundaries, so the sum
+    is close), then the real count of the prefix is checked and the cut moved word by word
+    until the prefix fits and the next word would not.
+
+    Parameters
+    ----------
+    text:
+        Plain text.
+    counter:
+        Token counter that defines the budget.
+    max_tokens:
+        Budget in tokens.
+
+    Returns
+    -------
+    str
+        ``text`` itself when it fits, else its longest fitting word-boundary prefix (possibly
+        empty when the first word alone is over budget).
+    """
+    if max_tokens <= 0 or not text.strip():
+        return ""
+    if len(text) <= max_tokens and counter.count(text) <= max_tokens:
+        return text.strip()
+    # Grow a window until its word costs pass the budget (about 4-5 characters per token).
+    size = max_tokens * 6
+    while True:
+        window = text[:size]
+        pieces = _WORD_PIECE.findall(window)
+        cum = np.cumsum(counter.count_many(pieces)) if pieces else np.zeros(0, dtype=np.int64)
+        if size >= len(text) or (len(cum) and cum[-1] > max_tokens + 8):
+            break
+        size *= 2
+    if size >= len(text) and counter.count(text) <= max_tokens:
+        return text.strip()
+    est = np.concatenate([[0], cum])  # est[n]: summed cost of pieces[:n]
+    real: dict[int, int] = {}
+
+    def prefix(n: int) -> str:
+        return "".join(pieces[:n]).strip()
+
+    def count(n: int) -> int:
+        if n not in real:
+            real[n] = counter.count(prefix(n))
+        return real[n]
+
+    def last_within(tokens: float) -> int:
+        return int(np.searchsorted(est, tokens, side="right")) - 1
+
+    # Shrink: move the cut back by the estimated overshoot until the prefix fits.
+    k = last_within(max_tokens)
+    while k > 0 and count(k) > max_tokens:
+        k = min(k - 1, last_within(est[k] - (count(k) - max_tokens)))
+    # Grow: jump by the room left; bisect once a jump overshoots.
+    lo = k
+    while lo < len(pieces) and count(lo) < max_tokens:
+        hi = min(len(pieces), max(lo + 1, last_within(est[lo] + max_tokens - count(lo))))
+        if count(hi) <= max_tokens:
+            lo = hi
+            continue
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if count(mid) <= max_tokens:
+                lo = mid
+            else:
+                hi = mid
+        break
+    return prefix(lo)

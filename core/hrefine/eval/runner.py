@@ -1,0 +1,636 @@
+"""Run methods over datasets at several token budgets and score what they keep.
+
+:func:`run_eval` runs one method on one dataset; :func:`run_many` runs every method on every
+dataset (building each method once); :func:`evaluate_items` runs a compressor on items you
+loaded yourself. Outputs are scored by the gold each item carries (see
+:func:`score_output`), and optionally read by an LLM for EM/F1.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from hrefine.budget import TokenCounter, get_counter
+from hrefine.eval.base import Compressor
+from hrefine.eval.baselines import as_plain_text
+from hrefine.eval.loaders import (
+    DATASETS,
+    DatasetUnavailableError,
+    EvalItem,
+    data_sha256,
+    load_dataset,
+    resolve_dataset_name,
+)
+from hrefine.eval.methods import get_method
+from hrefine.eval.metrics import (
+    answer_containment,
+    compression_ratio,
+    exact_match,
+    paragraph_recall,
+    token_f1,
+    token_recall,
+)
+
+__all__ = [
+    "DEFAULT_BUDGETS",
+    "READER_PROMPT",
+    "BudgetSummary",
+    "EvalResult",
+    "ItemResult",
+    "evaluate_items",
+    "run_eval",
+    "run_many",
+    "score_output",
+]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_BUDGETS: tuple[int, ...] = (512, 1024, 2048)
+
+#: Prompt for the optional reader LLM; ``{context}`` and ``{question}`` are filled in.
+READER_PROMPT = (
+    "Answer the question using only the context. Reply with the answer only, no explanation.\n\n"
+    "Context:\n{context}\n\nQuestion: {question}\nAnswer:"
+)
+
+
+@dataclass
+class ItemResult:
+    """One item at one budget.
+
+    Attributes
+    ----------
+    item_id, doc_id, budget:
+        What was run.
+    tokens_in:
+        Tokens of the raw document.
+    tokens_out:
+        Tokens of the returned context.
+    seconds:
+        Wall time of the ``compress`` call.
+    over_budget:
+        True when ``tokens_out > budget``.
+    error:
+        ``"ErrorType: message"`` when the method raised (then the context counts as empty).
+    metrics:
+        Metric name to value; None where the item cannot be scored for it.
+    prediction:
+        The reader LLM's answer, when a reader was given.
+    """
+
+    item_id: str
+    doc_id: str
+    budget: int
+    tokens_in: int
+    tokens_out: int
+    seconds: float
+    over_budget: bool
+    error: str | None
+    metrics: dict[str, float | None]
+    prediction: str | None = None
+
+
+@dataclass
+class BudgetSummary:
+    """Means over the items of one run at one budget.
+
+    Attributes
+    ----------
+    budget:
+        Token budget.
+    n:
+        Items run.
+    errors:
+        Items where the method raised.
+    over_budget:
+        Items whose context exceeded the budget.
+    metrics:
+        Mean of each metric over the items it could score.
+    scored:
+        How many items each metric scored.
+    tokens_in, tokens_out:
+        Mean tokens of the documents and of the contexts.
+    compression:
+        Mean of ``tokens_out / tokens_in``.
+    ms_per_item:
+        Mean milliseconds per ``compress`` call.
+    """
+
+    budget: int
+    n: int
+    errors: int
+    over_budget: int
+    metrics: dict[str, float]
+    scored: dict[str, int]
+    tokens_in: float
+    tokens_out: float
+    compression: float
+    ms_per_item: float
+
+
+@dataclass
+class EvalResult:
+    """A method's results on one dataset.
+
+    Attributes
+    ----------
+    method, dataset:
+        Names.
+    budgets:
+        Budgets run.
+    primary_metric:
+        The dataset's headline metric.
+    metrics:
+        Every metric reported, headline first.
+    n_items:
+        Items evaluated.
+    summaries:
+        One :class:`BudgetSummary` per budget.
+    items:
+        Every :class:`ItemResult`.
+    skipped:
+        Why the run did not happen (missing dataset or method), else None.
+    meta:
+        Run settings: tokenizer, limit, filters, data sha256.
+    """
+
+    method: str
+    dataset: str
+    budgets: list[int]
+    primary_metric: str
+    metrics: list[str]
+    n_items: int = 0
+    summaries: list[BudgetSummary] = field(default_factory=list)
+    items: list[ItemResult] = field(default_factory=list)
+    skipped: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self, budget: int) -> BudgetSummary:
+        """The :class:`BudgetSummary` for ``budget``.
+
+        Parameters
+        ----------
+        budget:
+            One of :attr:`budgets`.
+
+        Returns
+        -------
+        BudgetSummary
+            The summary.
+        """
+        for s in self.summaries:
+            if s.budget == budget:
+                return s
+        msg = f"no summary for budget {budget}; budgets run: {self.budgets}"
+        raise KeyError(msg)
+
+    def score(self, budget: int, metric: str | None = None) -> float | None:
+        """Mean of ``metric`` (default: the primary one) at ``budget``; None if never scored."""
+        return self.summary(budget).metrics.get(metric or self.primary_metric)
+
+    def to_dict(self, *, include_items: bool = False) -> dict[str, Any]:
+        """A JSON-ready dict (items only when ``include_items``)."""
+        data = asdict(self)
+        if not include_items:
+            data.pop("items")
+        return data
+
+
+def score_output(item: EvalItem, context: str) -> dict[str, float | None]:
+    """Score a compressed context against the gold an item carries.
+
+    - ``containment``: the answers occur (all of them, or any for alternative references);
+    - ``support_recall``: fraction of gold supporting paragraphs fully present;
+    - ``fact_recall``: fraction of gold supporting sentences fully present;
+    - ``token_recall``: bag-of-words recall of the gold text.
+
+    Parameters
+    ----------
+    item:
+        The item (its ``answers`` and ``extra`` hold the gold).
+    context:
+        The compressed context; HTML is converted to text first.
+
+    Returns
+    -------
+    dict[str, float | None]
+        Only the metrics the item has gold for; None where the gold is not scorable (e.g. a
+        yes/no answer).
+    """
+    text = as_plain_text(context) if context else ""
+    out: dict[str, float | None] = {}
+    if item.answers:
+        out["containment"] = answer_containment(text, item.answers, mode=item.answer_mode)
+    extra = item.extra
+    if "supporting_paragraphs" in extra:
+        out["support_recall"] = paragraph_recall(text, extra["supporting_paragraphs"])
+    if "supporting_sentences" in extra:
+        out["fact_recall"] = paragraph_recall(text, extra["supporting_sentences"])
+    if "gold_text" in extra:
+        out["token_recall"] = token_recall(text, str(extra["gold_text"]))
+    return out
+
+
+def _summarise(budget: int, rows: Sequence[ItemResult]) -> BudgetSummary:
+    n = len(rows)
+    sums: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    for row in rows:
+        for key, value in row.metrics.items():
+            counts.setdefault(key, 0)
+            if value is not None:
+                sums[key] = sums.get(key, 0.0) + value
+                counts[key] += 1
+    means = {k: sums.get(k, 0.0) / c for k, c in counts.items() if c}
+
+    def mean(values: list[float]) -> float:
+        return sum(values) / len(values) if values else 0.0
+
+    return BudgetSummary(
+        budget=budget,
+        n=n,
+        errors=sum(r.error is not None for r in rows),
+        over_budget=sum(r.over_budget for r in rows),
+        metrics=means,
+        scored=counts,
+        tokens_in=mean([r.tokens_in for r in rows]),
+        tokens_out=mean([r.tokens_out for r in rows]),
+        compression=mean([compression_ratio(r.tokens_out, r.tokens_in) for r in rows]),
+        ms_per_item=mean([r.seconds * 1000 for r in rows]),
+    )
+
+
+class _Progress:
+    """A rich progress bar, or nothing."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self._bar: Any = None
+
+    @contextmanager
+    def run(self) -> Iterator[_Progress]:
+        if not self.enabled:
+            yield self
+            return
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            transient=False,
+        ) as bar:
+            self._bar = bar
+            try:
+                yield self
+            finally:
+                self._bar = None
+
+    def task(self, description: str, total: int) -> Callable[[], None]:
+        if self._bar is None:
+            return lambda: None
+        bar = self._bar
+        task_id = bar.add_task(description, total=total)
+        return lambda: bar.advance(task_id)
+
+
+def evaluate_items(
+    compressor: Compressor,
+    items: Sequence[EvalItem],
+    budgets: Sequence[int] = DEFAULT_BUDGETS,
+    *,
+    tokenizer: Any = None,
+    reader: Any = None,
+    fail_fast: bool = False,
+    on_step: Callable[[], None] | None = None,
+) -> list[ItemResult]:
+    """Run ``compressor`` on every item at every budget and score the outputs.
+
+    Items are processed grouped by document (so per-document caches are reused); a method that
+    raises on an item is recorded with the error and an empty context, unless ``fail_fast``.
+
+    Parameters
+    ----------
+    compressor:
+        The method.
+    items:
+        Items to run.
+    budgets:
+        Token budgets.
+    tokenizer:
+        Counts tokens in and out (default: Llama-3.2's tokenizer).
+    reader:
+        Optional LLM (a :class:`hrefine.models.Generator` or ``str -> str`` callable) that
+        answers from the context; adds ``reader_em`` and ``reader_f1``.
+    fail_fast:
+        Re-raise the first error instead of recording it.
+    on_step:
+        Called after every (item, budget).
+
+    Returns
+    -------
+    list[ItemResult]
+        One row per (item, budget), items in the given order.
+    """
+    counter: TokenCounter = get_counter(tokenizer)
+    generate: Callable[[str], str] | None = None
+    if reader is not None:
+        from hrefine.models import as_generator
+
+        generate = as_generator(reader)
+    doc_tokens: dict[tuple[str, str], int] = {}
+    position = {it.id: i for i, it in enumerate(items)}
+    rows: dict[tuple[str, int], ItemResult] = {}
+    for item in sorted(items, key=lambda it: (it.doc_id, position[it.id])):
+        document = item.document
+        key = (item.dataset, item.doc_id)
+        if key not in doc_tokens:
+            doc_tokens[key] = counter.count(document)
+        for budget in budgets:
+            error: str | None = None
+            start = time.perf_counter()
+            try:
+                context = compressor.compress(document, item.question, budget)
+            except Exception as exc:
+                if fail_fast:
+                    raise
+                context = ""
+                error = f"{type(exc).__name__}: {exc}"
+                logger.warning("%s failed on %s at %d: %s", compressor.name, item.id, budget, error)
+            seconds = time.perf_counter() - start
+            tokens_out = counter.count(context) if context else 0
+            metrics = score_output(item, context)
+            prediction = None
+            if generate is not None and item.answers:
+                prompt = READER_PROMPT.format(
+                    context=as_plain_text(context) if context else "", question=item.question
+                )
+                prediction = generate(prompt).strip()
+                metrics["reader_em"] = exact_match(prediction, item.answers, mode=item.answer_mode)
+                metrics["reader_f1"] = token_f1(prediction, item.answers, mode=item.answer_mode)
+            rows[(item.id, budget)] = ItemResult(
+                item_id=item.id,
+                doc_id=item.doc_id,
+                budget=budget,
+                tokens_in=doc_tokens[key],
+                tokens_out=tokens_out,
+                seconds=seconds,
+                over_budget=tokens_out > budget,
+                error=error,
+                metrics=metrics,
+                prediction=prediction,
+            )
+            if on_step is not None:
+                on_step()
+    return [rows[(it.id, b)] for it in items for b in budgets]
+
+
+def _dataset_metrics(dataset: str, items: Sequence[EvalItem]) -> tuple[str, list[str]]:
+    spec = DATASETS.get(resolve_dataset_name(dataset))
+    if spec is not None:
+        return spec.primary_metric, list(spec.metrics)
+    found: list[str] = []
+    for probe in items[:50]:
+        for key in score_output(probe, ""):
+            if key not in found:
+                found.append(key)
+    preferred = ["token_recall", "support_recall", "containment", "fact_recall"]
+    ordered = [m for m in preferred if m in found] or ["containment"]
+    return ordered[0], ordered
+
+
+def _dataset_label(dataset: str) -> str:
+    if dataset.endswith(".jsonl"):
+        return Path(dataset).stem
+    return resolve_dataset_name(dataset)
+
+
+def run_eval(
+    method: Any,
+    dataset: str,
+    budgets: Sequence[int] = DEFAULT_BUDGETS,
+    limit: int | None = None,
+    *,
+    data_dir: str | os.PathLike[str] | None = None,
+    tokenizer: Any = None,
+    strict_only: bool | None = None,
+    reader: Any = None,
+    method_options: dict[str, Any] | None = None,
+    progress: bool = False,
+    fail_fast: bool = False,
+    out_dir: str | os.PathLike[str] | None = None,
+    name: str = "eval",
+) -> EvalResult:
+    """Evaluate one method on one dataset at several budgets.
+
+    Parameters
+    ----------
+    method:
+        A registered name (``"lead"``, ``"bm25"``, ``"embedding"``, ``"htmlrag"``), an import
+        path ``"module:Name"`` (LangChain compressor, LlamaIndex postprocessor, compressor
+        class or function) or a :class:`Compressor` (see :func:`hrefine.eval.get_method`).
+    dataset:
+        A dataset name (see :data:`hrefine.eval.DATASETS`) or a ``.jsonl`` path.
+    budgets:
+        Token budgets.
+    limit:
+        Evaluate a deterministic subset of this many items (smallest SHA-1 of the id).
+    data_dir:
+        Data root (default: ``$HREFINE_DATA`` or ``<repo>/../shared/data``).
+    tokenizer:
+        Budget tokenizer (default: Llama-3.2's), shared by the method and the harness.
+    strict_only:
+        Keep only WTQ's strict questions (default: True for ``wtq``, False otherwise).
+    reader:
+        Optional reader LLM for EM/F1.
+    method_options:
+        Constructor options for the method.
+    progress:
+        Show a rich progress bar.
+    fail_fast:
+        Re-raise the method's first error.
+    out_dir:
+        When given, write ``<name>.json``, ``<name>.md`` and ``<name>.png`` there.
+    name:
+        Base name of the report files.
+
+    Returns
+    -------
+    EvalResult
+        The result; ``skipped`` says why when the dataset or method is unavailable.
+    """
+    results = run_many(
+        [method],
+        [dataset],
+        budgets,
+        limit,
+        data_dir=data_dir,
+        tokenizer=tokenizer,
+        strict_only=strict_only,
+        reader=reader,
+        method_options=method_options,
+        progress=progress,
+        fail_fast=fail_fast,
+    )
+    if out_dir is not None:
+        from hrefine.eval.report import write_report
+
+        write_report(results, out_dir, name=name)
+    return results[0]
+
+
+def _method_label(method: Any) -> str:
+    if isinstance(method, str):
+        return method
+    return str(getattr(method, "name", None) or type(method).__name__)
+
+
+def run_many(
+    methods: Sequence[Any],
+    datasets: Sequence[str],
+    budgets: Sequence[int] = DEFAULT_BUDGETS,
+    limit: int | dict[str, int] | None = None,
+    *,
+    data_dir: str | os.PathLike[str] | None = None,
+    tokenizer: Any = None,
+    strict_only: bool | None = None,
+    reader: Any = None,
+    method_options: dict[str, Any] | None = None,
+    progress: bool = False,
+    fail_fast: bool = False,
+) -> list[EvalResult]:
+    """Evaluate every method on every dataset; missing datasets and methods are skipped.
+
+    Parameters
+    ----------
+    methods:
+        Methods as accepted by :func:`run_eval`; each is built once and reused.
+    datasets:
+        Dataset names or ``.jsonl`` paths.
+    budgets:
+        Token budgets.
+    limit:
+        Items per dataset: one number for all, or a dict by dataset name (missing: all).
+    data_dir, tokenizer, strict_only, reader, method_options, progress, fail_fast:
+        As in :func:`run_eval`.
+
+    Returns
+    -------
+    list[EvalResult]
+        One per (dataset, method), datasets in the outer loop.
+    """
+    budget_list = sorted({int(b) for b in budgets})
+    if not budget_list or budget_list[0] < 1:
+        msg = f"budgets must be positive token counts, got {list(budgets)}"
+        raise ValueError(msg)
+    counter = get_counter(tokenizer)
+    built: dict[int, Compressor | str] = {}
+    for i, method in enumerate(methods):
+        try:
+            built[i] = get_method(method, tokenizer=counter, **(method_options or {}))
+        except (ImportError, ValueError, TypeError) as exc:
+            if fail_fast:
+                raise
+            built[i] = f"method unavailable: {type(exc).__name__}: {exc}"
+            logger.warning("skipping method %s: %s", _method_label(method), built[i])
+    results: list[EvalResult] = []
+    with _Progress(progress).run() as bar:
+        for dataset in datasets:
+            label = _dataset_label(dataset)
+            n = limit.get(label) if isinstance(limit, dict) else limit
+            strict = strict_only if strict_only is not None else label == "wtq"
+            try:
+                items = load_dataset(dataset, data_dir, strict_only=strict, limit=n)
+                skipped: str | None = None
+            except DatasetUnavailableError as exc:
+                if fail_fast:
+                    raise
+                items, skipped = [], str(exc)
+                logger.warning("skipping dataset %s: %s", label, exc)
+            primary, metric_names = _dataset_metrics(dataset, items)
+            meta = {
+                "tokenizer": counter.name,
+                "limit": n,
+                "strict_only": strict,
+                "data_sha256": None if skipped else data_sha256(dataset, data_dir),
+            }
+            for i, method in enumerate(methods):
+                comp = built[i]
+                result = EvalResult(
+                    method=comp.name if not isinstance(comp, str) else _method_label(method),
+                    dataset=label,
+                    budgets=budget_list,
+                    primary_metric=primary,
+                    metrics=metric_names,
+                    n_items=len(items),
+                    meta=dict(meta),
+                )
+                if isinstance(comp, str) or skipped:
+                    result.skipped = skipped or str(comp)
+                    result.n_items = 0
+                    results.append(result)
+                    continue
+                step = bar.task(f"{result.method} · {label}", len(items) * len(budget_list))
+                rows = evaluate_items(
+                    comp,
+                    items,
+                    budget_list,
+                    tokenizer=counter,
+                    reader=reader,
+                    fail_fast=fail_fast,
+                    on_step=step,
+                )
+                result.items = rows
+                result.summaries = [
+                    _summarise(b, [r for r in rows if r.budget == b]) for b in budget_list
+                ]
+                if reader is not None:
+                    result.metrics = [*metric_names, "reader_em", "reader_f1"]
+                results.append(result)
+    return results
+
+
+def run_meta(results: Sequence[EvalResult]) -> dict[str, Any]:
+    """Environment and settings of a run: versions, platform, tokenizer, time.
+
+    Parameters
+    ----------
+    results:
+        The results the meta describes.
+
+    Returns
+    -------
+    dict[str, Any]
+        JSON-ready metadata.
+    """
+    import hrefine
+
+    tokenizers = sorted({str(r.meta.get("tokenizer")) for r in results})
+    return {
+        "hrefine_version": hrefine.__version__,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "tokenizer": tokenizers[0] if len(tokenizers) == 1 else tokenizers,
+    }

@@ -1,0 +1,129 @@
+"""Method resolution: registered names, import paths, LangChain and LlamaIndex components."""
+
+from __future__ import annotations
+
+import sys
+import types
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from hrefine.budget import RegexCounter
+from hrefine.eval import available_methods, get_method, register_method
+from hrefine.eval.methods import PrunerCompressor
+
+DOC = "\n\n".join(
+    [f"Block {i} is about gardening tools and soil." for i in range(40)]
+    + ["The tallest tower in town is the Clock Tower, 87 metres high."]
+    + [f"Block {i} is about cooking pasta." for i in range(40, 80)]
+)
+
+
+def test_registered_names() -> None:
+    assert {"lead", "bm25", "embedding", "htmlrag"} <= set(available_methods())
+    assert get_method("lead").name == "lead"
+    assert get_method("bm25", chunk_tokens=64).chunk_tokens == 64  # type: ignore[attr-defined]
+
+
+def test_unknown_method_lists_the_registered_ones() -> None:
+    with pytest.raises(ValueError, match="lead"):
+        get_method("nonsense")
+
+
+def test_htmlrag_is_registered_lazily() -> None:
+    try:
+        comp = get_method("htmlrag")
+    except ImportError:
+        pytest.skip("hrefine.html.HtmlPruner not available yet")
+    assert comp.name == "htmlrag"
+
+
+def _fake_module(monkeypatch: pytest.MonkeyPatch, **attrs: Any) -> str:
+    module = types.ModuleType("fake_eval_methods")
+    for key, value in attrs.items():
+        setattr(module, key, value)
+    monkeypatch.setitem(sys.modules, "fake_eval_methods", module)
+    return "fake_eval_methods"
+
+
+class KeepFirst:
+    """A user compressor class taking the evaluation tokenizer."""
+
+    def __init__(self, tokenizer: Any = None, words: int = 3) -> None:
+        self.tokenizer = tokenizer
+        self.words = words
+
+    def compress(self, document: str, query: str, max_tokens: int) -> str:
+        return " ".join(document.split()[: self.words])
+
+
+def test_import_path_class_gets_tokenizer_and_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    mod = _fake_module(monkeypatch, KeepFirst=KeepFirst)
+    counter = RegexCounter()
+    comp = get_method(f"{mod}:KeepFirst", tokenizer=counter, words=2)
+    assert comp.name == "KeepFirst"
+    assert comp.compress("a b c d", "q", 10) == "a b"
+
+
+def test_import_path_function(monkeypatch: pytest.MonkeyPatch) -> None:
+    def shout(document: str, query: str, max_tokens: int) -> str:
+        return document.upper()[:max_tokens]
+
+    mod = _fake_module(monkeypatch, shout=shout)
+    comp = get_method(f"{mod}:shout")
+    assert comp.name == "shout"
+    assert comp.compress("abc", "q", 2) == "AB"
+
+
+def test_bad_import_paths() -> None:
+    with pytest.raises(ValueError, match="no attribute"):
+        get_method("hrefine.eval:NoSuchThing")
+    with pytest.raises(ImportError):
+        get_method("surely_missing_module_xyz:Thing")
+
+
+def test_register_method_and_pruner_adapter() -> None:
+    class Result:
+        def __init__(self, html: str) -> None:
+            self.html = html
+
+    class Pruner:
+        def prune(self, html: str, query: str, max_tokens: int) -> Result:
+            return Result(html[:max_tokens])
+
+    register_method("test-pruner", lambda tokenizer=None: PrunerCompressor(Pruner()))
+    comp = get_method("test-pruner")
+    assert comp.name == "test-pruner"
+    out = comp.compress("plain text only", "q", 30)
+    assert out.startswith("<html><body>")  # plain text is wrapped as HTML first
+
+
+def test_llamaindex_postprocessor_by_import_path() -> None:
+    comp = get_method("llama_index.core.postprocessor:LongContextReorder", chunk_tokens=16)
+    assert comp.name == "LongContextReorder"
+    out = comp.compress(DOC, "tallest tower", 60)
+    from hrefine.budget import get_counter
+
+    assert "Block" in out
+    assert get_counter().count(out) <= 60
+
+
+def test_langchain_compressor_instance_ranks_then_fits_budget() -> None:
+    from hrefine.budget import get_counter
+    from langchain_core.documents import BaseDocumentCompressor, Document
+
+    class KeywordFilter(BaseDocumentCompressor):
+        keyword: str = "tower"
+
+        def compress_documents(
+            self, documents: Sequence[Document], query: str, callbacks: Any = None
+        ) -> Sequence[Document]:
+            hits = [d for d in documents if self.keyword in d.page_content.lower()]
+            return list(reversed(hits))
+
+    comp = get_method(KeywordFilter(), chunk_tokens=16)
+    assert comp.name == "KeywordFilter"
+    out = comp.compress(DOC, "tallest tower", 200)
+    assert "Clock Tower" in out
+    assert "gardening" not in out
+    assert get_counter().count(out) <= 200
