@@ -11,9 +11,9 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from hrefine.html.outcome import DocumentOutcome
 from hrefine.models import CallableEmbedder, Embedder, Generator, as_generator, get_embedder
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
@@ -21,11 +21,8 @@ from langchain_core.output_parsers import StrOutputParser
 from langchain_core.runnables import Runnable
 
 __all__ = [
-    "DocumentOutcome",
     "HrefineEmbeddings",
-    "document_outcomes",
     "documents_to_html",
-    "empty_outcome",
     "outcomes_to_documents",
     "to_embedder",
     "to_generator",
@@ -137,100 +134,6 @@ def to_generator(llm: Any, **options: Any) -> Generator:
 def documents_to_html(documents: Sequence[Document]) -> list[str]:
     """The HTML (``page_content``) of each Document, in order."""
     return [doc.page_content for doc in documents]
-
-
-@dataclass(frozen=True)
-class DocumentOutcome:
-    """What pruning did to one input document.
-
-    Attributes
-    ----------
-    index:
-        Position of the document in the input.
-    html:
-        The pruned HTML ("" when every block was dropped).
-    score:
-        Best first-stage score among the kept blocks (None when none was kept).
-    stage2_score:
-        Best generative-stage score among the kept blocks, when that stage ran.
-    blocks_kept, blocks_total:
-        Number of the document's blocks kept, and found.
-    budget:
-        The token budget the document was pruned under.
-    shared_budget:
-        True when all documents were pruned against one budget.
-    """
-
-    index: int
-    html: str
-    score: float | None
-    stage2_score: float | None
-    blocks_kept: int
-    blocks_total: int
-    budget: int
-    shared_budget: bool
-
-    @property
-    def kept(self) -> bool:
-        """True when some of the document survived pruning."""
-        return self.blocks_kept > 0 and bool(self.html.strip())
-
-
-def empty_outcome(index: int, budget: int) -> DocumentOutcome:
-    """The outcome of a document with no text (skipped by the pruner, reported as dropped)."""
-    return DocumentOutcome(
-        index=index,
-        html="",
-        score=None,
-        stage2_score=None,
-        blocks_kept=0,
-        blocks_total=0,
-        budget=budget,
-        shared_budget=False,
-    )
-
-
-def _best(values: list[float | None]) -> float | None:
-    present = [float(v) for v in values if v is not None]
-    return max(present) if present else None
-
-
-def document_outcomes(
-    result: Any, *, offset: int = 0, shared_budget: bool = True
-) -> list[DocumentOutcome]:
-    """Split a core ``PruneResult`` into one :class:`DocumentOutcome` per input document.
-
-    Parameters
-    ----------
-    result:
-        The ``PruneResult`` of one ``HtmlPruner.prune`` call.
-    offset:
-        Index of the call's first document among all input documents (per-document pruning).
-    shared_budget:
-        Whether the call pruned several documents against one budget.
-
-    Returns
-    -------
-    list[DocumentOutcome]
-        In the order of ``result.documents``.
-    """
-    outcomes = []
-    for local, html in enumerate(result.documents):
-        blocks = [b for b in result.blocks if b.doc == local and b.block_id >= 0]
-        kept = [b for b in blocks if b.kept]
-        outcomes.append(
-            DocumentOutcome(
-                index=offset + local,
-                html=html,
-                score=_best([b.stage1_score for b in kept]),
-                stage2_score=_best([b.stage2_score for b in kept]),
-                blocks_kept=len(kept),
-                blocks_total=len(blocks),
-                budget=int(result.budget),
-                shared_budget=shared_budget,
-            )
-        )
-    return outcomes
 
 
 def outcomes_to_documents(

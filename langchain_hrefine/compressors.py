@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from hrefine.errors import EmptyInputError
+from hrefine.html.outcome import DocumentOutcome, aprune_documents, check_query, prune_documents
 from hrefine.models import Embedder
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
@@ -14,34 +13,12 @@ from langchain_core.embeddings import Embeddings
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from langchain_hrefine._convert import (
-    DocumentOutcome,
-    document_outcomes,
     documents_to_html,
-    empty_outcome,
     outcomes_to_documents,
     to_embedder,
 )
 
 __all__ = ["HtmlRagCompressor"]
-
-
-def _check_query(query: object) -> str:
-    if not isinstance(query, str):
-        msg = f"query must be a str, got {type(query).__name__}"
-        raise TypeError(msg)
-    if not query.strip():
-        msg = "query is empty; HtmlRAG ranks the HTML blocks against the query"
-        raise EmptyInputError(msg)
-    return query
-
-
-def _flatten(per_doc: Sequence[list[DocumentOutcome]]) -> list[DocumentOutcome]:
-    """Outcomes of per-document pruning; every document empty is an error, as when together."""
-    outcomes = [o for group in per_doc for o in group]
-    if outcomes and all(o.blocks_total == 0 for o in outcomes):
-        msg = f"all {len(outcomes)} documents are empty (no visible text to prune)"
-        raise EmptyInputError(msg)
-    return outcomes
 
 
 class HtmlRagCompressor(BaseDocumentCompressor):
@@ -187,24 +164,18 @@ class HtmlRagCompressor(BaseDocumentCompressor):
             input order; documents with nothing kept are left out and counted in each output's
             ``hrefine_dropped_documents``.
         """
-        _check_query(query)
+        check_query(query)
         docs = list(documents)
         if not docs:
             return []
-        pruner = self._get_pruner()
-        pages = documents_to_html(docs)
-        if self.prune_together:
-            result = pruner.prune(pages, query, self.max_tokens)
-            return self._finish(docs, document_outcomes(result, shared_budget=True))
-        per_doc: list[list[DocumentOutcome]] = []
-        for i, page in enumerate(pages):
-            try:
-                result = pruner.prune([page], query, self.max_tokens)
-            except EmptyInputError:
-                per_doc.append([empty_outcome(i, self.max_tokens)])
-                continue
-            per_doc.append(document_outcomes(result, offset=i, shared_budget=False))
-        return self._finish(docs, _flatten(per_doc))
+        outcomes = prune_documents(
+            self._get_pruner(),
+            documents_to_html(docs),
+            query,
+            self.max_tokens,
+            together=self.prune_together,
+        )
+        return self._finish(docs, outcomes)
 
     async def acompress_documents(
         self,
@@ -228,22 +199,15 @@ class HtmlRagCompressor(BaseDocumentCompressor):
         Sequence[Document]
             Same as :meth:`compress_documents`.
         """
-        _check_query(query)
+        check_query(query)
         docs = list(documents)
         if not docs:
             return []
-        pruner = self._get_pruner()
-        pages = documents_to_html(docs)
-        if self.prune_together:
-            result = await pruner.aprune(pages, query, self.max_tokens)
-            return self._finish(docs, document_outcomes(result, shared_budget=True))
-
-        async def one(i: int, page: str) -> list[DocumentOutcome]:
-            try:
-                result = await pruner.aprune([page], query, self.max_tokens)
-            except EmptyInputError:
-                return [empty_outcome(i, self.max_tokens)]
-            return document_outcomes(result, offset=i, shared_budget=False)
-
-        per_doc = await asyncio.gather(*(one(i, page) for i, page in enumerate(pages)))
-        return self._finish(docs, _flatten(per_doc))
+        outcomes = await aprune_documents(
+            self._get_pruner(),
+            documents_to_html(docs),
+            query,
+            self.max_tokens,
+            together=self.prune_together,
+        )
+        return self._finish(docs, outcomes)

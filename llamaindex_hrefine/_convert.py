@@ -13,9 +13,9 @@ import asyncio
 import copy
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from hrefine.html.outcome import DocumentOutcome
 from hrefine.models import CallableEmbedder, Embedder, Generator, as_generator, get_embedder
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms import LLM
@@ -24,10 +24,7 @@ from pydantic import PrivateAttr
 
 __all__ = [
     "METADATA_KEYS",
-    "DocumentOutcome",
     "HrefineEmbedding",
-    "document_outcomes",
-    "empty_outcome",
     "nodes_to_html",
     "outcomes_to_nodes",
     "to_embedder",
@@ -185,100 +182,6 @@ class HrefineEmbedding(BaseEmbedding):
 def nodes_to_html(nodes: Sequence[NodeWithScore]) -> list[str]:
     """The HTML content of each node (without metadata), in order."""
     return [n.node.get_content(metadata_mode=MetadataMode.NONE) for n in nodes]
-
-
-@dataclass(frozen=True)
-class DocumentOutcome:
-    """What pruning did to one input node.
-
-    Attributes
-    ----------
-    index:
-        Position of the node in the input.
-    html:
-        The pruned HTML ("" when every block was dropped).
-    score:
-        Best first-stage score among the kept blocks (None when none was kept).
-    stage2_score:
-        Best generative-stage score among the kept blocks, when that stage ran.
-    blocks_kept, blocks_total:
-        Number of the node's blocks kept, and found.
-    budget:
-        The token budget the node was pruned under.
-    shared_budget:
-        True when all nodes were pruned against one budget.
-    """
-
-    index: int
-    html: str
-    score: float | None
-    stage2_score: float | None
-    blocks_kept: int
-    blocks_total: int
-    budget: int
-    shared_budget: bool
-
-    @property
-    def kept(self) -> bool:
-        """True when some of the node survived pruning."""
-        return self.blocks_kept > 0 and bool(self.html.strip())
-
-
-def empty_outcome(index: int, budget: int) -> DocumentOutcome:
-    """The outcome of a node with no text (skipped by the pruner, reported as dropped)."""
-    return DocumentOutcome(
-        index=index,
-        html="",
-        score=None,
-        stage2_score=None,
-        blocks_kept=0,
-        blocks_total=0,
-        budget=budget,
-        shared_budget=False,
-    )
-
-
-def _best(values: list[float | None]) -> float | None:
-    present = [float(v) for v in values if v is not None]
-    return max(present) if present else None
-
-
-def document_outcomes(
-    result: Any, *, offset: int = 0, shared_budget: bool = True
-) -> list[DocumentOutcome]:
-    """Split a core ``PruneResult`` into one :class:`DocumentOutcome` per input node.
-
-    Parameters
-    ----------
-    result:
-        The ``PruneResult`` of one ``HtmlPruner.prune`` call.
-    offset:
-        Index of the call's first node among all input nodes (per-node pruning).
-    shared_budget:
-        Whether the call pruned several nodes against one budget.
-
-    Returns
-    -------
-    list[DocumentOutcome]
-        In the order of ``result.documents``.
-    """
-    outcomes = []
-    for local, html in enumerate(result.documents):
-        blocks = [b for b in result.blocks if b.doc == local and b.block_id >= 0]
-        kept = [b for b in blocks if b.kept]
-        outcomes.append(
-            DocumentOutcome(
-                index=offset + local,
-                html=html,
-                score=_best([b.stage1_score for b in kept]),
-                stage2_score=_best([b.stage2_score for b in kept]),
-                blocks_kept=len(kept),
-                blocks_total=len(blocks),
-                budget=int(result.budget),
-                shared_budget=shared_budget,
-            )
-        )
-    return outcomes
 
 
 def outcomes_to_nodes(

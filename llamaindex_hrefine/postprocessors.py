@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Sequence
 from typing import Any
 
-from hrefine.errors import EmptyInputError
+from hrefine.html.outcome import DocumentOutcome, aprune_documents, check_query, prune_documents
 from hrefine.models import Embedder
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
@@ -14,9 +12,6 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from pydantic import Field, PrivateAttr
 
 from llamaindex_hrefine._convert import (
-    DocumentOutcome,
-    document_outcomes,
-    empty_outcome,
     nodes_to_html,
     outcomes_to_nodes,
     to_embedder,
@@ -32,20 +27,7 @@ def _query_of(query_bundle: QueryBundle | None) -> str:
             "query_str=...) or pass a query_bundle (query engines do this for you)"
         )
         raise ValueError(msg)
-    query = query_bundle.query_str
-    if not query or not query.strip():
-        msg = "the query is empty; HtmlRAG ranks the HTML blocks against the query"
-        raise EmptyInputError(msg)
-    return query
-
-
-def _flatten(per_node: Sequence[list[DocumentOutcome]]) -> list[DocumentOutcome]:
-    """Outcomes of per-node pruning; every node empty is an error, as when together."""
-    outcomes = [o for group in per_node for o in group]
-    if outcomes and all(o.blocks_total == 0 for o in outcomes):
-        msg = f"all {len(outcomes)} nodes are empty (no visible text to prune)"
-        raise EmptyInputError(msg)
-    return outcomes
+    return check_query(query_bundle.query_str)
 
 
 class HtmlRagNodePostprocessor(BaseNodePostprocessor):
@@ -168,21 +150,14 @@ class HtmlRagNodePostprocessor(BaseNodePostprocessor):
     ) -> list[NodeWithScore]:
         if not nodes:
             return []
-        query = _query_of(query_bundle)
-        pruner = self._get_pruner()
-        pages = nodes_to_html(nodes)
-        if self.prune_together:
-            result = pruner.prune(pages, query, self.max_tokens)
-            return self._finish(list(nodes), document_outcomes(result, shared_budget=True))
-        per_doc: list[list[DocumentOutcome]] = []
-        for i, page in enumerate(pages):
-            try:
-                result = pruner.prune([page], query, self.max_tokens)
-            except EmptyInputError:
-                per_doc.append([empty_outcome(i, self.max_tokens)])
-                continue
-            per_doc.append(document_outcomes(result, offset=i, shared_budget=False))
-        return self._finish(list(nodes), _flatten(per_doc))
+        outcomes = prune_documents(
+            self._get_pruner(),
+            nodes_to_html(nodes),
+            _query_of(query_bundle),
+            self.max_tokens,
+            together=self.prune_together,
+        )
+        return self._finish(list(nodes), outcomes)
 
     async def _apostprocess_nodes(
         self,
@@ -191,19 +166,11 @@ class HtmlRagNodePostprocessor(BaseNodePostprocessor):
     ) -> list[NodeWithScore]:
         if not nodes:
             return []
-        query = _query_of(query_bundle)
-        pruner = self._get_pruner()
-        pages = nodes_to_html(nodes)
-        if self.prune_together:
-            result = await pruner.aprune(pages, query, self.max_tokens)
-            return self._finish(list(nodes), document_outcomes(result, shared_budget=True))
-
-        async def one(i: int, page: str) -> list[DocumentOutcome]:
-            try:
-                result = await pruner.aprune([page], query, self.max_tokens)
-            except EmptyInputError:
-                return [empty_outcome(i, self.max_tokens)]
-            return document_outcomes(result, offset=i, shared_budget=False)
-
-        per_doc = await asyncio.gather(*(one(i, page) for i, page in enumerate(pages)))
-        return self._finish(list(nodes), _flatten(per_doc))
+        outcomes = await aprune_documents(
+            self._get_pruner(),
+            nodes_to_html(nodes),
+            _query_of(query_bundle),
+            self.max_tokens,
+            together=self.prune_together,
+        )
+        return self._finish(list(nodes), outcomes)

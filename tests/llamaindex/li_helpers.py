@@ -2,61 +2,8 @@
 
 from __future__ import annotations
 
+from html_pages import PAGES
 from llama_index.core.schema import NodeWithScore, TextNode
-
-PAGES: dict[str, str] = {
-    "olympics": """<html><head><title>2014 Winter Olympics medal table</title>
-<style>body{color:red}</style></head><body>
-<nav><a href="/">Home</a> <a href="/sports">Sports</a></nav>
-<h1>2014 Winter Olympics medal table</h1>
-<p>The 2014 Winter Olympics were held in Sochi, Russia, from 7 to 23 February 2014.</p>
-<table class="wikitable">
-<tr><th>Rank</th><th>Nation</th><th>Gold</th><th>Silver</th><th>Bronze</th></tr>
-<tr><td>1</td><td>Russia</td><td>13</td><td>11</td><td>9</td></tr>
-<tr><td>2</td><td>Norway</td><td>11</td><td>5</td><td>10</td></tr>
-<tr><td>3</td><td>Canada</td><td>10</td><td>10</td><td>5</td></tr>
-</table>
-<h2>Venues</h2>
-<p>Events took place in the Coastal Cluster by the Black Sea and in the Mountain Cluster at
-Krasnaya Polyana, where skiing, biathlon and sliding events were held.</p>
-<footer>Text is available under the Creative Commons licence.</footer>
-</body></html>""",
-    "radio": """<html><body>
-<h1>Radio stations in Yankton, South Dakota</h1>
-<p>Yankton is served by several radio stations owned by local broadcasters.</p>
-<table class="wikitable">
-<tr><th>Call sign</th><th>Frequency</th><th>Format</th><th>Nickname</th></tr>
-<tr><td>KKYA</td><td>93.1 FM</td><td>Country</td><td>KK93</td></tr>
-<tr><td>KDAM</td><td>94.3 FM</td><td>Classic rock</td><td>The Dam</td></tr>
-<tr><td>WNAX-FM</td><td>104.1 FM</td><td>Country</td><td>The Wolf</td></tr>
-</table>
-<p>The stations reach listeners across the Missouri River valley and northeast Nebraska.</p>
-</body></html>""",
-    "film": """<html><body>
-<h1>The French Connection: awards</h1>
-<p>The French Connection is a 1971 American action thriller film directed by
-William Friedkin, starring Gene Hackman as detective Popeye Doyle.</p>
-<table class="wikitable">
-<tr><th>Award</th><th>Category</th><th>Nominee</th><th>Result</th></tr>
-<tr><td>Academy Awards</td><td>Best Director</td><td>William Friedkin</td><td>Won</td></tr>
-<tr><td>Academy Awards</td><td>Best Actor</td><td>Gene Hackman</td><td>Won</td></tr>
-<tr><td>Golden Globes</td><td>Best Motion Picture</td><td>Philip D'Antoni</td><td>Won</td></tr>
-</table>
-<h2>Production</h2>
-<p>Filming took place in New York City during the winter, including the famous car chase
-beneath an elevated subway line in Brooklyn.</p>
-</body></html>""",
-    "weather": """<html><body>
-<h1>Climate of Lisbon</h1>
-<p>Lisbon has a Mediterranean climate with mild, rainy winters and warm to hot, dry summers.</p>
-<table class="wikitable">
-<tr><th>Month</th><th>Jan</th><th>Apr</th><th>Jul</th><th>Oct</th></tr>
-<tr><td>Mean high</td><td>14.8</td><td>19.8</td><td>28.3</td><td>22.4</td></tr>
-<tr><td>Rainfall (mm)</td><td>99.9</td><td>64.8</td><td>4.2</td><td>93.5</td></tr>
-</table>
-<p>Sea breezes from the Atlantic keep summer afternoons cooler than inland Portugal.</p>
-</body></html>""",
-}
 
 
 def make_nodes() -> list[NodeWithScore]:

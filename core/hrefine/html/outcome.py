@@ -1,0 +1,210 @@
+"""Pruning a list of retrieved pages, one outcome per page: what the framework adapters share.
+
+LangChain compressors and LlamaIndex postprocessors both get a list of HTML pages and must give
+back one result per page (or leave the page out, visibly). The splitting of a
+:class:`~hrefine.html.PruneResult` into per-page outcomes and the choice between one shared
+budget and a budget per page live here once; the adapters only convert types.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from hrefine.errors import EmptyInputError
+
+if TYPE_CHECKING:
+    from hrefine.html.prune import HtmlPruner
+    from hrefine.html.result import PruneResult
+
+__all__ = [
+    "DocumentOutcome",
+    "aprune_documents",
+    "check_query",
+    "document_outcomes",
+    "empty_outcome",
+    "prune_documents",
+]
+
+
+@dataclass(frozen=True)
+class DocumentOutcome:
+    """What pruning did to one input page.
+
+    Attributes
+    ----------
+    index:
+        Position of the page in the input.
+    html:
+        The pruned HTML ("" when every block was dropped).
+    score:
+        Best first-stage score among the kept blocks (None when none was kept).
+    stage2_score:
+        Best generative-stage score among the kept blocks, when that stage ran.
+    blocks_kept, blocks_total:
+        Number of the page's blocks kept, and found.
+    budget:
+        The token budget the page was pruned under.
+    shared_budget:
+        True when all pages were pruned against one budget.
+    """
+
+    index: int
+    html: str
+    score: float | None
+    stage2_score: float | None
+    blocks_kept: int
+    blocks_total: int
+    budget: int
+    shared_budget: bool
+
+    @property
+    def kept(self) -> bool:
+        """True when some of the page survived pruning."""
+        return self.blocks_kept > 0 and bool(self.html.strip())
+
+
+def check_query(query: object) -> str:
+    """The query, or a clear error when it is not a non-empty string."""
+    if not isinstance(query, str):
+        msg = f"query must be a str, got {type(query).__name__}"
+        raise TypeError(msg)
+    if not query.strip():
+        msg = "the query is empty; HtmlRAG ranks the HTML blocks against the query"
+        raise EmptyInputError(msg)
+    return query
+
+
+def empty_outcome(index: int, budget: int) -> DocumentOutcome:
+    """The outcome of a page with no text (skipped by the pruner, reported as dropped)."""
+    return DocumentOutcome(
+        index=index,
+        html="",
+        score=None,
+        stage2_score=None,
+        blocks_kept=0,
+        blocks_total=0,
+        budget=budget,
+        shared_budget=False,
+    )
+
+
+def _best(values: list[float | None]) -> float | None:
+    present = [float(v) for v in values if v is not None]
+    return max(present) if present else None
+
+
+def document_outcomes(
+    result: PruneResult, *, offset: int = 0, shared_budget: bool = True
+) -> list[DocumentOutcome]:
+    """Split a :class:`~hrefine.html.PruneResult` into one outcome per input page.
+
+    Parameters
+    ----------
+    result:
+        The result of one ``HtmlPruner.prune`` call.
+    offset:
+        Index of the call's first page among all input pages (per-page pruning).
+    shared_budget:
+        Whether the call pruned several pages against one budget.
+
+    Returns
+    -------
+    list[DocumentOutcome]
+        In the order of ``result.documents``.
+    """
+    outcomes = []
+    for local, html in enumerate(result.documents):
+        blocks = [b for b in result.blocks if b.doc == local and b.block_id >= 0]
+        kept = [b for b in blocks if b.kept]
+        outcomes.append(
+            DocumentOutcome(
+                index=offset + local,
+                html=html,
+                score=_best([b.stage1_score for b in kept]),
+                stage2_score=_best([b.stage2_score for b in kept]),
+                blocks_kept=len(kept),
+                blocks_total=len(blocks),
+                budget=int(result.budget),
+                shared_budget=shared_budget,
+            )
+        )
+    return outcomes
+
+
+def _flatten(per_page: Sequence[list[DocumentOutcome]]) -> list[DocumentOutcome]:
+    # Every page empty is the same error as when pruned together: there is nothing to prune.
+    outcomes = [o for group in per_page for o in group]
+    if outcomes and all(o.blocks_total == 0 for o in outcomes):
+        msg = f"all {len(outcomes)} pages are empty (no visible text to prune)"
+        raise EmptyInputError(msg)
+    return outcomes
+
+
+def prune_documents(
+    pruner: HtmlPruner,
+    pages: Sequence[str],
+    query: str,
+    max_tokens: int,
+    *,
+    together: bool = True,
+) -> list[DocumentOutcome]:
+    """Prune retrieved pages, against one shared budget or a budget each.
+
+    Parameters
+    ----------
+    pruner:
+        The configured pruner.
+    pages:
+        HTML of each retrieved page, in retrieval order.
+    query:
+        The question.
+    max_tokens:
+        The budget: for all pages together (``together=True``, as in the paper) or per page.
+    together:
+        Whether the pages compete for one budget.
+
+    Returns
+    -------
+    list[DocumentOutcome]
+        One outcome per page, in input order. With per-page budgets a page with no text gets an
+        empty outcome; all pages empty raises :class:`~hrefine.errors.EmptyInputError`.
+    """
+    check_query(query)
+    if together:
+        return document_outcomes(pruner.prune(list(pages), query, max_tokens))
+    per_page: list[list[DocumentOutcome]] = []
+    for i, page in enumerate(pages):
+        try:
+            result = pruner.prune([page], query, max_tokens)
+        except EmptyInputError:
+            per_page.append([empty_outcome(i, max_tokens)])
+            continue
+        per_page.append(document_outcomes(result, offset=i, shared_budget=False))
+    return _flatten(per_page)
+
+
+async def aprune_documents(
+    pruner: HtmlPruner,
+    pages: Sequence[str],
+    query: str,
+    max_tokens: int,
+    *,
+    together: bool = True,
+) -> list[DocumentOutcome]:
+    """Async :func:`prune_documents`: pages pruned on their own run concurrently."""
+    check_query(query)
+    if together:
+        return document_outcomes(await pruner.aprune(list(pages), query, max_tokens))
+
+    async def one(i: int, page: str) -> list[DocumentOutcome]:
+        try:
+            result = await pruner.aprune([page], query, max_tokens)
+        except EmptyInputError:
+            return [empty_outcome(i, max_tokens)]
+        return document_outcomes(result, offset=i, shared_budget=False)
+
+    per_page = await asyncio.gather(*(one(i, page) for i, page in enumerate(pages)))
+    return _flatten(per_page)
