@@ -44,7 +44,7 @@ lint: $(STAMP)  ## ruff, ruff format --check, mypy
 	$(BIN)/mypy
 
 docs: $(STAMP)  ## build the mkdocs site strictly
-	$(BIN)/mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 bench: $(STAMP)  ## quick benchmark suite on 2 CPU cores; refreshes benchmarks/results
 	$(BIN)/python -m benchmarks.run --quick

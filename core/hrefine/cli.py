@@ -118,10 +118,9 @@ def doctor(
         from hrefine.models import default_lm
 
         model = default_lm()
-        probs = model.choice_probs(
-            "Is Paris the capital of France? Answer Yes or No.", ["Yes", "No"]
-        )
-        return f"{model.name}; P(Yes)={probs['Yes']:.2f} for 'Is Paris the capital of France?'"
+        # Generation through the chat template shows the whole path works; the model is small.
+        answer = model.generate(["What is the capital of France?"], max_new_tokens=12)[0]
+        return f"{model.name}; 'What is the capital of France?' -> {answer.strip()!r}"
 
     probe("tokenizer", tokenizer)
     probe("embedder", embedder)
