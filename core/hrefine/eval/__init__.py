@@ -36,16 +36,8 @@ from hrefine.eval.metrics import (
     token_f1,
     token_recall,
 )
-from hrefine.eval.runner import (
-    DEFAULT_BUDGETS,
-    BudgetSummary,
-    EvalResult,
-    ItemResult,
-    evaluate_items,
-    run_eval,
-    run_many,
-    score_output,
-)
+from hrefine.eval.results import BudgetSummary, EvalResult, ItemResult, score_output
+from hrefine.eval.runner import DEFAULT_BUDGETS, evaluate_items, run_eval, run_many
 
 __all__ = [
     "DATASETS",

@@ -15,7 +15,6 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -33,13 +32,10 @@ from hrefine.eval.loaders import (
 )
 from hrefine.eval.methods import get_method
 from hrefine.eval.metrics import (
-    answer_containment,
-    compression_ratio,
     exact_match,
-    paragraph_recall,
     token_f1,
-    token_recall,
 )
+from hrefine.eval.results import BudgetSummary, EvalResult, ItemResult, score_output, summarise
 
 __all__ = [
     "DEFAULT_BUDGETS",
@@ -62,212 +58,6 @@ READER_PROMPT = (
     "Answer the question using only the context. Reply with the answer only, no explanation.\n\n"
     "Context:\n{context}\n\nQuestion: {question}\nAnswer:"
 )
-
-
-@dataclass
-class ItemResult:
-    """One item at one budget.
-
-    Attributes
-    ----------
-    item_id, doc_id, budget:
-        What was run.
-    tokens_in:
-        Tokens of the raw document.
-    tokens_out:
-        Tokens of the returned context.
-    seconds:
-        Wall time of the ``compress`` call.
-    over_budget:
-        True when ``tokens_out > budget``.
-    error:
-        ``"ErrorType: message"`` when the method raised (then the context counts as empty).
-    metrics:
-        Metric name to value; None where the item cannot be scored for it.
-    prediction:
-        The reader LLM's answer, when a reader was given.
-    """
-
-    item_id: str
-    doc_id: str
-    budget: int
-    tokens_in: int
-    tokens_out: int
-    seconds: float
-    over_budget: bool
-    error: str | None
-    metrics: dict[str, float | None]
-    prediction: str | None = None
-
-
-@dataclass
-class BudgetSummary:
-    """Means over the items of one run at one budget.
-
-    Attributes
-    ----------
-    budget:
-        Token budget.
-    n:
-        Items run.
-    errors:
-        Items where the method raised.
-    over_budget:
-        Items whose context exceeded the budget.
-    metrics:
-        Mean of each metric over the items it could score.
-    scored:
-        How many items each metric scored.
-    tokens_in, tokens_out:
-        Mean tokens of the documents and of the contexts.
-    compression:
-        Mean of ``tokens_out / tokens_in``.
-    ms_per_item:
-        Mean milliseconds per ``compress`` call.
-    """
-
-    budget: int
-    n: int
-    errors: int
-    over_budget: int
-    metrics: dict[str, float]
-    scored: dict[str, int]
-    tokens_in: float
-    tokens_out: float
-    compression: float
-    ms_per_item: float
-
-
-@dataclass
-class EvalResult:
-    """A method's results on one dataset.
-
-    Attributes
-    ----------
-    method, dataset:
-        Names.
-    budgets:
-        Budgets run.
-    primary_metric:
-        The dataset's headline metric.
-    metrics:
-        Every metric reported, headline first.
-    n_items:
-        Items evaluated.
-    summaries:
-        One :class:`BudgetSummary` per budget.
-    items:
-        Every :class:`ItemResult`.
-    skipped:
-        Why the run did not happen (missing dataset or method), else None.
-    meta:
-        Run settings: tokenizer, limit, filters, data sha256.
-    """
-
-    method: str
-    dataset: str
-    budgets: list[int]
-    primary_metric: str
-    metrics: list[str]
-    n_items: int = 0
-    summaries: list[BudgetSummary] = field(default_factory=list)
-    items: list[ItemResult] = field(default_factory=list)
-    skipped: str | None = None
-    meta: dict[str, Any] = field(default_factory=dict)
-
-    def summary(self, budget: int) -> BudgetSummary:
-        """The :class:`BudgetSummary` for ``budget``.
-
-        Parameters
-        ----------
-        budget:
-            One of :attr:`budgets`.
-
-        Returns
-        -------
-        BudgetSummary
-            The summary.
-        """
-        for s in self.summaries:
-            if s.budget == budget:
-                return s
-        msg = f"no summary for budget {budget}; budgets run: {self.budgets}"
-        raise KeyError(msg)
-
-    def score(self, budget: int, metric: str | None = None) -> float | None:
-        """Mean of ``metric`` (default: the primary one) at ``budget``; None if never scored."""
-        return self.summary(budget).metrics.get(metric or self.primary_metric)
-
-    def to_dict(self, *, include_items: bool = False) -> dict[str, Any]:
-        """A JSON-ready dict (items only when ``include_items``)."""
-        data = asdict(self)
-        if not include_items:
-            data.pop("items")
-        return data
-
-
-def score_output(item: EvalItem, context: str) -> dict[str, float | None]:
-    """Score a compressed context against the gold an item carries.
-
-    - ``containment``: the answers occur (all of them, or any for alternative references);
-    - ``support_recall``: fraction of gold supporting paragraphs fully present;
-    - ``fact_recall``: fraction of gold supporting sentences fully present;
-    - ``token_recall``: bag-of-words recall of the gold text.
-
-    Parameters
-    ----------
-    item:
-        The item (its ``answers`` and ``extra`` hold the gold).
-    context:
-        The compressed context; HTML is converted to text first.
-
-    Returns
-    -------
-    dict[str, float | None]
-        Only the metrics the item has gold for; None where the gold is not scorable (e.g. a
-        yes/no answer).
-    """
-    text = as_plain_text(context) if context else ""
-    out: dict[str, float | None] = {}
-    if item.answers:
-        out["containment"] = answer_containment(text, item.answers, mode=item.answer_mode)
-    extra = item.extra
-    if "supporting_paragraphs" in extra:
-        out["support_recall"] = paragraph_recall(text, extra["supporting_paragraphs"])
-    if "supporting_sentences" in extra:
-        out["fact_recall"] = paragraph_recall(text, extra["supporting_sentences"])
-    if "gold_text" in extra:
-        out["token_recall"] = token_recall(text, str(extra["gold_text"]))
-    return out
-
-
-def _summarise(budget: int, rows: Sequence[ItemResult]) -> BudgetSummary:
-    n = len(rows)
-    sums: dict[str, float] = {}
-    counts: dict[str, int] = {}
-    for row in rows:
-        for key, value in row.metrics.items():
-            counts.setdefault(key, 0)
-            if value is not None:
-                sums[key] = sums.get(key, 0.0) + value
-                counts[key] += 1
-    means = {k: sums.get(k, 0.0) / c for k, c in counts.items() if c}
-
-    def mean(values: list[float]) -> float:
-        return sum(values) / len(values) if values else 0.0
-
-    return BudgetSummary(
-        budget=budget,
-        n=n,
-        errors=sum(r.error is not None for r in rows),
-        over_budget=sum(r.over_budget for r in rows),
-        metrics=means,
-        scored=counts,
-        tokens_in=mean([r.tokens_in for r in rows]),
-        tokens_out=mean([r.tokens_out for r in rows]),
-        compression=mean([compression_ratio(r.tokens_out, r.tokens_in) for r in rows]),
-        ms_per_item=mean([r.seconds * 1000 for r in rows]),
-    )
 
 
 class _Progress:
@@ -601,7 +391,7 @@ def run_many(
                 )
                 result.items = rows
                 result.summaries = [
-                    _summarise(b, [r for r in rows if r.budget == b]) for b in budget_list
+                    summarise(b, [r for r in rows if r.budget == b]) for b in budget_list
                 ]
                 if reader is not None:
                     result.metrics = [*metric_names, "reader_em", "reader_f1"]
