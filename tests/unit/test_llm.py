@@ -97,15 +97,19 @@ def test_sync_call_of_async_fn_outside_loop_and_type_errors() -> None:
 
 
 def test_sync_timeout_returns_on_time_without_waiting_for_the_call() -> None:
+    release, finished = threading.Event(), threading.Event()
+
     def slow(prompt: str) -> str:
-        time.sleep(1.5)
+        release.wait(30)  # blocks until the test lets it go (or 30 s)
+        finished.set()
         return "late"
 
     gen = Generator(slow, retries=0, timeout=0.1)
-    start = time.perf_counter()
     with pytest.raises(GenerationError, match="timed out"):
         gen("x")
-    assert time.perf_counter() - start < 1.0
+    # The error came while the call was still blocked: the caller did not wait for it.
+    assert not finished.is_set()
+    release.set()
 
 
 def test_async_function_on_sync_path_honours_timeout() -> None:
