@@ -178,6 +178,14 @@ def html_prune(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the block report as JSON.")
     ] = False,
+    report: Annotated[
+        Path | None,
+        typer.Option(
+            "--report",
+            help="Also write a self-contained HTML report of what was kept and why to this file.",
+            dir_okay=False,
+        ),
+    ] = None,
 ) -> None:
     """Prune an HTML page to a token budget for a question."""
     from hrefine.errors import HrefineError
@@ -197,6 +205,14 @@ def html_prune(
         f"{result.tokens} / {result.budget} tokens ({result.tokenizer}); "
         f"cleaned input had {result.original_tokens}"
     )
+    if report is not None:
+        title = "stdin" if source == "-" else Path(source).name
+        try:
+            report.write_text(result.to_html(title=title), encoding="utf-8")
+        except OSError as exc:
+            console.print(f"[red]error:[/red] could not write the report: {exc}")
+            raise typer.Exit(2) from exc
+        console.print(f"report written to {report}")
 
 
 app.add_typer(eval_app, name="eval")

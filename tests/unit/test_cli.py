@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
@@ -95,3 +96,39 @@ def test_demo_prunes_real_pages(runner: CliRunner, shared_data: Path) -> None:
     assert res.exit_code == 0, res.output
     assert "answer kept on" in res.stdout
     assert "every output within 512 tokens" in res.stdout
+
+
+def test_html_prune_writes_a_report(runner: CliRunner, shared_data: Path, tmp_path: Path) -> None:
+    question = json.loads((shared_data / "wtq" / "questions.jsonl").open().readline())
+    page = shared_data / "wtq" / question["doc"]
+    report = tmp_path / "out" / "report.html"
+    report.parent.mkdir()
+    res = runner.invoke(
+        app,
+        [
+            *("html", "prune", str(page), "-q", question["question"]),
+            *("--max-tokens", "300", "--scorer", "bm25", "--report", str(report)),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert "report written to" in res.output
+    text = report.read_text(encoding="utf-8")
+    assert text.startswith("<!DOCTYPE html>")
+    assert "Content-Security-Policy" in text
+    assert page.name in text  # the file name is the report's title
+    assert html.escape(question["question"], quote=False) in text
+    assert text.count(' data-b="') > 10
+    assert res.stdout.strip()  # the pruned HTML still goes to stdout
+
+
+def test_html_prune_report_to_an_unwritable_path_is_a_clear_error(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    page = tmp_path / "p.html"
+    page.write_text("<p>Some words in a paragraph.</p>", encoding="utf-8")
+    bad = tmp_path / "missing-dir" / "r.html"
+    res = runner.invoke(
+        app, ["html", "prune", str(page), "-q", "words", "--scorer", "bm25", "--report", str(bad)]
+    )
+    assert res.exit_code == 2
+    assert "could not write the report" in res.output

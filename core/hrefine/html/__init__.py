@@ -3,6 +3,7 @@
 >>> from hrefine.html import HtmlPruner
 >>> result = HtmlPruner().prune(page_html, "who directed the film?", max_tokens=1024)
 >>> result.html  # valid HTML with the original tag names, at most 1024 tokens
+>>> Path("report.html").write_text(result.to_html())  # what was kept and why, in a browser
 
 Importing this package loads neither lxml nor any model; both load on first use.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 from hrefine.html.blocks import build_block_tree
 from hrefine.html.clean import DEFAULT_KEEP_ATTRS, clean_html
 from hrefine.html.prune import MIN_BUDGET, HtmlPruner
+from hrefine.html.report import render_report
 from hrefine.html.result import BlockReport, PruneResult
 
 __all__ = [
@@ -22,4 +24,5 @@ __all__ = [
     "PruneResult",
     "build_block_tree",
     "clean_html",
+    "render_report",
 ]

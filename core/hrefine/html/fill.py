@@ -277,7 +277,9 @@ def reports(
     fit: Fit,
     stage1: np.ndarray | None,
     stage2: np.ndarray | None,
+    located: Mapping[int, int] | None = None,
 ) -> list[BlockReport]:
+    """One report per block of ``ids``; ``located`` gives each node's element index."""
     deciding = stage2 if stage2 is not None else stage1
     if deciding is None:
         deciding = np.zeros(len(ids))
@@ -305,6 +307,8 @@ def reports(
                 rank=int(rank[k]),
                 kept=kept,
                 reason=reason,
+                element=None if located is None else located.get(i),
+                own_text=not node.metadata["is_leaf"],
             )
         )
     return reports

@@ -21,9 +21,11 @@ import numpy as np
 from hrefine.budget import TokenCounter, get_counter
 from hrefine.errors import BudgetTooSmallError, EmptyInputError
 from hrefine.html._load import parse_document
+from hrefine.html._locate import positions, traced_positions
 from hrefine.html.blocks import BlockForest, build_forest, inner_html, serialize_element
 from hrefine.html.clean import clean_document, serialize
 from hrefine.html.fill import Fit, fill, inherit_scores, reports
+from hrefine.html.render import Renderer
 from hrefine.html.result import EMPTY, BlockReport, PruneResult
 from hrefine.html.tokentree import build_prompt, path_scores
 
@@ -198,7 +200,7 @@ class HtmlPruner:
             "truncated": fit1.truncated,
             "scorer": getattr(self.scorer, "name", type(self.scorer).__name__),
         }
-        block_reports = reports(forest, ids, costs, fit1, scores1, None)
+        block_reports = reports(forest, ids, costs, fit1, scores1, None, positions(forest))
         fit = fit1
         if self.generative and fit1.tokens > max_tokens and not fit1.truncated:
             fit, reports2 = self._stage2(fit1, forest, ids, scores1, query, max_tokens, stats)
@@ -320,7 +322,12 @@ class HtmlPruner:
             forest, ids, costs, result.scores, max_tokens, self.counter, len(fit1.documents), groups
         )
         inherited = inherit_scores(forest, ids, forest1, ids1, fit1.kept, scores1)
-        return fit, reports(forest, ids, costs, fit, inherited, result.scores)
+        # Trace the fine blocks back to the cleaned documents' elements, for the report.
+        written = Renderer(forest1).written(fit1.kept)
+        by_doc = dict(zip(forest1.doc_ids, zip(written, forest1.roots, strict=True), strict=True))
+        sources = [by_doc[d] for d, _ in kept_docs]
+        located = traced_positions(forest, [w for w, _ in sources], [r for _, r in sources])
+        return fit, reports(forest, ids, costs, fit, inherited, result.scores, located)
 
 
 def _scoring_text(forest: BlockForest, node_id: int) -> str:

@@ -40,8 +40,8 @@ class Renderer:
             self._start[el] = tag
         return tag
 
-    def render(self, kept: Iterable[int]) -> list[str]:
-        """HTML of each document with only the ``kept`` node ids (``""`` where none is kept)."""
+    def _split(self, kept: Iterable[int]) -> tuple[set[Any], set[Any], set[Any]]:
+        """Elements of kept leaf blocks, of kept own-text blocks, and those plus ancestors."""
         tree = self.forest.tree
         elements = self.forest.elements
         leaf: set[Any] = set()
@@ -57,10 +57,47 @@ class Renderer:
             while cur is not None and cur not in alive:
                 alive.add(cur)
                 cur = cur.getparent()
+        return leaf, own, alive
+
+    def render(self, kept: Iterable[int]) -> list[str]:
+        """HTML of each document with only the ``kept`` node ids (``""`` where none is kept)."""
+        leaf, own, alive = self._split(kept)
         return [
             self._write(root, leaf, own, alive) if root in alive else ""
             for root in self.forest.roots
         ]
+
+    def written(self, kept: Iterable[int]) -> list[list[Any]]:
+        """The elements :meth:`render` writes tags for, per document, in document order.
+
+        Parsing a rendered document back gives elements in this order (apart from wrappers the
+        parser adds), which is how blocks found in the rendered output are traced back to the
+        elements they were written from.
+        """
+        leaf, own, alive = self._split(kept)
+        out: list[list[Any]] = []
+        for root in self.forest.roots:
+            seq: list[Any] = []
+            if root in alive:
+                stack = [root]
+                while stack:
+                    el = stack.pop()
+                    if el in leaf:
+                        seq.extend(
+                            e
+                            for e in el.iter()
+                            if isinstance(e.tag, str) and (e is not el or e.tag not in _UNWRITTEN)
+                        )
+                        continue
+                    live = [c for c in el if c in alive]
+                    bare = el.tag in _UNWRITTEN or (
+                        el.tag in GENERIC_TAGS and el not in own and len(live) == 1
+                    )
+                    if not bare:
+                        seq.append(el)
+                    stack.extend(reversed(live))
+            out.append(seq)
+        return out
 
     def _write(self, root: Any, leaf: set[Any], own: set[Any], alive: set[Any]) -> str:
         tree = self.forest.tree

@@ -40,6 +40,14 @@ class BlockReport:
         Why it is not: ``"over_budget"`` (it did not fit when its turn came),
         ``"below_threshold"``, ``"empty"``; ``"truncated"`` for a kept block cut to fit; None
         when kept whole.
+    element:
+        Where the block lies in ``PruneResult.cleaned[doc]``: the index of its element among
+        that document's elements in document order (0 is ``<html>``), as
+        ``lxml``'s ``root.iter()`` lists them after parsing ``cleaned[doc]``. None when the
+        block has no element (an empty document) or could not be placed.
+    own_text:
+        True when the block is only its element's own text (an element too big to be one block,
+        whose children are blocks of their own); False when it is the element's whole content.
     """
 
     block_id: int
@@ -52,6 +60,8 @@ class BlockReport:
     rank: int
     kept: bool
     reason: str | None
+    element: int | None = None
+    own_text: bool = False
 
 
 @dataclass
@@ -80,6 +90,10 @@ class PruneResult:
         Extra numbers: ``"stage1_tokens"``, ``"renders"``, ``"truncated"`` (the best block was
         cut to fit), and for the generative stage ``"prefilled_tokens"``, ``"prompt_tokens"``,
         ``"lm_calls"``.
+
+    :meth:`to_html` writes a self-contained HTML report of the result (each block outlined on
+    the cleaned page, kept or dropped, with its scores and rank); in a notebook the result
+    shows that report inline.
     """
 
     html: str
@@ -106,3 +120,18 @@ class PruneResult:
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON form (for reports and the CLI)."""
         return asdict(self)
+
+    def to_html(self, *, title: str | None = None) -> str:
+        """A self-contained HTML report of what was kept and why.
+
+        See :func:`hrefine.html.render_report`; write it to a file and open it in a browser.
+        """
+        from hrefine.html.report import render_report
+
+        return render_report(self, title=title)
+
+    def _repr_html_(self) -> str:
+        """The report in a sandboxed frame, shown inline by Jupyter and other notebooks."""
+        from hrefine.html.report import render_notebook
+
+        return render_notebook(self)

@@ -1,0 +1,337 @@
+"""The pruning report: what it shows, where each block sits, and that page content stays data."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html as html_lib
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hrefine.html import BlockReport, HtmlPruner, PruneResult, render_report
+from hrefine.html._load import LIBXML_MAX_DEPTH, parse_document
+from hrefine.html._text import element_text, own_text
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "html"
+
+# Tags the report may contain: its own frame and the whitelist pages are rebuilt with.
+REPORT_TAGS = {
+    *("html", "head", "meta", "title", "style", "script", "body", "header", "div", "span"),
+    *("h1", "h2", "h3", "h4", "h5", "h6", "b", "label", "input", "main", "section", "details"),
+    *("summary", "pre", "aside", "ol", "ul", "li", "dl", "dt", "dd", "button", "table", "thead"),
+    *("tbody", "tfoot", "tr", "td", "th", "caption", "blockquote", "figure", "figcaption", "br"),
+    *("hr", "i", "u", "s", "em", "strong", "small", "sub", "sup", "mark", "code", "kbd", "samp"),
+    *("var", "abbr", "cite", "dfn", "q", "time", "del", "ins"),
+}
+# Attributes the report writes; everything from the page is dropped but colspan/rowspan.
+REPORT_ATTRS = {
+    *("lang", "charset", "http-equiv", "content", "name", "class", "id", "data-b", "data-o"),
+    *("data-doc", "role", "aria-label", "aria-hidden", "type", "hidden", "colspan", "rowspan"),
+    "title",
+}
+
+
+class _Tags(HTMLParser):
+    """Start tags with their attributes, as a browser's tokenizer sees them."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.script_text: list[str] = []
+        self.style_text: list[str] = []
+        self._in: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+        self._in = tag if tag in {"script", "style"} else None
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in = None
+
+    def handle_data(self, data: str) -> None:
+        if self._in == "script":
+            self.script_text.append(data)
+        elif self._in == "style":
+            self.style_text.append(data)
+
+
+def _tags(report: str) -> _Tags:
+    parser = _Tags()
+    parser.feed(report)
+    parser.close()
+    return parser
+
+
+def _data(report: str) -> dict[str, Any]:
+    match = re.search(r'<script type="application/json" id="hr-data">(.*?)</script>', report, re.S)
+    assert match is not None
+    return json.loads(match.group(1))
+
+
+def _views(report: str) -> tuple[str, str]:
+    """All documents' full views, and all their kept views."""
+    full = re.findall(
+        r'<div class="page full(?: big)?">(.*?)</div>\n<div class="page kept-view">', report, re.S
+    )
+    kept = re.findall(r'<div class="page kept-view">(.*?)</div>\n', report, re.S)
+    return "".join(full), "".join(kept)
+
+
+def _marked(view: str) -> list[int]:
+    return sorted(int(i) for i in re.findall(r' data-b="(\d+)"', view))
+
+
+def _sha(text: str) -> str:
+    return base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
+
+
+@pytest.fixture(scope="module")
+def bm25() -> HtmlPruner:
+    return HtmlPruner(scorer="bm25")
+
+
+@pytest.fixture(scope="module")
+def real(bm25: HtmlPruner, wtq: dict[str, Any]) -> tuple[PruneResult, str]:
+    q = wtq["questions"][0]
+    result = bm25.prune(wtq["page"](q["doc"]), q["question"], 256)
+    return result, result.to_html(title=q["doc"])
+
+
+def _check_locations(result: PruneResult) -> None:
+    """Every block's ``element`` is the element in ``cleaned[doc]`` that holds its text."""
+    elements: dict[int, list[Any]] = {}
+    for b in result.blocks:
+        if b.reason == "empty":
+            assert b.element is None
+            continue
+        assert b.element is not None, b
+        if b.doc not in elements:
+            root = parse_document(result.cleaned[b.doc], max_depth=LIBXML_MAX_DEPTH)
+            elements[b.doc] = [e for e in root.iter() if isinstance(e.tag, str)]
+        el = elements[b.doc][b.element]
+        assert el.tag == b.tag_path.split(">")[-1]
+        if b.own_text:
+            assert own_text(el) == b.text
+        else:
+            assert b.text in element_text(el)
+
+
+def test_every_block_knows_its_element_in_the_cleaned_page(real: tuple[PruneResult, str]) -> None:
+    result, _ = real
+    _check_locations(result)
+
+
+def test_stage2_blocks_are_traced_back_to_the_cleaned_page(
+    fake_lm: Any, wtq: dict[str, Any]
+) -> None:
+    q = wtq["questions"][0]
+    pruner = HtmlPruner(scorer="bm25", generative=True, lm=fake_lm, fine_max_words=40)
+    result = pruner.prune(wtq["page"](q["doc"]), q["question"], 200)
+    assert "prompt_tokens" in result.stats
+    assert any(b.stage2_score is not None for b in result.blocks)
+    _check_locations(result)
+    full, kept = _views(result.to_html())
+    assert _marked(full) == list(range(len(result.blocks)))
+    _check_kept_view(result, kept)
+
+
+def _check_kept_view(result: PruneResult, kept_view: str) -> None:
+    """The kept view marks every kept block; a dropped one only as the frame of kept ones."""
+    marked = _marked(kept_view)
+    assert [i for i in marked if result.blocks[i].kept] == [
+        i for i, b in enumerate(result.blocks) if b.kept
+    ]
+    assert all(result.blocks[i].own_text for i in marked if not result.blocks[i].kept)
+    assert ' class="ot drop' not in kept_view  # dropped own text is not in it
+
+
+def test_report_outlines_every_block_and_marks_the_kept_ones(
+    real: tuple[PruneResult, str],
+) -> None:
+    result, report = real
+    assert report.startswith("<!DOCTYPE html>")
+    full, kept_view = _views(report)
+    assert _marked(full) == list(range(len(result.blocks)))
+    kept = re.findall(r'<[a-z0-9]+ class="[^"]*\bhb kept\b[^"]*" data-b="(\d+)"', full)
+    assert sorted(int(i) for i in kept) == [i for i, b in enumerate(result.blocks) if b.kept]
+    _check_kept_view(result, kept_view)
+    assert f"<b>{result.tokens:,}</b> tokens kept" in report
+    assert f"budget <b>{result.budget:,}</b>" in report
+    assert f"<b>{result.original_tokens:,}</b>" in report
+    assert "Show only what the LLM receives" in report
+    data = _data(report)
+    assert data["kept"] == [i for i, b in enumerate(result.blocks) if b.kept]
+    assert data["n"] == len(result.blocks)
+    assert "s2" not in data and "doc" not in data  # one-valued columns are left out
+    assert data["rank"] == [b.rank for b in result.blocks]
+    assert [data["paths"][p] for p in data["path"]] == [b.tag_path for b in result.blocks]
+    assert [data["rank"][i] for i in data["order"]] == sorted(b.rank for b in result.blocks)
+    assert data["unplaced"] == []
+    # What the LLM receives is there verbatim (as text).
+    assert html_lib.escape(result.documents[0], quote=False)[:200] in report
+
+
+def test_report_is_self_contained_and_pins_its_own_code_by_hash(
+    real: tuple[PruneResult, str],
+) -> None:
+    _, report = real
+    parsed = _tags(report)
+    scripts = [a for t, a in parsed.tags if t == "script"]
+    assert scripts == [{"type": "application/json", "id": "hr-data"}, {}]
+    csp = next(a["content"] for t, a in parsed.tags if t == "meta" and a.get("http-equiv"))
+    assert csp is not None
+    assert "default-src 'none'" in csp and "img-src 'none'" in csp
+    assert f"'sha256-{_sha(parsed.script_text[-1])}'" in csp
+    assert f"'sha256-{_sha(parsed.style_text[0])}'" in csp
+    assert "unsafe-inline" not in csp
+    for _, attrs in parsed.tags:  # nothing loads from anywhere
+        assert not {"src", "href", "srcdoc", "action", "style"} & set(attrs)
+    assert "http://" not in report.split("<body>")[0]
+
+
+def _hostile_result(bm25: HtmlPruner, budget: int = 4000) -> PruneResult:
+    page = (DATA / "hostile.html").read_bytes()
+    return bm25.prune(
+        page, "what is the answer? </script><script>window.__pwned=1</script>", budget
+    )
+
+
+def _raw_result() -> PruneResult:
+    """A result whose 'cleaned' page is raw hostile markup, as if cleaning had let it through."""
+    raw = (DATA / "hostile.html").read_text()
+    root = parse_document(raw, max_depth=LIBXML_MAX_DEPTH)
+    elements = [e for e in root.iter() if isinstance(e.tag, str)]
+    blocks = []
+    for k, el in enumerate(elements):
+        if el.tag in {"h1", "p", "a", "img", "div", "td", "th", "script", "svg", "button"}:
+            blocks.append(
+                BlockReport(
+                    block_id=k,
+                    doc=0,
+                    tag_path=f"html>body>{el.tag}</script><script>window.__pwned=9</script>\u2028",
+                    text=element_text(el),
+                    tokens=3,
+                    stage1_score=float(k),
+                    stage2_score=None,
+                    rank=len(blocks),
+                    kept=len(blocks) % 2 == 0,
+                    reason=None if len(blocks) % 2 == 0 else "over_budget",
+                    element=k,
+                )
+            )
+    return PruneResult(
+        html="<p>x</p>",
+        documents=["<p>sent</script><script>window.__pwned=8</script></p>"],
+        blocks=blocks,
+        query="q </script><script>window.__pwned=7</script>",
+        budget=100,
+        tokens=10,
+        original_tokens=500,
+        cleaned=[raw],
+        tokenizer="fake",
+    )
+
+
+@pytest.mark.parametrize("kind", ["pruned", "raw"])
+def test_hostile_page_content_never_becomes_markup_or_code(bm25: HtmlPruner, kind: str) -> None:
+    result = _hostile_result(bm25) if kind == "pruned" else _raw_result()
+    report = render_report(result, title="<b onmouseover=alert(1)>t</b>")
+    parsed = _tags(report)
+    for tag, attrs in parsed.tags:
+        assert tag in REPORT_TAGS, tag
+        assert set(attrs) <= REPORT_ATTRS, (tag, attrs)
+        assert not any(name.startswith("on") for name in attrs)
+        for value in attrs.values():
+            assert "javascript:" not in (value or "").lower()
+    assert [a.get("type") for t, a in parsed.tags if t == "script"] == ["application/json", None]
+    assert len(parsed.script_text) == 2  # no text closed the data block early
+    assert "__pwned" not in parsed.script_text[-1]
+    assert [t for t, _ in parsed.tags].count("style") == 1
+    metas = [a for t, a in parsed.tags if t == "meta" and "http-equiv" in a]
+    assert [a["http-equiv"] for a in metas] == ["Content-Security-Policy"]
+    # Text is escaped, not dropped: the visible words of the page are in the report.
+    assert "Hover over me: the answer is 42." in report
+    assert "&lt;/script&gt;&lt;script&gt;" in report
+    # The JSON block holds no character that could end it or confuse a JavaScript parser.
+    json_text = report.split('id="hr-data">', 1)[1].split("</script>", 1)[0]
+    assert not set("<>&\u2028\u2029") & set(json_text)
+    data = json.loads(json_text)
+    assert data["n"] == len(result.blocks)
+    if kind == "raw":
+        assert "\\u003c/script\\u003e" in json_text
+        assert any("</script>" in p and "\u2028" in p for p in data["paths"])
+        # http(s) links are shown as their address, other schemes not at all.
+        assert 'title="https://example.com/safe?a=1&amp;b=&quot;2&quot;"' in report
+        assert "[image: a picture\" onerror=\"window.__pwned='alt']" in report  # alt is text
+        assert 'colspan="2">cell' not in report  # "2 onclick=x" is not a number
+
+
+def test_tables_keep_their_spans_and_odd_nesting_cannot_lose_blocks(bm25: HtmlPruner) -> None:
+    page = (
+        "<html><body><h2>Results</h2><table><tr><th colspan='2'>Team</th><th>Pts</th></tr>"
+        "<tr><td rowspan='2'>North</td><td>Alpha</td><td>10</td></tr>"
+        "<tr><td>Beta</td><td>7</td></tr></table>"
+        "<p>Alpha won the league with ten points.</p>"
+        "<ul><li>first</li><li>second item</li></ul></body></html>"
+    )
+    result = bm25.prune(page, "who won the league?", 40)
+    report = result.to_html()
+    assert '<th colspan="2"' in report and '<td rowspan="2"' in report
+    assert '<div class="p-p' in report  # paragraphs become divs: no implicit </p> surprises
+    assert _marked(_views(report)[0]) == list(range(len(result.blocks)))
+    # A cell outside any table is written as a div, which a browser will not discard.
+    odd = PruneResult(
+        html="",
+        documents=[""],
+        blocks=[BlockReport(5, 0, "html>body>td", "loose cell", 2, 1.0, None, 0, True, None, 2)],
+        query="q",
+        budget=10,
+        tokens=2,
+        original_tokens=2,
+        cleaned=["<html><body><td>loose cell</td></body></html>"],
+        tokenizer="fake",
+    )
+    assert parse_document(odd.cleaned[0]).find("body/td") is not None
+    assert '<div class="p-td hb kept k5" data-b="0">loose cell</div>' in odd.to_html()
+
+
+def test_several_documents_get_a_section_each(bm25: HtmlPruner) -> None:
+    pages = [
+        "<p>Paris is the capital of France.</p><p>It has many museums.</p>",
+        "<p>   </p>",
+        "<h1>Rome</h1><p>Rome is the capital of Italy.</p>",
+    ]
+    result = bm25.prune(pages, "capital of Italy", 30)
+    report = result.to_html()
+    assert len(re.findall(r'<section class="doc" id="doc-\d"', report)) == 3
+    assert "Document 2 of 3" in report
+    assert "This document is empty" in report
+    assert "3 documents" in report
+    data = _data(report)
+    assert data["docs"] == 3
+    assert data["unplaced"] == [i for i, b in enumerate(result.blocks) if b.element is None]
+    assert data["doc"] == [b.doc for b in result.blocks]
+
+
+def test_notebook_repr_is_a_sandboxed_frame(real: tuple[PruneResult, str]) -> None:
+    result, report = real
+    frame = result._repr_html_()
+    assert frame.startswith("<iframe srcdoc=")
+    assert 'sandbox="allow-scripts"' in frame
+    assert "<script" not in frame and "&lt;script" in frame
+    assert "allow-same-origin" not in frame
+    assert result.to_html(title="x") == render_report(result, title="x")
+    assert report == render_report(result, title="pages/200-11.html")
+
+
+def test_old_style_block_reports_still_work() -> None:
+    b = BlockReport(1, 0, "html>body>p", "t", 3, 0.5, None, 0, True, None)
+    assert b.element is None and b.own_text is False
+    result = PruneResult("<p>t</p>", ["<p>t</p>"], [b], "q", 10, 3, 3, ["<p>t</p>"], "fake")
+    report = result.to_html()
+    assert _data(report)["unplaced"] == [0]  # listed, not outlined
+    assert "data-b=" not in report
