@@ -38,9 +38,13 @@ def find_chromium() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """A headless Chromium shared by the session's browser tests."""
+    """A headless Chromium shared by one module's tests.
+
+    Module scope, not session: Playwright's sync API holds an event loop open while it runs, and
+    async tests collected after the browser tests need it closed.
+    """
     executable = find_chromium()
     if executable is None:
         pytest.skip("no Chromium found (apt-get install chromium, or set HREFINE_CHROMIUM)")
