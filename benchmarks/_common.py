@@ -31,6 +31,17 @@ PACKAGES = (
 )
 
 
+def quiet_bm25s() -> None:
+    """Silence bm25s's per-index debug lines (it sets its own logger to DEBUG when imported)."""
+    import logging
+
+    try:
+        import bm25s  # noqa: F401  (imported for its side effect on the logger level)
+    except ImportError:
+        return
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
+
+
 def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str | None]:
     """Installed version of each distribution (None when absent)."""
     out: dict[str, str | None] = {"python": sys.version.split()[0]}

@@ -30,7 +30,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks._common import BENCH_DIR, REPO, RESULTS_DIR, hardware, package_versions
+from benchmarks._common import (
+    BENCH_DIR,
+    REPO,
+    RESULTS_DIR,
+    hardware,
+    package_versions,
+    quiet_bm25s,
+)
 
 BASELINE_FILE = RESULTS_DIR / "baseline.json"
 DOCS_FILE = REPO / "docs" / "benchmarks.md"
@@ -269,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-docs", action="store_true", help="do not rewrite docs")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    logging.getLogger("bm25s").setLevel(logging.WARNING)  # one INFO line per BM25 index
+    quiet_bm25s()  # one line per BM25 index otherwise
     quick = not args.full
     label = "quick" if quick else "full"
     names = [n.strip() for n in args.only.split(",") if n.strip()] or discover()

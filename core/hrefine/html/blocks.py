@@ -148,15 +148,13 @@ class _Contexts:
             if nid is not None:
                 node = tree.nodes[nid]
                 node.order = offset + index
-                if node.kind == "block":
-                    parts = [heading]
-                    if tables and tag != "table":
-                        header, header_row = self.table_header(tables[-1])
-                        if el is not header_row:
-                            parts.append(header)
-                    node.metadata["context"] = " | ".join(p for p in parts if p)[
-                        :_MAX_CONTEXT_CHARS
-                    ]
+                # Containers get a context too: a table or list scored as a whole uses it.
+                parts = [heading]
+                if tables and tag != "table":
+                    header, header_row = self.table_header(tables[-1])
+                    if el is not header_row:
+                        parts.append(header)
+                node.metadata["context"] = " | ".join(p for p in parts if p)[:_MAX_CONTEXT_CHARS]
             if tag == "table":
                 tables.append(el)
             level = _HEADINGS.get(tag) if isinstance(tag, str) else None

@@ -54,8 +54,9 @@ class Fit:
 class _Units:
     """What the fill chooses among: every block, plus whole groups (a table or list kept as one).
 
-    A group's cost is its whole HTML, its score the best score of a block inside it. When a
-    group does not fit, :func:`~hrefine.budget.select` replaces it by the units right below it.
+    A group's cost is its whole HTML, its score the best of its own score (the group scored as
+    a whole, when given) and the scores of the blocks inside it. When a group does not fit,
+    :func:`~hrefine.budget.select` replaces it by the units right below it.
     """
 
     def __init__(
@@ -65,6 +66,7 @@ class _Units:
         costs: Mapping[int, int],
         scores: np.ndarray,
         groups: Mapping[int, int],
+        group_scores: Mapping[int, float] | None = None,
     ) -> None:
         tree = forest.tree
         n = len(ids)
@@ -79,7 +81,9 @@ class _Units:
             inside = [local[d] for d in [g, *tree.descendants(g)] if d in local]
             self.members.append(frozenset(inside))
             self.cost.append(groups[g])
-            self.score.append(max((self.score[j] for j in inside), default=-np.inf))
+            own = (group_scores or {}).get(g, -np.inf)
+            own = -np.inf if np.isnan(own) else float(own)
+            self.score.append(max([own, *(self.score[j] for j in inside)]))
             self.order.append(tree.nodes[g].order)
         for g, u in group_unit.items():
             below = [local[g]] if g in local else []
@@ -118,6 +122,7 @@ def fill(
     counter: TokenCounter,
     n_docs: int,
     groups: Mapping[int, int] | None = None,
+    group_scores: Mapping[int, float] | None = None,
 ) -> Fit:
     """Keep the best-scored blocks whose rendered HTML fits ``budget`` tokens.
 
@@ -131,11 +136,14 @@ def fill(
     ----------
     groups:
         Tree node id → token cost of its whole HTML, for nodes that may be kept whole.
+    group_scores:
+        Tree node id → score of the group as a whole (optional; a group scores at least as high
+        as its best block either way).
     """
     renderer = Renderer(forest)
     renders = 0
     safe = np.where(np.isnan(scores), -np.inf, scores)
-    units = _Units(forest, ids, costs, safe, groups or {})
+    units = _Units(forest, ids, costs, safe, groups or {}, group_scores)
     rank = units.rank()
 
     def measure(kept: set[int]) -> tuple[list[str], int]:

@@ -19,15 +19,17 @@ from typing import Any
 import numpy as np
 
 from hrefine.budget import TokenCounter, get_counter
-from hrefine.errors import BudgetTooSmallError, EmptyInputError
+from hrefine.errors import BudgetTooSmallError, EmptyInputError, MissingDependencyError
 from hrefine.html._load import parse_document
 from hrefine.html._locate import positions, traced_positions
+from hrefine.html._text import element_text
 from hrefine.html.blocks import BlockForest, build_forest, inner_html, serialize_element
 from hrefine.html.clean import clean_document, serialize
 from hrefine.html.fill import Fit, fill, inherit_scores, reports
 from hrefine.html.render import Renderer
 from hrefine.html.result import EMPTY, BlockReport, PruneResult
 from hrefine.html.tokentree import build_prompt, path_scores
+from hrefine.models.lexical import BM25Scorer
 
 __all__ = ["MIN_BUDGET", "HtmlPruner"]
 
@@ -35,6 +37,10 @@ logger = logging.getLogger(__name__)
 
 #: Budgets below this many tokens raise BudgetTooSmallError: no useful HTML fits.
 MIN_BUDGET = 4
+# Default weight of the BM25 match added to a dense scorer's block scores (see lexical_weight).
+_LEXICAL_WEIGHT = 0.3
+# Text of a table or list scored as a whole is cut here (the embedder reads far less anyway).
+_MAX_GROUP_CHARS = 200_000
 # A block whose HTML would take more than this share of the budget is split into its children.
 _BLOCK_SHARE = 0.25
 _MIN_SPLIT_TOKENS = 64
@@ -90,6 +96,11 @@ class HtmlPruner:
         Budget of stage 1; default ``max_tokens``, or ``4 * max_tokens`` when generative.
     boilerplate:
         Remove navigation, footers, cookie banners and sidebars while cleaning.
+    lexical_weight:
+        Weight of the BM25 match (scaled to [0, 1] by the page's best match) added to the
+        stage-1 scores of a dense scorer (embedding, cross-encoder): names, dates and numbers
+        of the question that an embedding blurs still count. Default 0.3 for those scorers;
+        ignored (0) for ``scorer="bm25"``; 0 turns it off.
     """
 
     def __init__(
@@ -104,6 +115,7 @@ class HtmlPruner:
         fine_max_words: int = 128,
         stage1_max_tokens: int | None = None,
         boilerplate: bool = True,
+        lexical_weight: float | None = None,
     ) -> None:
         if max_words < 1 or fine_max_words < 1:
             msg = f"max_words and fine_max_words must be >= 1, got {max_words}, {fine_max_words}"
@@ -117,7 +129,12 @@ class HtmlPruner:
         self.fine_max_words = fine_max_words
         self.stage1_max_tokens = stage1_max_tokens
         self.boilerplate = boilerplate
+        if lexical_weight is not None and lexical_weight < 0:
+            msg = f"lexical_weight must be >= 0, got {lexical_weight}"
+            raise ValueError(msg)
+        self.lexical_weight = lexical_weight
         self._scorer: Any = None
+        self._lexical: BM25Scorer | None = None
         self._counter: TokenCounter | None = None
 
     # -- lazily resolved models ------------------------------------------------------------
@@ -191,9 +208,18 @@ class HtmlPruner:
         stage1_budget = max(stage1_budget, max_tokens)
         forest, costs, groups = self._forest(roots, doc_ids, self.max_words, stage1_budget)
         ids = forest.block_ids()
+        # Tables and lists are also scored as a whole, in the same call (one embedding batch,
+        # one BM25 index, so block and group scores are on one scale): a question about a
+        # table (its columns, its extremes) may match no single row of it.
+        group_ids = _containers(forest)
         texts = [_scoring_text(forest, i) for i in ids]
-        scores1 = np.asarray(self.scorer.score(query, texts), dtype=np.float64)
-        fit1 = fill(forest, ids, costs, scores1, stage1_budget, counter, len(docs), groups)
+        texts += [_group_text(forest, g) for g in group_ids]
+        all_scores = self._score(query, texts)
+        group_scores = dict(zip(group_ids, all_scores[len(ids) :].tolist(), strict=True))
+        scores1 = _inherit_table_scores(forest, ids, all_scores[: len(ids)], group_scores)
+        fit1 = fill(
+            forest, ids, costs, scores1, stage1_budget, counter, len(docs), groups, group_scores
+        )
         stats: dict[str, Any] = {
             "stage1_tokens": fit1.tokens,
             "renders": fit1.renders,
@@ -234,6 +260,34 @@ class HtmlPruner:
         return await loop.run_in_executor(None, call)
 
     # -- steps -----------------------------------------------------------------------------
+    def _score(self, query: str, texts: list[str]) -> np.ndarray:
+        """Stage-1 scores: the scorer's, plus the weighted BM25 match for dense scorers."""
+        if not texts:
+            return np.zeros(0, dtype=np.float64)
+        scorer = self.scorer
+        scores = np.asarray(scorer.score(query, texts), dtype=np.float64)
+        lexical = isinstance(scorer, BM25Scorer)
+        weight = 0.0 if lexical else self.lexical_weight
+        if weight is None:
+            weight = _LEXICAL_WEIGHT
+        if weight > 0:
+            try:
+                bm25 = np.asarray(self._bm25().score(query, texts), dtype=np.float64)
+            except MissingDependencyError:
+                if self.lexical_weight is not None:  # asked for explicitly
+                    raise
+                logger.debug("bm25s is not installed; block scores use the scorer alone")
+                return scores
+            top = float(bm25.max())
+            if top > 0:
+                scores = scores + weight * bm25 / top
+        return scores
+
+    def _bm25(self) -> BM25Scorer:
+        if self._lexical is None:
+            self._lexical = BM25Scorer()
+        return self._lexical
+
     def _clean_all(self, docs: Sequence[str | bytes]) -> tuple[list[Any], list[int], list[str]]:
         roots: list[Any] = []
         doc_ids: list[int] = []
@@ -334,6 +388,45 @@ def _scoring_text(forest: BlockForest, node_id: int) -> str:
     node = forest.tree.nodes[node_id]
     context = node.metadata.get("context") or ""
     return f"{context}\n{node.text}" if context else node.text
+
+
+def _containers(forest: BlockForest) -> list[int]:
+    """Tables and lists of the tree that are split into blocks (each is scored as a whole)."""
+    return [
+        n.id
+        for n in forest.tree.nodes
+        if n.metadata["tag"] in _GROUP_TAGS and not n.metadata.get("is_leaf", False)
+    ]
+
+
+def _inherit_table_scores(
+    forest: BlockForest, ids: Sequence[int], scores: np.ndarray, groups: dict[int, float]
+) -> np.ndarray:
+    """Each block inside a table scores at least as high as its nearest table as a whole.
+
+    A table too big for the budget is then kept as far as it goes: the rows that match the
+    question best first, then its other rows in document order, rather than a few scattered
+    rows of it among blocks from elsewhere.
+    """
+    out = scores.copy()
+    tree = forest.tree
+    for k, i in enumerate(ids):
+        node = tree.nodes[i]
+        while node.parents:
+            node = tree.nodes[node.parents[0]]
+            if node.metadata["tag"] == "table" and node.id in groups:
+                score = groups[node.id]
+                if score > out[k] or (np.isnan(out[k]) and not np.isnan(score)):
+                    out[k] = score
+                break
+    return out
+
+
+def _group_text(forest: BlockForest, node_id: int) -> str:
+    """A table's or list's scoring text: its headings and its whole text (capped)."""
+    context = forest.tree.nodes[node_id].metadata.get("context") or ""
+    text = element_text(forest.elements[node_id])[:_MAX_GROUP_CHARS]
+    return f"{context}\n{text}" if context else text
 
 
 def _body_html(root: Any) -> str:

@@ -1,0 +1,99 @@
+"""Stage-1 scoring: tables scored as a whole, rows inheriting their table's score, BM25 fusion."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+from hrefine.html import HtmlPruner, clean_html
+
+
+class KeywordScorer:
+    """A deterministic stand-in for a dense scorer: a score per keyword a text contains."""
+
+    name = "keywords"
+
+    def __init__(self, weights: dict[tuple[str, ...], float], default: float = 0.0) -> None:
+        self.weights = weights
+        self.default = default
+        self.seen: list[str] = []
+
+    def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
+        self.seen.extend(texts)
+        out = []
+        for text in texts:
+            hits = [w for keys, w in self.weights.items() if all(k in text for k in keys)]
+            out.append(max(hits, default=self.default))
+        return np.asarray(out, dtype=np.float64)
+
+
+def _rows(n: int, first: str = "", last: str = "") -> str:
+    rows = []
+    for i in range(n):
+        name = first if i == 0 and first else last if i == n - 1 and last else f"Name{i}"
+        rows.append(f"<tr><td>{i + 1}</td><td>{name}</td><td>{1000 + 37 * i}</td></tr>")
+    return "".join(rows)
+
+
+def _page(table_rows: int) -> str:
+    distractor = " ".join(f"Beta sentence {i} about other things." for i in range(12))
+    return (
+        "<html><body><h1>Report</h1>"
+        f"<p>{distractor}</p>"
+        "<table><tr><th>Rank</th><th>Name</th><th>Votes</th></tr>"
+        f"{_rows(table_rows, first='Alpha', last='Omega')}</table>"
+        "</body></html>"
+    )
+
+
+def test_a_table_that_fits_is_scored_as_a_whole() -> None:
+    # Only the whole table holds both Alpha and Omega; no row, and not the distractor, does.
+    scorer = KeywordScorer({("Alpha", "Omega"): 0.9, ("Beta",): 0.5})
+    pruner = HtmlPruner(scorer=scorer, lexical_weight=0)
+    page = _page(8)
+    cleaned = clean_html(page)
+    table = cleaned[cleaned.index("<table") : cleaned.index("</table>") + len("</table>")]
+    table_tokens = pruner.counter.count(table)
+    result = pruner.prune(page, "which name got the most votes?", table_tokens + 30)
+    assert "Alpha" in result.html and "Omega" in result.html
+    assert "Beta sentence" not in result.html
+    assert any("Alpha" in t and "Omega" in t for t in scorer.seen)  # the table's own text
+
+
+def test_rows_of_a_table_too_big_to_keep_inherit_its_score() -> None:
+    scorer = KeywordScorer({("Alpha", "Omega"): 0.9, ("Beta",): 0.5})
+    pruner = HtmlPruner(scorer=scorer, lexical_weight=0)
+    result = pruner.prune(_page(60), "which name got the most votes?", 200)
+    assert "Beta sentence" not in result.html
+    assert "<tr><td>1</td><td>Alpha</td>" in result.html  # the table's rows, in order
+    assert result.tokens <= 200
+
+
+def test_bm25_match_breaks_ties_of_a_dense_scorer() -> None:
+    page = (
+        "<html><body><table><tr><th>Week</th><th>Date</th><th>Attendance</th></tr>"
+        + "".join(
+            f"<tr><td>{w}</td><td>November {d}, 1986</td><td>{60000 + 917 * w}</td></tr>"
+            for w, d in enumerate((2, 9, 16, 23, 30), start=1)
+        )
+        + "</table>"
+        + "".join(f"<p>Filler paragraph {i} on other topics entirely.</p>" for i in range(30))
+        + "</body></html>"
+    )
+    flat = KeywordScorer({}, default=0.5)  # cannot tell the rows apart
+    question = "attendance at the game of november 23, 1986?"
+    result = HtmlPruner(scorer=flat).prune(page, question, 40)
+    assert "November 23, 1986" in result.html
+    assert result.tokens <= 40
+
+
+def test_lexical_weight_must_not_be_negative() -> None:
+    with pytest.raises(ValueError, match="lexical_weight"):
+        HtmlPruner(lexical_weight=-0.1)
+
+
+def test_bm25_scorer_is_not_fused_with_itself() -> None:
+    pruner = HtmlPruner(scorer="bm25")
+    texts = ["alpha beta", "gamma"]
+    assert np.allclose(pruner._score("alpha", texts), pruner.scorer.score("alpha", texts))
