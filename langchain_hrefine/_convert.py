@@ -13,7 +13,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from hrefine.html.outcome import DocumentOutcome
+from hrefine.html.outcome import DocumentOutcome, log_dropped, outcome_metadata
 from hrefine.models import CallableEmbedder, Embedder, Generator, as_generator, get_embedder
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
@@ -166,14 +166,7 @@ def outcomes_to_documents(
     list[Document]
         The surviving documents, in input order.
     """
-    dropped = [o for o in outcomes if not o.kept]
-    if dropped:
-        logger.info(
-            "HtmlRAG left out %d of %d documents (no block fitted the budget): indices %s",
-            len(dropped),
-            len(outcomes),
-            [o.index for o in dropped],
-        )
+    dropped = log_dropped(outcomes, "documents")
     out: list[Document] = []
     for outcome, tokens in zip(outcomes, token_counts, strict=True):
         if not outcome.kept:
@@ -181,17 +174,7 @@ def outcomes_to_documents(
         source = documents[outcome.index]
         metadata: dict[str, Any] = copy.deepcopy(dict(source.metadata))
         metadata.update(
-            relevance_score=outcome.score,
-            hrefine_method="htmlrag",
-            hrefine_tokens=int(tokens),
-            hrefine_budget=outcome.budget,
-            hrefine_budget_scope="shared" if outcome.shared_budget else "document",
-            hrefine_tokenizer=tokenizer,
-            hrefine_blocks_kept=outcome.blocks_kept,
-            hrefine_blocks_total=outcome.blocks_total,
-            hrefine_dropped_documents=len(dropped),
+            outcome_metadata(outcome, tokens=tokens, tokenizer=tokenizer, dropped=dropped)
         )
-        if outcome.stage2_score is not None:
-            metadata["hrefine_stage2_score"] = outcome.stage2_score
         out.append(Document(page_content=outcome.html, metadata=metadata, id=source.id))
     return out

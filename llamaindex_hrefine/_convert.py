@@ -15,7 +15,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from hrefine.html.outcome import DocumentOutcome
+from hrefine.html.outcome import DocumentOutcome, log_dropped, outcome_metadata
 from hrefine.models import CallableEmbedder, Embedder, Generator, as_generator, get_embedder
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms import LLM
@@ -215,14 +215,7 @@ def outcomes_to_nodes(
     list[NodeWithScore]
         The surviving nodes, in input order.
     """
-    dropped = [o for o in outcomes if not o.kept]
-    if dropped:
-        logger.info(
-            "HtmlRAG left out %d of %d nodes (no block fitted the budget): indices %s",
-            len(dropped),
-            len(outcomes),
-            [o.index for o in dropped],
-        )
+    dropped = log_dropped(outcomes, "nodes")
     out: list[NodeWithScore] = []
     for outcome, tokens in zip(outcomes, token_counts, strict=True):
         if not outcome.kept:
@@ -230,19 +223,9 @@ def outcomes_to_nodes(
         source = nodes[outcome.index]
         metadata: dict[str, Any] = copy.deepcopy(dict(source.node.metadata))
         metadata.update(
-            relevance_score=outcome.score,
-            hrefine_method="htmlrag",
-            hrefine_tokens=int(tokens),
-            hrefine_budget=outcome.budget,
-            hrefine_budget_scope="shared" if outcome.shared_budget else "document",
-            hrefine_tokenizer=tokenizer,
-            hrefine_blocks_kept=outcome.blocks_kept,
-            hrefine_blocks_total=outcome.blocks_total,
-            hrefine_dropped_documents=len(dropped),
+            outcome_metadata(outcome, tokens=tokens, tokenizer=tokenizer, dropped=dropped),
             hrefine_input_score=source.score,
         )
-        if outcome.stage2_score is not None:
-            metadata["hrefine_stage2_score"] = outcome.stage2_score
         added = [k for k in METADATA_KEYS if k in metadata]
         node = source.node.model_copy(
             update={

@@ -1,6 +1,12 @@
-"""Four small HTML pages shared by the LangChain and LlamaIndex adapter tests."""
+"""Small HTML pages and a slow scorer shared by the LangChain and LlamaIndex adapter tests."""
 
 from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import numpy as np
+from hrefine.testing import keyword_tokens
 
 PAGES: dict[str, str] = {
     "olympics": """<html><head><title>2014 Winter Olympics medal table</title>
@@ -55,3 +61,14 @@ beneath an elevated subway line in Brooklyn.</p>
 <p>Sea breezes from the Atlantic keep summer afternoons cooler than inland Portugal.</p>
 </body></html>""",
 }
+
+
+class SlowScorer:
+    """A custom core Scorer that blocks its thread (as a real model does) and counts overlap."""
+
+    name = "slow-overlap"
+
+    def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
+        time.sleep(0.3)
+        words = set(keyword_tokens(query))
+        return np.array([len(words & set(keyword_tokens(t))) for t in texts], dtype=np.float32)

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import time
-from collections.abc import Sequence
 
-import numpy as np
 import pytest
 from hrefine.budget import get_counter
 from hrefine.errors import EmptyInputError
-from hrefine.testing import KeywordEmbedder, keyword_tokens
+from hrefine.testing import KeywordEmbedder
+from html_pages import SlowScorer
 from langchain_core.documents import BaseDocumentCompressor, Document
 from lc_helpers import Compress, KeywordEmbeddings, make_documents
 from pydantic import ValidationError
@@ -154,17 +152,6 @@ def test_changing_a_setting_rebuilds_the_pruner() -> None:
     first = compressor._get_pruner()
     compressor.max_words = 32
     assert compressor._get_pruner() is not first
-
-
-class SlowScorer:
-    """A custom core Scorer that blocks its thread (as a real model does) and counts overlap."""
-
-    name = "slow-overlap"
-
-    def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
-        time.sleep(0.3)
-        words = set(keyword_tokens(query))
-        return np.array([len(words & set(keyword_tokens(t))) for t in texts], dtype=np.float32)
 
 
 async def test_async_path_does_not_block_the_event_loop(documents: list[Document]) -> None:

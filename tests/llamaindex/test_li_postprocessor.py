@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Sequence
 
-import numpy as np
 import pytest
 from hrefine.budget import get_counter
-from hrefine.testing import KeywordEmbedder, keyword_tokens
+from hrefine.testing import KeywordEmbedder
+from html_pages import SlowScorer
 from li_helpers import make_nodes
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
@@ -141,17 +139,6 @@ def test_plain_text_node_passes_through_as_html_fragment() -> None:
     out = _post(max_tokens=100).postprocess_nodes([node], query_str=QUERY)
     assert len(out) == 1
     assert "Norway" in out[0].node.get_content()
-
-
-class SlowScorer:
-    """A custom core Scorer that blocks its thread (as a real model does) and counts overlap."""
-
-    name = "slow-overlap"
-
-    def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
-        time.sleep(0.3)
-        words = set(keyword_tokens(query))
-        return np.array([len(words & set(keyword_tokens(t))) for t in texts], dtype=np.float32)
 
 
 async def test_async_path_does_not_block_the_event_loop() -> None:

@@ -9,9 +9,10 @@ budget and a budget per page live here once; the adapters only convert types.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hrefine.errors import EmptyInputError
 
@@ -19,12 +20,16 @@ if TYPE_CHECKING:
     from hrefine.html.prune import HtmlPruner
     from hrefine.html.result import PruneResult
 
+logger = logging.getLogger(__name__)
+
 __all__ = [
     "DocumentOutcome",
     "aprune_documents",
     "check_query",
     "document_outcomes",
     "empty_outcome",
+    "log_dropped",
+    "outcome_metadata",
     "prune_documents",
 ]
 
@@ -208,3 +213,49 @@ async def aprune_documents(
 
     per_page = await asyncio.gather(*(one(i, page) for i, page in enumerate(pages)))
     return _flatten(per_page)
+
+
+def log_dropped(outcomes: Sequence[DocumentOutcome], unit: str = "documents") -> int:
+    """Log the pages left out (none of their blocks fitted) and return how many there are."""
+    dropped = [o.index for o in outcomes if not o.kept]
+    if dropped:
+        logger.info(
+            "HtmlRAG left out %d of %d %s (no block fitted the budget): indices %s",
+            len(dropped),
+            len(outcomes),
+            unit,
+            dropped,
+        )
+    return len(dropped)
+
+
+def outcome_metadata(
+    outcome: DocumentOutcome, *, tokens: int, tokenizer: str, dropped: int
+) -> dict[str, Any]:
+    """The ``relevance_score`` and ``hrefine_*`` keys both adapters add to a returned page.
+
+    Parameters
+    ----------
+    outcome:
+        The page's outcome.
+    tokens:
+        Tokens of its pruned HTML, counted by ``tokenizer``.
+    tokenizer:
+        Name of the budget tokenizer.
+    dropped:
+        Pages of the same call left out (so a drop is never silent).
+    """
+    meta: dict[str, Any] = {
+        "relevance_score": outcome.score,
+        "hrefine_method": "htmlrag",
+        "hrefine_tokens": int(tokens),
+        "hrefine_budget": outcome.budget,
+        "hrefine_budget_scope": "shared" if outcome.shared_budget else "document",
+        "hrefine_tokenizer": tokenizer,
+        "hrefine_blocks_kept": outcome.blocks_kept,
+        "hrefine_blocks_total": outcome.blocks_total,
+        "hrefine_dropped_documents": dropped,
+    }
+    if outcome.stage2_score is not None:
+        meta["hrefine_stage2_score"] = outcome.stage2_score
+    return meta
