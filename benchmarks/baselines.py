@@ -2,7 +2,9 @@
 
 Every dataset of ``../shared/data`` is scored by its gold (see ``docs/evaluation.md``):
 
-- wtq (strict questions), L-Eval nq/cuad/qasper/quality: answer containment;
+- wtq (strict questions), L-Eval nq/cuad/qasper: answer containment;
+- L-Eval quality: recall of the gold option's content words (``option_recall``; the options
+  paraphrase the story, so containment is ~0 and is not tabulated);
 - hotpotqa: supporting-paragraph recall and answer containment;
 - articles: gold-text token recall.
 

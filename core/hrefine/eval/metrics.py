@@ -4,6 +4,9 @@ All text metrics compare *normalised* text (:func:`normalize_answer`): Unicode N
 thousands separators removed (``"1,000"`` == ``"1000"``), punctuation and symbols turned into
 spaces, the articles *a*/*an*/*the* dropped, whitespace collapsed. Containment is whole-word: the
 answer ``"1"`` is not found in ``"10"``.
+
+The bag-of-words recalls (:func:`token_recall`, :func:`option_recall`) compare
+:func:`hrefine.models.lexical_tokens` instead.
 """
 
 from __future__ import annotations
@@ -16,12 +19,14 @@ from collections.abc import Sequence
 from hrefine.models.lexical import lexical_tokens
 
 __all__ = [
+    "OPTION_STOPWORDS",
     "UNSCORABLE_ANSWERS",
     "answer_containment",
     "answer_recall",
     "compression_ratio",
     "exact_match",
     "normalize_answer",
+    "option_recall",
     "paragraph_recall",
     "scorable_answers",
     "token_f1",
@@ -34,6 +39,31 @@ UNSCORABLE_ANSWERS = frozenset({"yes", "no", "unanswerable", "none", "n a"})
 _THOUSANDS = re.compile(r"(?<=\d)[,\u00a0\u202f\u2009'’](?=\d{3}(?!\d))")
 _ARTICLES = re.compile(r"\b(?:a|an|the)\b")
 _SPACES = re.compile(r"\s+")
+
+_OPTION_STOPWORD_GROUPS = {
+    "articles and determiners": "a an the this that these those some any each every all both "
+    "either neither such",
+    "pronouns": "i me my mine myself we us our ours ourselves you your yours yourself yourselves "
+    "he him his himself she her hers herself it its itself they them their theirs themselves "
+    "who whom whose which what whoever whatever someone something anyone anything",
+    "auxiliaries": "am is are was were be been being have has had having do does did doing "
+    "will would shall should can could may might must",
+    "prepositions": "about above across after against along among around as at before behind "
+    "below beneath beside besides between beyond by despite down during except for from in "
+    "inside into near of off on onto out outside over per since through throughout to toward "
+    "towards under until unto up upon via with within without",
+    "conjunctions": "and but or nor so yet if because although though while whereas unless than "
+    "whether",
+    # what lexical_tokens cuts from contractions and possessives: "Korvin's" -> "korvin", "s"
+    "fragments": "s t d ll m re ve",
+}
+#: Function words :func:`option_recall` ignores, as :func:`hrefine.models.lexical_tokens` yields
+#: them: articles and determiners, pronouns, auxiliaries, prepositions, conjunctions, and the
+#: fragments the tokenizer cuts from contractions and possessives. Negations ("not", "never",
+#: "no") are kept: they decide between options.
+OPTION_STOPWORDS = frozenset(w for words in _OPTION_STOPWORD_GROUPS.values() for w in words.split())
+#: A leading option letter: "(B) ", "B) ".
+_OPTION_LABEL = re.compile(r"^\s*(?:\(\s*[A-Za-z]\s*\)|[A-Z]\))\s*")
 
 
 def _fold_char(ch: str) -> str:
@@ -211,6 +241,44 @@ def token_recall(context: str, gold_text: str) -> float | None:
         None when the gold text has no tokens.
     """
     gold = Counter(lexical_tokens(gold_text))
+    total = sum(gold.values())
+    if not total:
+        return None
+    got = Counter(lexical_tokens(context))
+    return sum(min(n, got[t]) for t, n in gold.items()) / total
+
+
+def option_recall(context: str, gold_option: str) -> float | None:
+    """Bag-of-words recall of a multiple-choice gold option's content words.
+
+    A reader-free proxy for multiple choice (QuALITY): options paraphrase the story, so the
+    option text is rarely found verbatim, but a context that keeps the passage the option is
+    about keeps much of its wording. The option's leading letter ("(B)") is stripped, its
+    :func:`hrefine.models.lexical_tokens` (case- and accent-folded words, as for
+    :func:`token_recall`) minus :data:`OPTION_STOPWORDS` are the gold, each counted as often as
+    it occurs and matched at most as often as it occurs in ``context``. It measures how much of
+    the gold option's wording the context keeps, not whether a reader would pick that option.
+
+    Parameters
+    ----------
+    context:
+        The compressed context (plain text).
+    gold_option:
+        The text of the correct option, with or without its letter.
+
+    Returns
+    -------
+    float or None
+        Matched content tokens over all content tokens; None when the option has none (only
+        function words).
+
+    Examples
+    --------
+    >>> option_recall("They let him escape.", "(B) They wanted him to escape")
+    0.5
+    """
+    text = _OPTION_LABEL.sub("", gold_option, count=1)
+    gold = Counter(t for t in lexical_tokens(text) if t not in OPTION_STOPWORDS)
     total = sum(gold.values())
     if not total:
         return None

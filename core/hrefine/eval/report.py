@@ -24,6 +24,7 @@ _METRIC_LABELS = {
     "support_recall": "supporting-paragraph recall",
     "fact_recall": "supporting-sentence recall",
     "token_recall": "gold-text token recall",
+    "option_recall": "gold-option word recall",
     "reader_em": "reader EM",
     "reader_f1": "reader F1",
 }

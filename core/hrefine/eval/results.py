@@ -11,6 +11,7 @@ from hrefine.eval.loaders import EvalItem
 from hrefine.eval.metrics import (
     answer_containment,
     compression_ratio,
+    option_recall,
     paragraph_recall,
     token_recall,
 )
@@ -166,7 +167,10 @@ def score_output(item: EvalItem, context: str) -> dict[str, float | None]:
     - ``containment``: the answers occur (all of them, or any for alternative references);
     - ``support_recall``: fraction of gold supporting paragraphs fully present;
     - ``fact_recall``: fraction of gold supporting sentences fully present;
-    - ``token_recall``: bag-of-words recall of the gold text.
+    - ``token_recall``: bag-of-words recall of the gold text;
+    - ``option_recall``: bag-of-words recall of a multiple-choice gold option's content words
+      (``extra["gold_option"]``, QuALITY), a reader-free proxy where the option paraphrases the
+      document and containment is almost always 0.
 
     Parameters
     ----------
@@ -192,6 +196,8 @@ def score_output(item: EvalItem, context: str) -> dict[str, float | None]:
         out["fact_recall"] = paragraph_recall(text, extra["supporting_sentences"])
     if "gold_text" in extra:
         out["token_recall"] = token_recall(text, str(extra["gold_text"]))
+    if "gold_option" in extra:
+        out["option_recall"] = option_recall(text, str(extra["gold_option"]))
     return out
 
 

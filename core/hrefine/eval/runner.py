@@ -203,7 +203,7 @@ def _dataset_metrics(dataset: str, items: Sequence[EvalItem]) -> tuple[str, list
         for key in score_output(probe, ""):
             if key not in found:
                 found.append(key)
-    preferred = ["token_recall", "support_recall", "containment", "fact_recall"]
+    preferred = ["token_recall", "support_recall", "option_recall", "containment", "fact_recall"]
     ordered = [m for m in preferred if m in found] or ["containment"]
     return ordered[0], ordered
 

@@ -9,6 +9,7 @@ from hrefine.eval.metrics import (
     compression_ratio,
     exact_match,
     normalize_answer,
+    option_recall,
     paragraph_recall,
     scorable_answers,
     token_f1,
@@ -98,6 +99,42 @@ def test_token_recall_is_bag_of_words_recall() -> None:
     assert token_recall("The the CAT sat on mat", "the cat sat on the mat") == 1.0
     assert token_recall("x", "") is None
     assert token_recall("1000 people", "1,000 people") == 1.0
+
+
+def test_option_recall_ignores_function_words() -> None:
+    # content words: wanted, escape, quickly; "they", "him", "to" are not counted
+    assert option_recall("escape", "They wanted him to escape quickly") == pytest.approx(1 / 3)
+    assert option_recall("they him to", "They wanted him to escape quickly") == 0.0
+    # contraction and possessive fragments are dropped, the words they hang on are kept
+    assert option_recall("korvin wouldn", "Korvin's guards wouldn't") == pytest.approx(2 / 3)
+    # negations are content: they tell options apart
+    assert option_recall("he did go", "He did not go") == pytest.approx(1 / 2)
+
+
+def test_option_recall_strips_the_option_letter() -> None:
+    assert option_recall("the ship landed", "(B) The ship landed") == 1.0
+    assert option_recall("the ship landed", "B) The ship landed") == 1.0
+    assert option_recall("the ship landed", "( c ) The ship landed") == 1.0
+    # without stripping, "b" would be a content word the context lacks
+    assert option_recall("ship", "(B) ship") == 1.0
+    # only a leading letter is a label
+    assert option_recall("ship", "ship (B)") == pytest.approx(1 / 2)
+
+
+def test_option_recall_folds_case_and_unicode_and_counts_repeats() -> None:
+    assert option_recall("ZÜRICH Café", "zurich cafe") == 1.0
+    assert option_recall("Zu\u0308rich", "(A) Zürich") == 1.0  # combining diaeresis
+    assert option_recall("1000 credits", "(C) 1,000 credits") == 1.0
+    # each gold word counts as often as it occurs, matched at most as often as in the context
+    assert option_recall("robots", "robots build robots") == pytest.approx(1 / 3)
+    assert option_recall("robots robots build", "robots build robots") == 1.0
+
+
+def test_option_recall_is_none_without_content_words() -> None:
+    assert option_recall("anything at all", "(A) It was the one he had.") is not None  # "one"
+    assert option_recall("anything at all", "(D) It was what they had.") is None
+    assert option_recall("anything", "(B)") is None
+    assert option_recall("anything", "") is None
 
 
 def test_exact_match_and_f1_follow_squad_normalisation() -> None:

@@ -6,7 +6,16 @@ import json
 from pathlib import Path
 
 import pytest
-from hrefine.eval import EvalItem, LeadCompressor, evaluate_items, run_eval, run_many, score_output
+from hrefine.eval import (
+    DATASETS,
+    EvalItem,
+    LeadCompressor,
+    evaluate_items,
+    load_dataset,
+    run_eval,
+    run_many,
+    score_output,
+)
 from hrefine.eval.cli import eval_app
 from hrefine.eval.report import markdown_tables
 from typer.testing import CliRunner
@@ -87,6 +96,43 @@ def test_score_output_uses_the_gold_each_item_has() -> None:
     )
     scores = score_output(item, "<p>alpha beta</p>")
     assert scores == {"containment": None, "support_recall": 1.0, "token_recall": 2 / 3}
+
+
+def test_score_output_on_quality_scores_the_gold_option(shared_data: Path) -> None:
+    item = load_dataset("leval-quality", shared_data)[0]
+    unrelated = load_dataset("hotpotqa", shared_data, limit=1)[0].document
+    full = score_output(item, item.document)
+    other = score_output(item, unrelated)
+    assert set(full) == {"containment", "option_recall"}
+    assert full["containment"] == 0.0  # the gold option paraphrases the story
+    assert full["option_recall"] is not None and full["option_recall"] > 0.5
+    assert other["option_recall"] is not None and other["option_recall"] < full["option_recall"]
+    assert score_output(item, "")["option_recall"] == 0.0
+
+
+def test_quality_headline_metric_is_option_recall() -> None:
+    assert DATASETS["leval-quality"].primary_metric == "option_recall"
+    run = {
+        "dataset": "leval-quality",
+        "method": "lead",
+        "budgets": [512],
+        "metrics": ["option_recall"],
+        "summaries": [
+            {
+                "budget": 512,
+                "metrics": {"option_recall": 0.25, "containment": 0.0},
+                "scored": {"option_recall": 3, "containment": 3},
+                "tokens_in": 100.0,
+                "tokens_out": 50.0,
+                "ms_per_item": 1.0,
+                "over_budget": 0,
+                "errors": 0,
+            }
+        ],
+    }
+    md = markdown_tables({"runs": [run]})
+    assert "| leval-quality | 3 | gold-option word recall | lead | 0.250 |" in md
+    assert "answer containment" not in md
 
 
 def test_cli_runs_end_to_end_and_writes_json_md_png(shared_data: Path, tmp_path: Path) -> None:
