@@ -59,6 +59,11 @@ class HtmlRagCompressor(BaseDocumentCompressor):
         Largest block, in words.
     boilerplate:
         Remove navigation, footers and similar boilerplate while cleaning.
+    omit_end_tags:
+        Leave out the end tags HTML makes optional (``</td>``, ``</tr>``, ``</li>``…) where
+        they may go: the page parses the same and a table costs about half the tokens.
+    lexical_weight:
+        Weight of the BM25 match added to a dense scorer's block scores (None: 0.3; 0: off).
     prune_together:
         True (as in the paper): all documents compete for one budget, and a document with no
         block in the best set is left out. False: each document is pruned to ``max_tokens`` on
@@ -90,6 +95,15 @@ class HtmlRagCompressor(BaseDocumentCompressor):
     lm: Any = Field(default=None, description="LocalLM for the generative stage; None: default.")
     max_words: int = Field(default=256, gt=0, description="Largest block, in words.")
     boilerplate: bool = Field(default=True, description="Remove boilerplate while cleaning.")
+    omit_end_tags: bool = Field(
+        default=True,
+        description="Leave out optional end tags (</td>, </li>...): same page, fewer tokens.",
+    )
+    lexical_weight: float | None = Field(
+        default=None,
+        ge=0,
+        description="Weight of the BM25 match added to dense block scores; None: 0.3.",
+    )
     prune_together: bool = Field(
         default=True,
         description="Prune all documents against one budget (True) or each on its own (False).",
@@ -111,6 +125,8 @@ class HtmlRagCompressor(BaseDocumentCompressor):
             id(self.lm),
             self.max_words,
             self.boilerplate,
+            self.omit_end_tags,
+            self.lexical_weight,
         )
 
     def _get_pruner(self) -> Any:
@@ -127,6 +143,8 @@ class HtmlRagCompressor(BaseDocumentCompressor):
                 generative=self.generative,
                 lm=self.lm,
                 boilerplate=self.boilerplate,
+                omit_end_tags=self.omit_end_tags,
+                lexical_weight=self.lexical_weight,
             )
             self._pruner_key = key
         return self._pruner

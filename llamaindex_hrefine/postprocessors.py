@@ -45,6 +45,11 @@ class HtmlRagNodePostprocessor(BaseNodePostprocessor):
     left out because none of their blocks made the budget). These keys are excluded from the LLM
     and embed views, so they do not count against the budget in the prompt.
 
+    The settings are those of ``langchain_hrefine.HtmlRagCompressor`` (``max_tokens``,
+    ``scorer``, ``tokenizer``, ``generative``, ``lm``, ``max_words``, ``boilerplate``,
+    ``omit_end_tags``, ``lexical_weight``, ``prune_together``), with ``embed_model`` (a LlamaIndex
+    ``BaseEmbedding`` or an hrefine ``Embedder``) in place of ``embeddings``.
+
     Examples
     --------
     >>> from llama_index.core.schema import NodeWithScore, TextNode
@@ -87,6 +92,15 @@ class HtmlRagNodePostprocessor(BaseNodePostprocessor):
     boilerplate: bool = Field(
         default=True, description="Remove navigation, footers and other boilerplate."
     )
+    omit_end_tags: bool = Field(
+        default=True,
+        description="Leave out optional end tags (</td>, </li>...): same page, fewer tokens.",
+    )
+    lexical_weight: float | None = Field(
+        default=None,
+        ge=0,
+        description="Weight of the BM25 match added to dense block scores; None: 0.3.",
+    )
     prune_together: bool = Field(
         default=True,
         description=(
@@ -116,6 +130,8 @@ class HtmlRagNodePostprocessor(BaseNodePostprocessor):
             id(self.lm),
             self.max_words,
             self.boilerplate,
+            self.omit_end_tags,
+            self.lexical_weight,
         )
 
     def _get_pruner(self) -> Any:
@@ -132,6 +148,8 @@ class HtmlRagNodePostprocessor(BaseNodePostprocessor):
                 generative=self.generative,
                 lm=self.lm,
                 boilerplate=self.boilerplate,
+                omit_end_tags=self.omit_end_tags,
+                lexical_weight=self.lexical_weight,
             )
             self._pruner_key = key
         return self._pruner

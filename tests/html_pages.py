@@ -72,3 +72,18 @@ class SlowScorer:
         time.sleep(0.3)
         words = set(keyword_tokens(query))
         return np.array([len(words & set(keyword_tokens(t))) for t in texts], dtype=np.float32)
+
+
+#: Small pages with every end tag HTML makes optional, nested and next to ones it does not.
+END_TAG_CASES = [
+    "<table><tr><td>a</td><td>b</td></tr><tr><th>c</th></tr></table>",
+    "<table><thead><tr><th>h</th></tr></thead><tbody><tr><td>1</td></tr></tbody>"
+    "<tfoot><tr><td>f</td></tr></tfoot></table>",
+    "<table><tr><td><table><tr><td>inner</td></tr></table></td><td>outer</td></tr></table>",
+    "<ul><li>a<ul><li>b</li></ul></li><li>c</li></ul>",
+    "<ol><li>one</li><li>two</li></ol><p>after</p>",
+    "<dl><dt>term</dt><dd>definition</dd><dt>t2</dt><dd>d2</dd></dl>",
+    "<div><p>one</p><p>two</p><table><tr><td><p>in a cell</p></td></tr></table></div>",
+    "<p>a</p> <p>b</p><a><p>in a link</p></a><pre>x</pre><p>last</p>",
+    "<td>stray</td><li>stray item</li>",
+]

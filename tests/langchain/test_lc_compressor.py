@@ -154,6 +154,18 @@ def test_changing_a_setting_rebuilds_the_pruner() -> None:
     assert compressor._get_pruner() is not first
 
 
+def test_end_tag_and_lexical_settings_reach_the_pruner(documents: list[Document]) -> None:
+    compact = _compressor(max_tokens=400, lexical_weight=0.5)
+    full = _compressor(max_tokens=400, omit_end_tags=False, lexical_weight=0)
+    assert compact._get_pruner().lexical_weight == 0.5 and compact._get_pruner().omit_end_tags
+    assert full._get_pruner().lexical_weight == 0 and not full._get_pruner().omit_end_tags
+    with_tags = "".join(d.page_content for d in full.compress_documents(documents, QUERY))
+    without = "".join(d.page_content for d in compact.compress_documents(documents, QUERY))
+    assert "</td>" in with_tags and "</td>" not in without
+    with pytest.raises(ValidationError):
+        _compressor(lexical_weight=-1)
+
+
 async def test_async_path_does_not_block_the_event_loop(documents: list[Document]) -> None:
     compressor = _compressor(scorer=SlowScorer(), max_tokens=200)
     ticks = 0

@@ -99,6 +99,19 @@ def test_shared_budget_is_met_and_answer_kept() -> None:
     assert out[0].node.metadata["hrefine_dropped_documents"] == 3
 
 
+def test_end_tag_and_lexical_settings_reach_the_pruner() -> None:
+    compact = _post(max_tokens=400, lexical_weight=0.5)
+    full = _post(max_tokens=400, omit_end_tags=False, lexical_weight=0)
+    assert compact._get_pruner().lexical_weight == 0.5 and compact._get_pruner().omit_end_tags
+    assert full._get_pruner().lexical_weight == 0 and not full._get_pruner().omit_end_tags
+
+    def text(post: HtmlRagNodePostprocessor) -> str:
+        out = post.postprocess_nodes(make_nodes(), query_str=QUERY)
+        return "".join(n.node.get_content(metadata_mode=MetadataMode.NONE) for n in out)
+
+    assert "</td>" in text(full) and "</td>" not in text(compact)
+
+
 def test_per_node_budget() -> None:
     counter = get_counter("regex")
     out = _post(max_tokens=50, prune_together=False).postprocess_nodes(

@@ -8,6 +8,7 @@ out, their text kept), built by the standard library's tokenizer, which has no d
 from __future__ import annotations
 
 import codecs
+import functools
 import html as html_lib
 import re
 from html.parser import HTMLParser
@@ -184,7 +185,15 @@ def flatten_markup(text: str, limit: int) -> str:
 
 def reaches_depth(root: Any, depth: int) -> bool:
     """Whether any element lies ``depth`` or more levels below ``root`` (evaluated in C)."""
-    return bool(root.xpath("boolean(//*[count(ancestor::*) >= $n])", n=depth))
+    return bool(_depth_query(depth)(root))
+
+
+@functools.lru_cache(maxsize=8)
+def _depth_query(depth: int) -> Any:
+    # A path of depth + 1 child steps from the document root: one pass over the levels, where
+    # counting every element's ancestors costs the depth once per element.
+    etree = require("lxml.etree", "html")
+    return etree.XPath("boolean(/" + "/*" * (depth + 1) + ")")
 
 
 def parse_document(html: str | bytes, *, max_depth: int = 200) -> Any:

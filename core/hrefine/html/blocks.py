@@ -27,6 +27,8 @@ __all__ = ["BlockForest", "build_block_tree", "build_forest"]
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 # Scoring context is kept short: the embedder reads only its first few hundred word pieces.
 _MAX_CONTEXT_CHARS = 200
+# A previous sibling with at most this many words may be a label of the element after it.
+_LABEL_WORDS = 16
 # Wrappers that are never a block themselves: their children are always visited.
 _TRANSPARENT = frozenset({"html", "head", "body"})
 _DOC_STRIDE = 1_000_000_000
@@ -154,6 +156,7 @@ class _Contexts:
                     header, header_row = self.table_header(tables[-1])
                     if el is not header_row:
                         parts.append(header)
+                parts.append(_label(el))
                 node.metadata["context"] = " | ".join(p for p in parts if p)[:_MAX_CONTEXT_CHARS]
             if tag == "table":
                 tables.append(el)
@@ -163,6 +166,31 @@ class _Contexts:
                     chain.pop()
                 chain.append((level, normalize_space(text_content(el))[:120]))
                 heading = " > ".join([self.base] * bool(self.base) + [h for _, h in chain])
+
+
+def _label(el: Any) -> str:
+    """Text of a short element just before ``el`` that names it, or "".
+
+    A label and its value often sit in neighbouring elements (``<dt>``/``<dd>``, a one-line list
+    or paragraph before the list or table it introduces, a row header cell): scored alone, the
+    value misses the words of the question that the label holds. The label is the previous
+    sibling of ``el`` (or of the ancestors ``el`` opens as their first child) when it is a
+    different element, not a heading (headings are in the context already) and short.
+    """
+    cur = el
+    while cur is not None:
+        prev = cur.getprevious()
+        if prev is not None:
+            tag = prev.tag
+            if not isinstance(tag, str) or tag == cur.tag or tag in _HEADINGS:
+                return ""
+            text = normalize_space(text_content(prev))
+            return text if 0 < count_words(text) <= _LABEL_WORDS else ""
+        parent = cur.getparent()
+        if parent is None or parent.tag in {"body", "html"}:
+            return ""
+        cur = parent
+    return ""
 
 
 def _indexed_names(children: Sequence[Any]) -> list[str]:

@@ -8,8 +8,10 @@ text and link text stay.
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from types import SimpleNamespace
 from typing import Any
 
 from hrefine._optional import require
@@ -218,18 +220,37 @@ def _is_hidden(attrib: Any) -> bool:
     return bool(style and _HIDDEN_STYLE.search(style))
 
 
+@functools.lru_cache(maxsize=1)
+def _queries() -> Any:
+    """Compiled XPath queries that pick the few candidates of each pass in C."""
+    etree = require("lxml.etree", "html")
+
+    def any_tag(tags: Iterable[str]) -> str:
+        return " or ".join(f"self::{t}" for t in sorted(tags))
+
+    return SimpleNamespace(
+        # Elements that may be hidden (by attribute) and <head> content other than the title;
+        # junk tags are found by lxml's tag filter (an XPath name test per tag is far slower).
+        hidden=etree.XPath(
+            "descendant::*/@hidden/.. | descendant::*/@aria-hidden/.. | descendant::*/@style/.."
+            " | descendant::head/*[not(self::title)]"
+        ),
+        boiler=etree.XPath(f"descendant::*[{any_tag(_BOILER_TAGS)} or @role or @class or @id]"),
+        attributed=etree.XPath("descendant::*[@*]"),
+        bare_img=etree.XPath("descendant::img[not(@alt)]"),
+    )
+
+
 def _remove_junk(root: Any) -> None:
-    doomed = []
-    for el in root.iterdescendants():
-        tag = el.tag
-        if not isinstance(tag, str):  # a comment or processing instruction the parser kept
-            doomed.append(el)
-            continue
-        attrib = el.attrib
-        if (
-            tag in _JUNK_TAGS
-            or (attrib and _is_hidden(attrib))
-            or (tag != "title" and el.getparent().tag == "head")
+    etree = require("lxml.etree", "html")
+    # Comments and processing instructions the parser kept, and the junk elements.
+    doomed = [
+        el for el in root.iterdescendants(etree.Comment, etree.ProcessingInstruction, *_JUNK_TAGS)
+    ]
+    for el in _queries().hidden(root):
+        parent = el.getparent()
+        if (el.tag != "title" and parent is not None and parent.tag == "head") or _is_hidden(
+            el.attrib
         ):
             doomed.append(el)
     for el in doomed:  # an element inside a removed one goes with it; removing it first is harmless
@@ -247,7 +268,13 @@ def _is_boilerplate(el: Any) -> bool:
         return True  # citation markers ("[12]") that only point to the reference list
     if attrib.get("role", "").lower() in _BOILER_ROLES:
         return True
-    names = f"{attrib.get('class', '')} {attrib.get('id', '')}".lower()
+    return _boilerplate_names(f"{attrib.get('class', '')} {attrib.get('id', '')}")
+
+
+@functools.lru_cache(maxsize=4096)
+def _boilerplate_names(names: str) -> bool:
+    # Cached: a page repeats a few class names on hundreds of elements.
+    names = names.lower()
     if not names.strip():
         return False
     if any(s in names for s in _BOILER_SUBSTRINGS):
@@ -263,20 +290,18 @@ def _remove_boilerplate(root: Any) -> None:
     if total == 0:
         return
     chosen: list[Any] = []
-    chosen_set: set[Any] = set()
+    inside: set[Any] = set()  # descendants of chosen elements (which never overlap)
     removed = 0
-    for el in body.iterdescendants():
-        if not isinstance(el.tag, str) or not _is_boilerplate(el):
+    for el in _queries().boiler(body):
+        if el in inside or not _is_boilerplate(el):
             continue
-        if any(a in chosen_set for a in el.iterancestors()):
-            continue  # already inside a removed element
         if el.find(".//main") is not None or el.find(".//article") is not None:
             continue
         size = len(text_content(el))
         if size > _MAX_BOILER_SHARE * total:
             continue
         chosen.append(el)
-        chosen_set.add(el)
+        inside.update(el.iterdescendants())
         removed += size
     if removed > _MAX_TOTAL_BOILER_SHARE * total:
         return
@@ -286,28 +311,22 @@ def _remove_boilerplate(root: Any) -> None:
 
 def _strip_attributes(root: Any, keep: frozenset[str], *, keep_links: bool) -> None:
     """Drop meaningless attributes, alt-less images and inline wrappers without meaning."""
-    unwrap = []
-    drop = []
-    for el in root.iterdescendants():
+    queries = _queries()
+    for el in queries.attributed(root):
         attrib = el.attrib
-        if attrib:
-            for name, value in list(attrib.items()):
-                lname = name.lower()
-                if (
-                    lname not in keep
-                    or (lname in {"colspan", "rowspan"} and value.strip() in {"", "1"})
-                    or (lname == "alt" and not value.strip())
-                ):
-                    del attrib[name]
-        tag = el.tag
-        if tag == "img" and "alt" not in attrib:
-            drop.append(el)
-        elif tag in _UNWRAP_TAGS or (tag == "a" and not keep_links):
-            unwrap.append(el)
-    for el in drop:
+        for name, value in list(attrib.items()):
+            lname = name.lower()
+            if (
+                lname not in keep
+                or (lname in {"colspan", "rowspan"} and value.strip() in {"", "1"})
+                or (lname == "alt" and not value.strip())
+            ):
+                del attrib[name]
+    for el in queries.bare_img(root):
         drop_tree(el)
-    for el in reversed(unwrap):  # innermost first
-        drop_tag(el)
+    etree = require("lxml.etree", "html")
+    # Unwrapped in C; text and tails stay in place, as drop_tag would leave them.
+    etree.strip_tags(root, *_UNWRAP_TAGS, *(() if keep_links else ("a",)))
 
 
 def _normalize_whitespace(root: Any) -> None:
@@ -381,6 +400,6 @@ def _merge_wrappers(root: Any) -> None:
 
 
 def _has_visible_text(root: Any) -> bool:
-    if _has_text(text_content(root)):
+    if any(s and not s.isspace() for s in root.itertext()):
         return True
     return any(img.get("alt") for img in root.iter("img"))

@@ -26,7 +26,7 @@ from hrefine.html._text import element_text
 from hrefine.html.blocks import BlockForest, build_forest, inner_html, serialize_element
 from hrefine.html.clean import clean_document, serialize
 from hrefine.html.fill import Fit, fill, inherit_scores, reports
-from hrefine.html.render import Renderer
+from hrefine.html.render import Renderer, omit_end_tags
 from hrefine.html.result import EMPTY, BlockReport, PruneResult
 from hrefine.html.tokentree import build_prompt, path_scores
 from hrefine.models.lexical import BM25Scorer
@@ -96,6 +96,10 @@ class HtmlPruner:
         Budget of stage 1; default ``max_tokens``, or ``4 * max_tokens`` when generative.
     boilerplate:
         Remove navigation, footers, cookie banners and sidebars while cleaning.
+    omit_end_tags:
+        Leave out the end tags HTML makes optional (``</td>``, ``</tr>``, ``</li>``, ``</p>``…)
+        where they may go: the parsed page is the same and a table costs about half the
+        tokens, so more of it fits the budget. False writes every end tag.
     lexical_weight:
         Weight of the BM25 match (scaled to [0, 1] by the page's best match) added to the
         stage-1 scores of a dense scorer (embedding, cross-encoder): names, dates and numbers
@@ -115,6 +119,7 @@ class HtmlPruner:
         fine_max_words: int = 128,
         stage1_max_tokens: int | None = None,
         boilerplate: bool = True,
+        omit_end_tags: bool = True,
         lexical_weight: float | None = None,
     ) -> None:
         if max_words < 1 or fine_max_words < 1:
@@ -129,6 +134,7 @@ class HtmlPruner:
         self.fine_max_words = fine_max_words
         self.stage1_max_tokens = stage1_max_tokens
         self.boilerplate = boilerplate
+        self.omit_end_tags = omit_end_tags
         if lexical_weight is not None and lexical_weight < 0:
             msg = f"lexical_weight must be >= 0, got {lexical_weight}"
             raise ValueError(msg)
@@ -214,7 +220,13 @@ class HtmlPruner:
         group_ids = _containers(forest)
         texts = [_scoring_text(forest, i) for i in ids]
         texts += [_group_text(forest, g) for g in group_ids]
-        all_scores = self._score(query, texts)
+        tables = _enclosing_tables(forest, ids, set(group_ids))
+        # A row's meaning is its table's (scored as a whole); only its words tell rows apart,
+        # so rows get the table's dense score plus their own BM25 match and are not embedded.
+        # Rows are most of a data-heavy page's text: this is where the embedding time goes.
+        index = {g: len(ids) + k for k, g in enumerate(group_ids)}
+        borrow = [index[tables[i]] if i in tables else None for i in ids]
+        all_scores = self._score(query, texts, borrow + [None] * len(group_ids))
         group_scores = dict(zip(group_ids, all_scores[len(ids) :].tolist(), strict=True))
         scores1 = _inherit_table_scores(forest, ids, all_scores[: len(ids)], group_scores)
         fit1 = fill(
@@ -260,13 +272,27 @@ class HtmlPruner:
         return await loop.run_in_executor(None, call)
 
     # -- steps -----------------------------------------------------------------------------
-    def _score(self, query: str, texts: list[str]) -> np.ndarray:
-        """Stage-1 scores: the scorer's, plus the weighted BM25 match for dense scorers."""
+    def _score(
+        self, query: str, texts: list[str], borrow: Sequence[int | None] | None = None
+    ) -> np.ndarray:
+        """Stage-1 scores: the scorer's, plus the weighted BM25 match for dense scorers.
+
+        ``borrow[k] = j`` gives text ``k`` the dense score of text ``j`` instead of scoring it
+        (BM25 still scores every text itself).
+        """
         if not texts:
             return np.zeros(0, dtype=np.float64)
         scorer = self.scorer
-        scores = np.asarray(scorer.score(query, texts), dtype=np.float64)
         lexical = isinstance(scorer, BM25Scorer)
+        if lexical or borrow is None or all(b is None for b in borrow):
+            scores = np.asarray(scorer.score(query, texts), dtype=np.float64)
+        else:
+            own = [k for k, b in enumerate(borrow) if b is None]
+            scores = np.full(len(texts), np.nan, dtype=np.float64)
+            scores[own] = np.asarray(scorer.score(query, [texts[k] for k in own]), dtype=np.float64)
+            for k, b in enumerate(borrow):
+                if b is not None:
+                    scores[k] = scores[b]
         weight = 0.0 if lexical else self.lexical_weight
         if weight is None:
             weight = _LEXICAL_WEIGHT
@@ -318,15 +344,22 @@ class HtmlPruner:
         counter = self.counter
         limit = max(int(budget * _BLOCK_SHARE), _MIN_SPLIT_TOKENS)
         counted: dict[str, int] = {}
+        compact = omit_end_tags if self.omit_end_tags else _same
 
         def too_big(tag: str, block_html: str) -> bool:
+            block_html = compact(block_html)
             counted[block_html] = n = counter.count(block_html)
             # A row, item or paragraph is split only if it cannot fit at all: its pieces would
             # read badly and each would be scored without the rest.
             return n > (budget if tag in _TEXT_UNITS else limit)
 
         forest = build_forest(roots, max_words=max_words, too_big=too_big, doc_ids=doc_ids)
+        forest.tree.metadata["omit_end_tags"] = self.omit_end_tags
         ids = forest.block_ids()
+        for i in ids:
+            meta = forest.tree.nodes[i].metadata
+            if meta["is_leaf"]:
+                meta["html"] = compact(meta["html"])
         htmls = [forest.tree.nodes[i].metadata["html"] for i in ids]
         missing = [h for h in htmls if h not in counted]
         counted.update(zip(missing, counter.count_many(missing), strict=True))
@@ -335,7 +368,7 @@ class HtmlPruner:
         groups: dict[int, int] = {}
         for node in forest.tree.nodes:
             if node.metadata["tag"] in _GROUP_TAGS and not node.metadata.get("is_leaf", False):
-                whole = serialize_element(forest.elements[node.id])
+                whole = compact(serialize_element(forest.elements[node.id]))
                 cost = counted.get(whole)
                 if cost is None:
                     cost = counter.count(whole)
@@ -363,6 +396,8 @@ class HtmlPruner:
         multi = len(roots) > 1
         bodies = [_body_html(root) for root in roots]
         shown = "".join(f"<div>{b}</div>" for b in bodies) if multi else bodies[0]
+        if self.omit_end_tags:
+            shown = omit_end_tags(shown)
         prompt = build_prompt(lm, f"<html><body>{shown}</body></html>", query)
         paths = [_prompt_path(forest, i, multi) for i in ids]
         result = path_scores(lm, prompt, paths)
@@ -384,6 +419,10 @@ class HtmlPruner:
         return fit, reports(forest, ids, costs, fit, inherited, result.scores, located)
 
 
+def _same(html: str) -> str:
+    return html
+
+
 def _scoring_text(forest: BlockForest, node_id: int) -> str:
     node = forest.tree.nodes[node_id]
     context = node.metadata.get("context") or ""
@@ -397,6 +436,21 @@ def _containers(forest: BlockForest) -> list[int]:
         for n in forest.tree.nodes
         if n.metadata["tag"] in _GROUP_TAGS and not n.metadata.get("is_leaf", False)
     ]
+
+
+def _enclosing_tables(forest: BlockForest, ids: Sequence[int], tables: set[int]) -> dict[int, int]:
+    """Block id -> the nearest enclosing table among ``tables`` (blocks inside one only)."""
+    tree = forest.tree
+    out: dict[int, int] = {}
+    for i in ids:
+        node = tree.nodes[i]
+        while node.parents:
+            node = tree.nodes[node.parents[0]]
+            if node.metadata["tag"] == "table":
+                if node.id in tables:
+                    out[i] = node.id
+                break
+    return out
 
 
 def _inherit_table_scores(

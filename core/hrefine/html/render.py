@@ -10,16 +10,53 @@ wrapper (``div``, ``section``…) left with a single child and no text is not wr
 from __future__ import annotations
 
 import html as html_lib
+import re
 from collections.abc import Iterable
 from typing import Any
 
 from hrefine.html._text import GENERIC_TAGS
 from hrefine.html.blocks import BlockForest
 
-__all__ = ["Renderer"]
+__all__ = ["Renderer", "omit_end_tags"]
 
 # Page wrappers: written as their content only (a pruned page is an HTML fragment).
 _UNWRITTEN = frozenset({"html", "head", "body"})
+
+# End tags HTML lets a writer omit (WHATWG HTML, "Optional tags"), each with what must follow
+# it directly for the omission to be allowed: a sibling that closes it implicitly, or the end of
+# its parent. A parser rebuilds the same tree, and a table row costs about half the tokens.
+# (dt/dd are left alone: libxml2's parser, unlike browsers, nests a <dd> in an open <dd>.)
+_FOLLOWERS = {
+    "td": r"<t[dh][\s>]|</tr>",
+    "th": r"<t[dh][\s>]|</tr>",
+    "tr": r"<tr[\s>]|</(?:tbody|thead|tfoot|table)>",
+    "li": r"<li[\s>]|</(?:ul|ol|menu)>",
+    "thead": r"<t(?:body|foot)[\s>]",
+    "tbody": r"<t(?:body|foot)[\s>]|</table>",
+    "tfoot": r"</table>",
+    "p": (
+        r"<(?:p|div|ul|ol|dl|table|h[1-6]|blockquote|pre|section|article|aside|header|footer"
+        r"|nav|hr|address|figure|form|main|menu|details|fieldset)[\s>/]"
+        r"|</(?:div|td|th|li|dd|section|article|aside|header|footer|blockquote|main|figure"
+        r"|form|details|body)>"
+    ),
+}
+_OPTIONAL_END = re.compile(
+    "|".join(f"</{tag}>(?=(?:{after}))" for tag, after in _FOLLOWERS.items())
+)
+
+
+def omit_end_tags(html: str) -> str:
+    """``html`` without the end tags HTML makes optional where they may go (same parsed tree).
+
+    ``</td>``, ``</th>``, ``</tr>``, ``</li>``, ``</thead>``, ``</tbody>``, ``</tfoot>`` and
+    ``</p>`` are dropped only where the element is directly
+    followed by a sibling that closes it or by its parent's end tag. Meant for serialised
+    HTML (text escaped); an input with ``</`` inside an attribute value is returned unchanged.
+    """
+    if '="' in html and re.search(r'="[^"]*</', html):
+        return html
+    return _OPTIONAL_END.sub("", html)
 
 
 class Renderer:
@@ -62,10 +99,13 @@ class Renderer:
     def render(self, kept: Iterable[int]) -> list[str]:
         """HTML of each document with only the ``kept`` node ids (``""`` where none is kept)."""
         leaf, own, alive = self._split(kept)
-        return [
+        docs = [
             self._write(root, leaf, own, alive) if root in alive else ""
             for root in self.forest.roots
         ]
+        if self.forest.tree.metadata.get("omit_end_tags"):
+            docs = [omit_end_tags(d) for d in docs]
+        return docs
 
     def written(self, kept: Iterable[int]) -> list[list[Any]]:
         """The elements :meth:`render` writes tags for, per document, in document order.

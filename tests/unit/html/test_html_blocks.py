@@ -71,7 +71,29 @@ def test_table_rows_get_header_context() -> None:
     row_blocks = [b for b in _blocks(tree) if b.metadata["tag"] == "tr"]
     assert len(row_blocks) == 81
     assert row_blocks[5].metadata["context"] == "Top scorers | Season 1999 Name | Goals"
-    assert row_blocks[0].metadata["context"] == "Top scorers"  # the header row itself
+    # The header row: no header of its own, but the caption just before it labels it.
+    assert row_blocks[0].metadata["context"] == "Top scorers | Season 1999"
+
+
+def test_a_short_element_before_a_block_is_its_label() -> None:
+    # Label and value in neighbouring elements, as on Wikipedia record pages and in <dl>s.
+    filler = " ".join(f"word{i}" for i in range(60))
+    html = (
+        "<h2>Records</h2>"
+        "<ul><li>Most points in a quarter</li></ul>"
+        f"<dl><dd>58 by Wilt Chamberlain on January 25, 1960. {filler}</dd></dl>"
+        f"<dl><dt>Most assists</dt><dd>30 by Scott Skiles. {filler}</dd></dl>"
+        f"<p>{filler} a long paragraph is not a label</p>"
+        f"<p>Next paragraph. {filler}</p>"
+        f"<ul><li>first item {filler}</li><li>second item {filler}</li></ul>"
+    )
+    tree = build_block_tree(html, max_words=40)
+    context = {b.text.split()[0]: b.metadata["context"] for b in _blocks(tree)}
+    assert context["58"] == "Records | Most points in a quarter"
+    assert context["30"] == "Records | Most assists"
+    assert context["Next"] == "Records"  # the paragraph before it is too long
+    assert context["second"] == "Records"  # list items are peers, not labels
+    assert context["Most"] == "Records"  # a heading is in the context already, once
 
 
 def test_block_tree_without_cleaning_keeps_raw_structure() -> None:

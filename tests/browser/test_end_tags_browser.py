@@ -1,0 +1,30 @@
+"""A browser's HTML parser rebuilds the same DOM from pruned HTML without optional end tags."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hrefine.html import HtmlPruner
+from hrefine.html.render import omit_end_tags
+from html_pages import END_TAG_CASES
+
+pytestmark = pytest.mark.browser
+
+BODY = "() => document.body.innerHTML"
+
+
+def _dom(tab: Any, html: str) -> str:
+    tab.page.set_content(f"<!DOCTYPE html><html><body>{html}</body></html>")
+    return str(tab.page.evaluate(BODY))
+
+
+def test_chromium_builds_the_same_dom(tab: Any, shared_data: Path) -> None:
+    for html in END_TAG_CASES:
+        assert _dom(tab, omit_end_tags(html)) == _dom(tab, html), html
+    page = (shared_data / "wtq" / "pages" / "200-11.html").read_bytes()
+    for question in ("who won the most medals?", "which year had the fewest entries?"):
+        pruned = HtmlPruner(scorer="bm25", omit_end_tags=False).prune(page, question, 1500).html
+        assert "</td>" in pruned
+        assert _dom(tab, omit_end_tags(pruned)) == _dom(tab, pruned)
