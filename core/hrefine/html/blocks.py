@@ -100,6 +100,24 @@ def _subtree_words(el: Any) -> int:
     return count_words(" ".join(_text_and_alts()(el)))
 
 
+def _words_or_unknown(el: Any) -> int:
+    """:func:`_subtree_words`, except -1 (some words) or 0 for a page wrapper with children.
+
+    ``<html>`` and ``<body>`` are always opened, so their count (a pass over the whole page,
+    once per wrapper) is never needed; whether they hold a word at all is.
+    """
+    if el.tag not in _TRANSPARENT or len(el) == 0:
+        return _subtree_words(el)
+    for text in _text_and_alts()(el):
+        if _has_word(text):
+            return -1
+    return 0
+
+
+def _has_word(text: str) -> bool:
+    return count_words(text) > 0
+
+
 @functools.lru_cache(maxsize=1)
 def _text_and_alts() -> Any:
     # One compiled XPath: every text node and alt attribute below, in document order.
@@ -256,7 +274,7 @@ def _add_document(
     wanted: dict[Any, int] = {}
     # Queue items: (element, its words, parent node id or None, path, indexed path).
     queue: deque[tuple[Any, int, int | None, list[str], list[str]]] = deque(
-        [(root, _subtree_words(root), None, [str(root.tag)], [str(root.tag)])]
+        [(root, _words_or_unknown(root), None, [str(root.tag)], [str(root.tag)])]
     )
     while queue:
         el, words, parent, path, ipath = queue.popleft()
@@ -269,8 +287,8 @@ def _add_document(
         if expand:  # words of the children are needed only when they are visited
             for c in el:
                 if isinstance(c.tag, str):
-                    n = _subtree_words(c)
-                    if n > 0:
+                    n = _words_or_unknown(c)
+                    if n != 0:
                         children.append((c, n))
             expand = bool(children)
         meta: dict[str, Any] = {
@@ -282,6 +300,8 @@ def _add_document(
             "context": "",
         }
         if not expand:
+            if words < 0:
+                meta["words"] = _subtree_words(el)
             text = element_text(el)
             if el.tag in _TRANSPARENT:  # a page of bare text: the block is the body's content
                 leaf_html = inner_html(el)

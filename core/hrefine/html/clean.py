@@ -126,6 +126,10 @@ _BOILER_WORDS = frozenset(
         "printfooter",
         "noprint",
         "masthead",
+        # Citation lists: sources of the article, not its content.
+        "reflist",
+        "references",
+        "refbegin",
     ]
 )
 _BOILER_SUBSTRINGS = ("cookie", "consent", "gdpr", "sidebar", "navbar", "breadcrumb", "newsletter")
