@@ -86,4 +86,7 @@ END_TAG_CASES = [
     "<div><p>one</p><p>two</p><table><tr><td><p>in a cell</p></td></tr></table></div>",
     "<p>a</p> <p>b</p><a><p>in a link</p></a><pre>x</pre><p>last</p>",
     "<td>stray</td><li>stray item</li>",
+    # HTML5 elements that libxml2 nests in an open <p>, and a table (quirks mode nests it).
+    "<div><p>x</p><figure>y</figure><p>z</p><section>s</section></div>",
+    "<p>a</p><main>m</main><p>b</p><table><tr><td>t</td></tr></table>",
 ]

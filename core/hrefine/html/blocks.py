@@ -29,6 +29,12 @@ _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _MAX_CONTEXT_CHARS = 200
 # A previous sibling with at most this many words may be a label of the element after it.
 _LABEL_WORDS = 16
+# How many first-child levels up a label is looked for.
+_LABEL_STEPS = 4
+# Elements never labelled (a term is a label itself) and elements that are never labels:
+# headings and table headers are in the context already, a value is not a label.
+_NOT_LABELLED = frozenset({"dt", "html", "head", "body", "thead", "caption"})
+_NOT_LABELS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6", "head", "thead", "caption", "dd"})
 # Wrappers that are never a block themselves: their children are always visited.
 _TRANSPARENT = frozenset({"html", "head", "body"})
 _DOC_STRIDE = 1_000_000_000
@@ -108,14 +114,7 @@ def _words_or_unknown(el: Any) -> int:
     """
     if el.tag not in _TRANSPARENT or len(el) == 0:
         return _subtree_words(el)
-    for text in _text_and_alts()(el):
-        if _has_word(text):
-            return -1
-    return 0
-
-
-def _has_word(text: str) -> bool:
-    return count_words(text) > 0
+    return -1 if _has_word(el) else 0
 
 
 @functools.lru_cache(maxsize=1)
@@ -191,24 +190,46 @@ def _label(el: Any) -> str:
 
     A label and its value often sit in neighbouring elements (``<dt>``/``<dd>``, a one-line list
     or paragraph before the list or table it introduces, a row header cell): scored alone, the
-    value misses the words of the question that the label holds. The label is the previous
-    sibling of ``el`` (or of the ancestors ``el`` opens as their first child) when it is a
-    different element, not a heading (headings are in the context already) and short.
+    value misses the words of the question that the label holds. The label is the nearest
+    previous sibling with text of ``el`` (or of the ancestors ``el`` opens as their first
+    child, as long as no text comes first) when it is another kind of element, not a heading or
+    part of a table header (already in the context), and at most ``_LABEL_WORDS`` words.
     """
+    if el.tag in _NOT_LABELLED:
+        return ""
     cur = el
-    while cur is not None:
+    for _ in range(_LABEL_STEPS):
         prev = cur.getprevious()
+        while prev is not None and isinstance(prev.tag, str) and not _has_word(prev):
+            prev = prev.getprevious()  # an empty <br> or image between them
         if prev is not None:
             tag = prev.tag
-            if not isinstance(tag, str) or tag == cur.tag or tag in _HEADINGS:
+            if not isinstance(tag, str) or tag == cur.tag or tag in _NOT_LABELS:
                 return ""
-            text = normalize_space(text_content(prev))
-            return text if 0 < count_words(text) <= _LABEL_WORDS else ""
+            if prev.tail and prev.tail.strip():
+                return ""  # text between them: the label is not directly before
+            return _short_text(prev)
         parent = cur.getparent()
-        if parent is None or parent.tag in {"body", "html"}:
+        if parent is None or parent.tag in _TRANSPARENT or (parent.text or "").strip():
             return ""
         cur = parent
     return ""
+
+
+def _short_text(el: Any) -> str:
+    """The text of ``el`` when it has at most ``_LABEL_WORDS`` words, else "" (stops early)."""
+    parts: list[str] = []
+    words = 0
+    for text in el.itertext():
+        words += count_words(text)
+        if words > _LABEL_WORDS:
+            return ""
+        parts.append(text)
+    return normalize_space(" ".join(parts))
+
+
+def _has_word(el: Any) -> bool:
+    return any(count_words(t) for t in _text_and_alts()(el))
 
 
 def _indexed_names(children: Sequence[Any]) -> list[str]:

@@ -30,6 +30,7 @@ from hrefine.html.render import Renderer, omit_end_tags
 from hrefine.html.result import EMPTY, BlockReport, PruneResult
 from hrefine.html.tokentree import build_prompt, path_scores
 from hrefine.models.lexical import BM25Scorer
+from hrefine.models.scorers import EmbeddingScorer
 
 __all__ = ["MIN_BUDGET", "HtmlPruner"]
 
@@ -207,7 +208,9 @@ class HtmlPruner:
             raise BudgetTooSmallError(msg, budget=max_tokens, smallest=MIN_BUDGET)
         counter = self.counter
         roots, doc_ids, cleaned = self._clean_all(docs)
-        original_tokens = counter.count("\n".join(c for c in cleaned if c))
+        # The whole cleaned input, written as the output is (with or without optional end tags).
+        whole = "\n".join(c for c in cleaned if c)
+        original_tokens = counter.count(omit_end_tags(whole) if self.omit_end_tags else whole)
         stage1_budget = self.stage1_max_tokens or (
             4 * max_tokens if self.generative else max_tokens
         )
@@ -221,11 +224,15 @@ class HtmlPruner:
         texts = [_scoring_text(forest, i) for i in ids]
         texts += [_group_text(forest, g) for g in group_ids]
         tables = _enclosing_tables(forest, ids, set(group_ids))
-        # A row's meaning is its table's (scored as a whole); only its words tell rows apart,
-        # so rows get the table's dense score plus their own BM25 match and are not embedded.
-        # Rows are most of a data-heavy page's text: this is where the embedding time goes.
+        # A row's meaning is its table's (scored as a whole); its words tell rows apart, so an
+        # embedder gives rows their table's score and BM25 their own (see _score). Rows are
+        # most of a data-heavy page's text: this is where the embedding time went.
         index = {g: len(ids) + k for k, g in enumerate(group_ids)}
-        borrow = [index[tables[i]] if i in tables else None for i in ids]
+        tags = [forest.tree.nodes[i].metadata["tag"] for i in ids]
+        borrow = [
+            index[tables[i]] if i in tables and tag == "tr" else None
+            for i, tag in zip(ids, tags, strict=True)
+        ]
         all_scores = self._score(query, texts, borrow + [None] * len(group_ids))
         group_scores = dict(zip(group_ids, all_scores[len(ids) :].tolist(), strict=True))
         scores1 = _inherit_table_scores(forest, ids, all_scores[: len(ids)], group_scores)
@@ -277,25 +284,18 @@ class HtmlPruner:
     ) -> np.ndarray:
         """Stage-1 scores: the scorer's, plus the weighted BM25 match for dense scorers.
 
-        ``borrow[k] = j`` gives text ``k`` the dense score of text ``j`` instead of scoring it
-        (BM25 still scores every text itself).
+        ``borrow[k] = j`` lets text ``k`` take the dense score of text ``j`` instead of being
+        embedded, when the scorer is an embedding and the BM25 match is applied (it is then
+        what tells such texts apart); otherwise every text is scored.
         """
         if not texts:
             return np.zeros(0, dtype=np.float64)
         scorer = self.scorer
         lexical = isinstance(scorer, BM25Scorer)
-        if lexical or borrow is None or all(b is None for b in borrow):
-            scores = np.asarray(scorer.score(query, texts), dtype=np.float64)
-        else:
-            own = [k for k, b in enumerate(borrow) if b is None]
-            scores = np.full(len(texts), np.nan, dtype=np.float64)
-            scores[own] = np.asarray(scorer.score(query, [texts[k] for k in own]), dtype=np.float64)
-            for k, b in enumerate(borrow):
-                if b is not None:
-                    scores[k] = scores[b]
         weight = 0.0 if lexical else self.lexical_weight
         if weight is None:
             weight = _LEXICAL_WEIGHT
+        bm25: np.ndarray | None = None
         if weight > 0:
             try:
                 bm25 = np.asarray(self._bm25().score(query, texts), dtype=np.float64)
@@ -303,10 +303,18 @@ class HtmlPruner:
                 if self.lexical_weight is not None:  # asked for explicitly
                     raise
                 logger.debug("bm25s is not installed; block scores use the scorer alone")
-                return scores
-            top = float(bm25.max())
-            if top > 0:
-                scores = scores + weight * bm25 / top
+        top = float(bm25.max()) if bm25 is not None and len(bm25) else 0.0
+        own = list(range(len(texts)))
+        if borrow is not None and top > 0 and isinstance(scorer, EmbeddingScorer):
+            own = [k for k, b in enumerate(borrow) if b is None]
+        scores = np.full(len(texts), np.nan, dtype=np.float64)
+        scores[own] = np.asarray(scorer.score(query, [texts[k] for k in own]), dtype=np.float64)
+        if len(own) < len(texts) and borrow is not None:
+            for k, b in enumerate(borrow):
+                if b is not None:
+                    scores[k] = scores[b]
+        if bm25 is not None and top > 0:
+            scores = scores + weight * bm25 / top
         return scores
 
     def _bm25(self) -> BM25Scorer:

@@ -34,9 +34,11 @@ _FOLLOWERS = {
     "thead": r"<t(?:body|foot)[\s>]",
     "tbody": r"<t(?:body|foot)[\s>]|</table>",
     "tfoot": r"</table>",
+    # Only starts that close an open <p> in libxml2 as well as in browsers (libxml2 nests the
+    # HTML5 sectioning elements in it), and never <table>: a browser in quirks mode, as for a
+    # fragment without a doctype, nests a table in an open <p>.
     "p": (
-        r"<(?:p|div|ul|ol|dl|table|h[1-6]|blockquote|pre|section|article|aside|header|footer"
-        r"|nav|hr|address|figure|form|main|menu|details|fieldset)[\s>/]"
+        r"<(?:p|div|ul|ol|dl|h[1-6]|blockquote|pre|hr|address|form|menu|fieldset)[\s>/]"
         r"|</(?:div|td|th|li|dd|section|article|aside|header|footer|blockquote|main|figure"
         r"|form|details|body)>"
     ),
@@ -49,12 +51,16 @@ _OPTIONAL_END = re.compile(
 def omit_end_tags(html: str) -> str:
     """``html`` without the end tags HTML makes optional where they may go (same parsed tree).
 
+    The same tree for HTML5 parsers (browsers, html5lib) and for libxml2 (lxml). Parsers that
+    follow neither, such as Python's ``html.parser``, may nest ``<li>a<li>b``; pass
+    ``omit_end_tags=False`` to the pruner for those.
+
     ``</td>``, ``</th>``, ``</tr>``, ``</li>``, ``</thead>``, ``</tbody>``, ``</tfoot>`` and
-    ``</p>`` are dropped only where the element is directly
-    followed by a sibling that closes it or by its parent's end tag. Meant for serialised
-    HTML (text escaped); an input with ``</`` inside an attribute value is returned unchanged.
+    ``</p>`` are dropped only where the element is directly followed by a sibling that closes
+    it or by its parent's end tag. Meant for serialised HTML (text escaped); an input with
+    ``</`` inside a quoted attribute value is returned unchanged.
     """
-    if '="' in html and re.search(r'="[^"]*</', html):
+    if re.search(r"""=(?:"[^"]*|'[^']*)</""", html):
         return html
     return _OPTIONAL_END.sub("", html)
 

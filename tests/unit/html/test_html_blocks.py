@@ -71,29 +71,36 @@ def test_table_rows_get_header_context() -> None:
     row_blocks = [b for b in _blocks(tree) if b.metadata["tag"] == "tr"]
     assert len(row_blocks) == 81
     assert row_blocks[5].metadata["context"] == "Top scorers | Season 1999 Name | Goals"
-    # The header row: no header of its own, but the caption just before it labels it.
-    assert row_blocks[0].metadata["context"] == "Top scorers | Season 1999"
+    # The header row: the caption before it is in the table's header context, not a label.
+    assert row_blocks[0].metadata["context"] == "Top scorers"
 
 
 def test_a_short_element_before_a_block_is_its_label() -> None:
     # Label and value in neighbouring elements, as on Wikipedia record pages and in <dl>s.
     filler = " ".join(f"word{i}" for i in range(60))
+    long_label = " ".join(f"intro{i}" for i in range(20))
     html = (
         "<h2>Records</h2>"
         "<ul><li>Most points in a quarter</li></ul>"
-        f"<dl><dd>58 by Wilt Chamberlain on January 25, 1960. {filler}</dd></dl>"
-        f"<dl><dt>Most assists</dt><dd>30 by Scott Skiles. {filler}</dd></dl>"
-        f"<p>{filler} a long paragraph is not a label</p>"
-        f"<p>Next paragraph. {filler}</p>"
-        f"<ul><li>first item {filler}</li><li>second item {filler}</li></ul>"
+        f"<dl><dd>Fiftyeight by Wilt Chamberlain on January 25, 1960. {filler}</dd></dl>"
+        f"<dl><dt>Assists</dt><dd>Thirty by Scott Skiles. {filler}</dd>"
+        f"<dt>Steals</dt><dd>Eleven by Larry Kenon. {filler}</dd></dl>"
+        f"<div>{long_label}</div><p>Afterlong paragraph. {filler}</p>"
+        f"<div>Short intro</div><br><p>Afterbreak paragraph. {filler}</p>"
+        f"<p>Samekind paragraph. {filler}</p>"
+        f"<ul><li>First item {filler}</li><li>Second item {filler}</li></ul>"
     )
     tree = build_block_tree(html, max_words=40)
     context = {b.text.split()[0]: b.metadata["context"] for b in _blocks(tree)}
-    assert context["58"] == "Records | Most points in a quarter"
-    assert context["30"] == "Records | Most assists"
-    assert context["Next"] == "Records"  # the paragraph before it is too long
-    assert context["second"] == "Records"  # list items are peers, not labels
-    assert context["Most"] == "Records"  # a heading is in the context already, once
+    assert context["Fiftyeight"] == "Records | Most points in a quarter"
+    assert context["Thirty"] == "Records | Assists"
+    assert context["Eleven"] == "Records | Steals"
+    assert context["Steals"] == "Records"  # a term is not labelled by the value before it
+    assert context["Afterlong"] == "Records"  # more than 16 words: not a label
+    assert context["Afterbreak"] == "Records | Short intro"  # an empty <br> is skipped
+    assert context["Samekind"] == "Records"  # the same kind of element: a peer
+    assert context["Second"] == "Records"  # list items are peers, not labels
+    assert context["Most"] == "Records"  # the heading is in the context already, once
 
 
 def test_block_tree_without_cleaning_keeps_raw_structure() -> None:

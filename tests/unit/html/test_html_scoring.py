@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hrefine.html import HtmlPruner, clean_html
 from hrefine.html.render import omit_end_tags
+from hrefine.testing import KeywordEmbedder
 
 
 class KeywordScorer:
@@ -98,3 +99,16 @@ def test_bm25_scorer_is_not_fused_with_itself() -> None:
     pruner = HtmlPruner(scorer="bm25")
     texts = ["alpha beta", "gamma"]
     assert np.allclose(pruner._score("alpha", texts), pruner.scorer.score("alpha", texts))
+
+
+def test_rows_are_not_embedded_when_bm25_tells_them_apart() -> None:
+    page = _page(60)
+    with_bm25 = KeywordEmbedder(dim=64)
+    HtmlPruner(embedder=with_bm25).prune(page, "how many votes did Name7 get?", 200)
+    alone = KeywordEmbedder(dim=64)
+    HtmlPruner(embedder=alone, lexical_weight=0).prune(page, "how many votes did Name7 get?", 200)
+    # 61 rows: embedded one by one only when the BM25 match is off.
+    assert alone.texts_embedded - with_bm25.texts_embedded >= 60
+    # The row that matches the question still wins among the table's rows.
+    result = HtmlPruner(embedder=KeywordEmbedder(dim=64)).prune(page, "votes of Name7", 40)
+    assert "Name7" in result.html
