@@ -11,8 +11,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Sequence
-from types import SimpleNamespace
-from typing import Any
+from typing import Any, NamedTuple
 
 from hrefine._optional import require
 from hrefine.errors import EmptyInputError
@@ -224,15 +223,24 @@ def _is_hidden(attrib: Any) -> bool:
     return bool(style and _HIDDEN_STYLE.search(style))
 
 
+class _Queries(NamedTuple):
+    """Compiled XPath queries (``lxml.etree.XPath``) that pick each pass's candidates in C."""
+
+    hidden: Any
+    boiler: Any
+    attributed: Any
+    bare_img: Any
+
+
 @functools.lru_cache(maxsize=1)
-def _queries() -> Any:
-    """Compiled XPath queries that pick the few candidates of each pass in C."""
+def _queries() -> _Queries:
+    """The :class:`_Queries`, compiled once."""
     etree = require("lxml.etree", "html")
 
     def any_tag(tags: Iterable[str]) -> str:
         return " or ".join(f"self::{t}" for t in sorted(tags))
 
-    return SimpleNamespace(
+    return _Queries(
         # Elements that may be hidden (by attribute) and <head> content other than the title;
         # junk tags are found by lxml's tag filter (an XPath name test per tag is far slower).
         hidden=etree.XPath(

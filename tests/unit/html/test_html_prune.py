@@ -221,3 +221,24 @@ def test_custom_scorer_object_and_tokenizer() -> None:
     result = pruner.prune(_story_page(), "anything", 40)
     assert "Beaverbrook" in result.html
     assert result.tokenizer == "regex" and result.stats["scorer"] == "last-wins"
+
+
+@pytest.mark.parametrize("omit", [True, False])
+def test_a_page_that_fits_is_kept_whole_and_counted_as_written(omit: bool) -> None:
+    # Input and output tokens are counted in the same writing, so keeping everything is
+    # reported as no compression, with or without optional end tags.
+    rows = "".join(f"<tr><td>{i}</td><td>Name{i}</td></tr>" for i in range(12))
+    page = f"<html><body><h1>Votes</h1><p>Intro.</p><table>{rows}</table></body></html>"
+    result = HtmlPruner(scorer="bm25", omit_end_tags=omit).prune(page, "Name7", 4000)
+    assert all(b.kept for b in result.blocks if b.block_id >= 0)
+    # The input is a whole document: only its <html><body> wrappers are not in the output.
+    assert result.tokens <= result.original_tokens <= result.tokens + 10
+    assert ("</td>" in result.html) is not omit
+
+
+def test_a_page_of_bare_text_under_tags_without_words_is_one_block() -> None:
+    # <body> holds the text itself; its only child element has no words.
+    tree_html = "<html><body>Plain words here and more<br><img src='x.png'></body></html>"
+    result = HtmlPruner(scorer="bm25").prune(tree_html, "plain words", 100)
+    assert "Plain words here and more" in result.html
+    assert [b.kept for b in result.blocks if b.block_id >= 0] == [True]
