@@ -1,11 +1,15 @@
-"""Small HTML pages and a slow scorer shared by the LangChain and LlamaIndex adapter tests."""
+"""Small HTML pages and helpers shared by several test folders (adapters, HTML, browser)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
+from hrefine.html import BlockReport, PruneResult
+from hrefine.html._load import LIBXML_MAX_DEPTH, parse_document
+from hrefine.html._text import element_text
 from hrefine.testing import keyword_tokens
 
 PAGES: dict[str, str] = {
@@ -90,3 +94,39 @@ END_TAG_CASES = [
     "<div><p>x</p><figure>y</figure><p>z</p><section>s</section></div>",
     "<p>a</p><main>m</main><p>b</p><table><tr><td>t</td></tr></table>",
 ]
+
+
+def raw_hostile_result() -> PruneResult:
+    """A result whose 'cleaned' page is raw hostile markup, as if cleaning had let it through."""
+    raw = (Path(__file__).parent / "data" / "html" / "hostile.html").read_text(encoding="utf-8")
+    root = parse_document(raw, max_depth=LIBXML_MAX_DEPTH)
+    elements = [e for e in root.iter() if isinstance(e.tag, str)]
+    blocks = []
+    for k, el in enumerate(elements):
+        if el.tag in {"h1", "p", "a", "img", "div", "td", "th", "script", "svg", "button"}:
+            blocks.append(
+                BlockReport(
+                    block_id=k,
+                    doc=0,
+                    tag_path=f"html>body>{el.tag}</script><script>window.__pwned=9</script>\u2028",
+                    text=element_text(el),
+                    tokens=3,
+                    stage1_score=float(k),
+                    stage2_score=None,
+                    rank=len(blocks),
+                    kept=len(blocks) % 2 == 0,
+                    reason=None if len(blocks) % 2 == 0 else "over_budget",
+                    element=k,
+                )
+            )
+    return PruneResult(
+        html="<p>x</p>",
+        documents=["<p>sent</script><script>window.__pwned=8</script></p>"],
+        blocks=blocks,
+        query="q </script><script>window.__pwned=7</script>",
+        budget=100,
+        tokens=10,
+        original_tokens=500,
+        cleaned=[raw],
+        tokenizer="fake",
+    )

@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hrefine.html import BlockReport, HtmlPruner, PruneResult
+from hrefine.html import HtmlPruner, PruneResult
 from hrefine.html._load import LIBXML_MAX_DEPTH, parse_document
 from hrefine.html._text import element_text, normalize_space
+from html_pages import raw_hostile_result
 
 # ``tab`` is tests/browser/conftest.py's Tab: a Playwright page plus what it reported.
 Tab = Any
@@ -140,36 +141,13 @@ def test_report_of_a_real_page(
     assert tab.csp_violations() == []
 
 
-def _raw_hostile_result() -> PruneResult:
-    """A result whose 'cleaned' page is the raw hostile markup, every element a block."""
-    raw = HOSTILE.read_text(encoding="utf-8")
-    root = parse_document(raw, max_depth=LIBXML_MAX_DEPTH)
-    elements = [e for e in root.iter() if isinstance(e.tag, str)]
-    blocks = [
-        BlockReport(k, 0, f"html>{el.tag}", element_text(el), 1, 1.0, None, k, k % 2 == 0, None, k)
-        for k, el in enumerate(elements)
-        if k > 0
-    ]
-    return PruneResult(
-        html="",
-        documents=["<p>sent</script><script>window.__pwned='sent'</script></p>"],
-        blocks=blocks,
-        query="</script><script>window.__pwned='query'</script>",
-        budget=100,
-        tokens=10,
-        original_tokens=500,
-        cleaned=[raw],
-        tokenizer="fake",
-    )
-
-
 @pytest.mark.parametrize("kind", ["pruned", "raw"])
 def test_hostile_page_scripts_never_run(tab: Tab, tmp_path: Path, kind: str) -> None:
     if kind == "pruned":
         query = "what is the answer? </script><script>window.__pwned='query'</script>"
         result = HtmlPruner(scorer="bm25").prune(HOSTILE.read_bytes(), query, 60)
     else:
-        result = _raw_hostile_result()
+        result = raw_hostile_result()
     path = tmp_path / "hostile-report.html"
     path.write_text(result.to_html(title="<img src=x onerror=alert(1)>"), encoding="utf-8")
     tab.open(path)

@@ -235,7 +235,7 @@ class HtmlPruner:
         ]
         all_scores = self._score(query, texts, borrow + [None] * len(group_ids))
         group_scores = dict(zip(group_ids, all_scores[len(ids) :].tolist(), strict=True))
-        scores1 = _inherit_table_scores(forest, ids, all_scores[: len(ids)], group_scores)
+        scores1 = _inherit_table_scores(ids, all_scores[: len(ids)], tables, group_scores)
         fit1 = fill(
             forest, ids, costs, scores1, stage1_budget, counter, len(docs), groups, group_scores
         )
@@ -447,7 +447,11 @@ def _containers(forest: BlockForest) -> list[int]:
 
 
 def _enclosing_tables(forest: BlockForest, ids: Sequence[int], tables: set[int]) -> dict[int, int]:
-    """Block id -> the nearest enclosing table among ``tables`` (blocks inside one only)."""
+    """Block id -> its nearest enclosing table, for blocks inside a table of ``tables``.
+
+    A block is never inside a table kept whole (a leaf), so its nearest table is split and
+    scored as a group: one of ``tables``.
+    """
     tree = forest.tree
     out: dict[int, int] = {}
     for i in ids:
@@ -462,25 +466,23 @@ def _enclosing_tables(forest: BlockForest, ids: Sequence[int], tables: set[int])
 
 
 def _inherit_table_scores(
-    forest: BlockForest, ids: Sequence[int], scores: np.ndarray, groups: dict[int, float]
+    ids: Sequence[int], scores: np.ndarray, tables: dict[int, int], groups: dict[int, float]
 ) -> np.ndarray:
-    """Each block inside a table scores at least as high as its nearest table as a whole.
+    """Each block inside a table (``tables``: block -> its table) scores at least as high as
+    that table as a whole (``groups``: table -> its score).
 
     A table too big for the budget is then kept as far as it goes: the rows that match the
     question best first, then its other rows in document order, rather than a few scattered
     rows of it among blocks from elsewhere.
     """
     out = scores.copy()
-    tree = forest.tree
     for k, i in enumerate(ids):
-        node = tree.nodes[i]
-        while node.parents:
-            node = tree.nodes[node.parents[0]]
-            if node.metadata["tag"] == "table" and node.id in groups:
-                score = groups[node.id]
-                if score > out[k] or (np.isnan(out[k]) and not np.isnan(score)):
-                    out[k] = score
-                break
+        table = tables.get(i)
+        if table is None:
+            continue
+        score = groups[table]
+        if score > out[k] or (np.isnan(out[k]) and not np.isnan(score)):
+            out[k] = score
     return out
 
 

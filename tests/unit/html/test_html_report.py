@@ -15,6 +15,7 @@ import pytest
 from hrefine.html import BlockReport, HtmlPruner, PruneResult, render_report
 from hrefine.html._load import LIBXML_MAX_DEPTH, parse_document
 from hrefine.html._text import element_text, own_text
+from html_pages import raw_hostile_result
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "html"
 
@@ -200,45 +201,9 @@ def _hostile_result(bm25: HtmlPruner, budget: int = 4000) -> PruneResult:
     )
 
 
-def _raw_result() -> PruneResult:
-    """A result whose 'cleaned' page is raw hostile markup, as if cleaning had let it through."""
-    raw = (DATA / "hostile.html").read_text()
-    root = parse_document(raw, max_depth=LIBXML_MAX_DEPTH)
-    elements = [e for e in root.iter() if isinstance(e.tag, str)]
-    blocks = []
-    for k, el in enumerate(elements):
-        if el.tag in {"h1", "p", "a", "img", "div", "td", "th", "script", "svg", "button"}:
-            blocks.append(
-                BlockReport(
-                    block_id=k,
-                    doc=0,
-                    tag_path=f"html>body>{el.tag}</script><script>window.__pwned=9</script>\u2028",
-                    text=element_text(el),
-                    tokens=3,
-                    stage1_score=float(k),
-                    stage2_score=None,
-                    rank=len(blocks),
-                    kept=len(blocks) % 2 == 0,
-                    reason=None if len(blocks) % 2 == 0 else "over_budget",
-                    element=k,
-                )
-            )
-    return PruneResult(
-        html="<p>x</p>",
-        documents=["<p>sent</script><script>window.__pwned=8</script></p>"],
-        blocks=blocks,
-        query="q </script><script>window.__pwned=7</script>",
-        budget=100,
-        tokens=10,
-        original_tokens=500,
-        cleaned=[raw],
-        tokenizer="fake",
-    )
-
-
 @pytest.mark.parametrize("kind", ["pruned", "raw"])
 def test_hostile_page_content_never_becomes_markup_or_code(bm25: HtmlPruner, kind: str) -> None:
-    result = _hostile_result(bm25) if kind == "pruned" else _raw_result()
+    result = _hostile_result(bm25) if kind == "pruned" else raw_hostile_result()
     report = render_report(result, title="<b onmouseover=alert(1)>t</b>")
     parsed = _tags(report)
     for tag, attrs in parsed.tags:
