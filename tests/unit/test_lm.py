@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from hrefine.errors import HrefineError, ModelNotFoundError
 from hrefine.models import lm as lm_module
+from hrefine.models._attention import eager_attention
 from hrefine.models.device import batch_size_for, pick_device, pick_dtype
 from hrefine.models.lm import LocalLM
 from lm_fixture import load_default_lm
@@ -138,14 +139,29 @@ def test_attention_per_segment_matches_full_attention_reference(lm: LocalLM) -> 
     # the hooks are gone once the append returns
     assert [len(m._forward_hooks) for m in attention_modules] == hooks_before
 
+    # capture switched the kernel for its pass only
+    assert lm.model.config._attn_implementation == "sdpa"
     ids = session.token_ids
-    with torch.no_grad():
+    with eager_attention(lm.model), torch.no_grad():
         out = lm.model(input_ids=torch.tensor([ids], device=lm.device), output_attentions=True)
     start = session.segments[-1][1]
     for name, s, e in session.segments[:-1]:
         per_layer = [a[0, :, start:, s:e].sum(-1).mean().item() for a in out.attentions]
         assert result.attention[name] == pytest.approx(float(np.mean(per_layer)), abs=1e-4)
     assert 0.0 < sum(result.attention.values()) <= 1.0 + 1e-6
+
+
+def test_fused_and_eager_kernels_give_the_same_next_token_scores(lm: LocalLM) -> None:
+    prompt = lm.chat_prompt("Which river flows through Paris? Answer in one word.")
+    fused = lm.session()
+    fused.append(prompt)
+    with eager_attention(lm.model):
+        assert lm.model.config._attn_implementation == "eager"
+        eager = lm.session()
+        eager.append(prompt)
+    assert lm.model.config._attn_implementation == "sdpa"
+    diff = np.abs(fused.next_token_logprobs() - eager.next_token_logprobs()).max()
+    assert diff < 1e-3
 
 
 def test_rollback_shares_the_prefix_without_recomputing_it(lm: LocalLM) -> None:

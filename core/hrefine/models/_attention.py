@@ -6,11 +6,40 @@ layer returns them, so capturing attention costs the memory of one layer's weigh
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from hrefine.errors import HrefineError
 
-__all__ = ["attention_hooks"]
+__all__ = ["attention_hooks", "eager_attention"]
+
+
+@contextmanager
+def eager_attention(model: Any) -> Iterator[None]:
+    """Run the model with the eager attention kernel inside the block, then restore its own.
+
+    Only the eager kernel hands its weights to the hooks; fused kernels (``sdpa``) are several
+    times faster on long prompts, so a model is loaded with one and switched for capture passes.
+    """
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    config = base.config
+    before = getattr(config, "_attn_implementation", "eager")
+    if before == "eager":
+        yield
+        return
+    switch = getattr(base, "set_attn_implementation", None)
+    try:
+        if switch is not None:
+            switch("eager")
+        else:
+            config._attn_implementation = "eager"
+        yield
+    finally:
+        if switch is not None:
+            switch(before)
+        else:
+            config._attn_implementation = before
 
 
 def attention_hooks(
@@ -30,8 +59,8 @@ def attention_hooks(
         weights = output[1] if isinstance(output, tuple) and len(output) > 1 else None
         if weights is None:
             message = (
-                "the attention layers returned no weights; "
-                "load the LM with attn_implementation='eager'"
+                "the attention layers returned no weights (this model's attention kernel "
+                "cannot be switched to 'eager'); load the LM with attn_implementation='eager'"
             )
             raise HrefineError(message)
         # weights: (batch, heads, new tokens, all tokens); reduce now and let the tensor go.

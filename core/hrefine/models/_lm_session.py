@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from hrefine.errors import HrefineError
-from hrefine.models._attention import attention_hooks
+from hrefine.models._attention import attention_hooks, eager_attention
 
 if TYPE_CHECKING:
     import torch
@@ -121,7 +122,10 @@ class LMSession:
             Name of the span, recorded in :attr:`segments`.
         capture_attention:
             Measure the attention from the new tokens to each earlier named segment. Weights are
-            reduced layer by layer inside forward hooks, so memory stays that of one layer.
+            reduced layer by layer inside forward hooks, so memory stays that of one layer. The
+            pass runs the eager attention kernel (the only one that returns weights), switched in
+            for this pass on a model loaded with a fused kernel; a session in another thread
+            running the same model meanwhile gets the same results, computed more slowly.
 
         Returns
         -------
@@ -165,25 +169,21 @@ class LMSession:
         hooks: list[Any] = []
         sums: dict[str, Any] = {}
         layers: list[int] = [0]
-        if segments is not None:
-            if getattr(model.config, "_attn_implementation", "eager") != "eager":
-                message = (
-                    "attention capture needs attn_implementation='eager'; this model runs "
-                    f"{model.config._attn_implementation!r}"
-                )
-                raise HrefineError(message)
-            hooks = attention_hooks(model, segments, sums, layers)
-        try:
-            with torch.no_grad():
-                out = model(
-                    input_ids=torch.tensor([ids], device=self.lm.device),
-                    past_key_values=self._cache,
-                    use_cache=True,
-                    **self.lm._logits_kwargs,
-                )
-        finally:
-            for hook in hooks:
-                hook.remove()
+        kernel = eager_attention(model) if segments is not None else nullcontext()
+        with kernel:
+            if segments is not None:
+                hooks = attention_hooks(model, segments, sums, layers)
+            try:
+                with torch.no_grad():
+                    out = model(
+                        input_ids=torch.tensor([ids], device=self.lm.device),
+                        past_key_values=self._cache,
+                        use_cache=True,
+                        **self.lm._logits_kwargs,
+                    )
+            finally:
+                for hook in hooks:
+                    hook.remove()
         self._cache = out.past_key_values
         self._logits = out.logits[0, -1].float()
         self.prefilled_tokens += len(ids)
