@@ -155,23 +155,32 @@ class Ours:
         from hrefine.budget import get_counter
         from hrefine.eval.baselines import ChunkCompressor, LeadCompressor
         from hrefine.html import HtmlPruner
-        from hrefine.models.embed import SentenceTransformerEmbedder, default_embedder_path
+        from hrefine.models.embed import (
+            DEFAULT_EMBEDDER_MAX_TOKENS,
+            SentenceTransformerEmbedder,
+            default_embedder_path,
+        )
 
         self.counter = get_counter(None)
-        # The library's default embedder settings; its vector cache is emptied before each timed
-        # (cold) call, see run_quality.
-        self.embedder = SentenceTransformerEmbedder(
-            str(default_embedder_path()), name="all-MiniLM-L6-v2"
-        )
+
+        def embedder() -> SentenceTransformerEmbedder:
+            # The library's default embedder settings (default_embedder()).
+            return SentenceTransformerEmbedder(
+                str(default_embedder_path()),
+                name="all-MiniLM-L6-v2",
+                max_seq_length=DEFAULT_EMBEDDER_MAX_TOKENS,
+            )
+
+        # The pruner's vector cache is emptied before each timed (cold) call, see run_quality;
+        # the chunk baseline has its own, kept: its page's chunk vectors are embedded once.
+        self.embedder = embedder()
         self.pruner_embed = HtmlPruner(
             scorer="embedding", embedder=self.embedder, max_words=MAX_WORDS
         )
         self.pruner_bm25 = HtmlPruner(scorer="bm25", max_words=MAX_WORDS)
         self.lead_text = LeadCompressor()
         self.bm25_chunks = ChunkCompressor("bm25", name=M_BM25_CHUNKS)
-        self.embed_chunks = ChunkCompressor(
-            "embedding", embedder=self.embedder, name=M_EMBED_CHUNKS
-        )
+        self.embed_chunks = ChunkCompressor("embedding", embedder=embedder(), name=M_EMBED_CHUNKS)
 
     def clear_vectors(self) -> None:
         """Empty the embedder's per-text vector cache, so the next call is timed cold."""

@@ -2,8 +2,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hrefine.errors import HrefineError
 from hrefine.models import BM25Scorer, get_scorer, lexical_tokens
-from hrefine.models.embed import CallableEmbedder, get_embedder
+from hrefine.models.embed import (
+    DEFAULT_EMBEDDER_MAX_TOKENS,
+    CallableEmbedder,
+    SentenceTransformerEmbedder,
+    default_embedder_path,
+    get_embedder,
+)
 
 
 def test_lexical_tokens_fold_case_accents_punctuation_and_thousands() -> None:
@@ -41,6 +48,21 @@ def test_default_embedder_rows_are_unit_length_and_cached(embedder: object) -> N
     np.testing.assert_array_equal(vecs[0], vecs[2])
     with pytest.raises(TypeError, match="sequence of texts"):
         embedder.embed("alpha")  # type: ignore[attr-defined]
+
+
+def test_default_embedder_reads_its_training_length(embedder: object) -> None:
+    # Word pieces past DEFAULT_EMBEDDER_MAX_TOKENS are not read; a model-length embedder reads them.
+    head = " ".join(["river"] * 140)
+    texts = [f"{head} mountains", f"{head} oceans"]
+    vecs = embedder.embed(texts)  # type: ignore[attr-defined]
+    np.testing.assert_array_equal(vecs[0], vecs[1])
+    full = SentenceTransformerEmbedder(str(default_embedder_path()))
+    assert full.model.max_seq_length == 256
+    both = full.embed(texts)
+    assert not np.array_equal(both[0], both[1])
+    assert embedder.model.max_seq_length == DEFAULT_EMBEDDER_MAX_TOKENS  # type: ignore[attr-defined]
+    with pytest.raises(HrefineError, match="max_seq_length"):
+        SentenceTransformerEmbedder("unused", max_seq_length=0)
 
 
 def test_framework_style_embedders_are_wrapped_and_normalised() -> None:
