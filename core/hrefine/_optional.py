@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import sys
 from types import ModuleType
 
 from hrefine.errors import MissingDependencyError
@@ -21,6 +22,9 @@ def available(module: str) -> bool:
 
 def require(module: str, extra: str) -> ModuleType:
     """Import ``module`` or raise :class:`MissingDependencyError` naming ``extra``."""
+    loaded = sys.modules.get(module)
+    if loaded is not None:  # hot paths (serialising each block) call this per element
+        return loaded
     if not available(module):
         raise MissingDependencyError(module, extra)
     return importlib.import_module(module)

@@ -151,32 +151,26 @@ class _Contexts:
 
     def assign(self, root: Any, wanted: dict[Any, int], tree: Tree, offset: int) -> None:
         """Set ``order`` and ``metadata["context"]`` of the nodes in ``wanted`` (one pass)."""
-        etree = require("lxml.etree", "html")
         chain: list[tuple[int, str]] = []
         heading = self.base
-        tables: list[Any] = []
-        index = 0
-        for event, el in etree.iterwalk(root, events=("start", "end")):
+        # One pass in document order (a plain iteration: start/end events cost twice as much);
+        # a block's table is looked up among its own ancestors.
+        for index, el in enumerate(root.iter(), 1):
             tag = el.tag
-            if event == "end":
-                if tag == "table" and tables:
-                    tables.pop()
-                continue
-            index += 1
             nid = wanted.get(el)
             if nid is not None:
                 node = tree.nodes[nid]
                 node.order = offset + index
                 # Containers get a context too: a table or list scored as a whole uses it.
                 parts = [heading]
-                if tables and tag != "table":
-                    header, header_row = self.table_header(tables[-1])
-                    if el is not header_row:
-                        parts.append(header)
+                if tag != "table":
+                    table = next(el.iterancestors("table"), None)
+                    if table is not None:
+                        header, header_row = self.table_header(table)
+                        if el is not header_row:
+                            parts.append(header)
                 parts.append(_label(el))
                 node.metadata["context"] = " | ".join(p for p in parts if p)[:_MAX_CONTEXT_CHARS]
-            if tag == "table":
-                tables.append(el)
             level = _HEADINGS.get(tag) if isinstance(tag, str) else None
             if level is not None:
                 while chain and chain[-1][0] >= level:
@@ -229,7 +223,10 @@ def _short_text(el: Any) -> str:
 
 
 def _has_word(el: Any) -> bool:
-    return any(count_words(t) for t in _text_and_alts()(el))
+    # Lazily, stopping at the first word: the element may be a whole table.
+    if any(count_words(t) for t in el.itertext()):
+        return True
+    return any(count_words(img.get("alt") or "") for img in el.iter("img"))
 
 
 def _indexed_names(children: Sequence[Any]) -> list[str]:

@@ -64,6 +64,21 @@ def test_encodings_and_control_characters(pages: Path, name: str, expected: str)
     assert expected in _text(clean_html((pages / name).read_bytes()))
 
 
+@pytest.mark.parametrize("as_bytes", [False, True])
+def test_characters_xml_refuses_are_dropped_and_the_rest_kept(as_bytes: bool) -> None:
+    bad = "\x00\x01\x08\x0b\x0c\x0e\x1f\x7f\ufffe\uffff"
+    page = f"<p>Al{bad}pha ünïcødé {bad}Ωmega</p><p>tab\tnew\nline</p>"
+    out = _text(clean_html(page.encode("utf-8") if as_bytes else page))
+    assert "Alpha ünïcødé Ωmega" in out
+    assert "tab new line" in out
+    assert not any(ch in out for ch in bad)
+
+
+def test_lone_surrogates_are_dropped() -> None:
+    out = _text(clean_html("<p>Left\ud800 and\udfff right.</p><p>ok</p>"))
+    assert "Left and right." in out
+
+
 def test_undeclared_non_utf8_bytes_are_detected() -> None:
     raw = "<p>Ça coûte très cher à Genève, dit-elle à l'élève.</p>".encode("cp1252")
     assert "Ça coûte très cher à Genève" in _text(clean_html(raw))
