@@ -266,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m benchmarks.run``; returns the exit status."""
     parser = argparse.ArgumentParser(description="hrefine benchmark suite")
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--quick", action="store_true", help="quick suite, ~20 min on 2 cores")
+    mode.add_argument("--quick", action="store_true", help="quick suite (26-31 min on 2 CPU cores)")
     mode.add_argument("--full", action="store_true", help="full suite (GPU machines)")
     parser.add_argument("--only", default="", help="comma-separated benchmark names")
     parser.add_argument("--update-baseline", action="store_true", help="re-pin floors")
