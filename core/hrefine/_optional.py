@@ -23,7 +23,10 @@ def available(module: str) -> bool:
 def require(module: str, extra: str) -> ModuleType:
     """Import ``module`` or raise :class:`MissingDependencyError` naming ``extra``."""
     loaded = sys.modules.get(module)
-    if loaded is not None:  # hot paths (serialising each block) call this per element
+    spec = getattr(loaded, "__spec__", None)
+    # Hot paths (serialising each block) call this per element; a module another thread is
+    # still importing goes through import_module, which waits for it.
+    if loaded is not None and not getattr(spec, "_initializing", False):
         return loaded
     if not available(module):
         raise MissingDependencyError(module, extra)

@@ -7,6 +7,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import numpy as np
 import pytest
 from hrefine.errors import HrefineError, ModelNotFoundError
 from hrefine.models import lm as lm_module
-from hrefine.models._attention import eager_attention
+from hrefine.models._attention import KernelGate, eager_attention
 from hrefine.models.device import batch_size_for, pick_device, pick_dtype
 from hrefine.models.lm import LocalLM
 from lm_fixture import load_default_lm
@@ -162,6 +163,69 @@ def test_fused_and_eager_kernels_give_the_same_next_token_scores(lm: LocalLM) ->
     assert lm.model.config._attn_implementation == "sdpa"
     diff = np.abs(fused.next_token_logprobs() - eager.next_token_logprobs()).max()
     assert diff < 1e-3
+
+
+def test_kernel_gate_runs_a_switching_pass_alone() -> None:
+    gate = KernelGate()
+    events: list[str] = []
+    inside, release = threading.Event(), threading.Event()
+
+    def ordinary() -> None:
+        with gate.shared():
+            events.append("shared in")
+            inside.set()
+            release.wait(10)
+            events.append("shared out")
+
+    def switching() -> None:
+        with gate.alone():
+            events.append("alone")
+
+    first = threading.Thread(target=ordinary)
+    first.start()
+    assert inside.wait(10)
+    second = threading.Thread(target=switching)
+    second.start()
+    second.join(0.2)  # it must still be waiting for the running pass
+    assert events == ["shared in"]
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert events == ["shared in", "shared out", "alone"]
+
+
+def test_capture_in_one_thread_leaves_another_threads_scores_alone(lm: LocalLM) -> None:
+    prompt = lm.chat_prompt("Name a river that flows through Paris.")
+    single = lm.session()
+    single.append(prompt)
+    expected = single.next_token_logprobs()
+    scores: list[np.ndarray] = []
+    errors: list[BaseException] = []
+
+    def ordinary() -> None:
+        for _ in range(3):
+            session = lm.session()
+            session.append(prompt)
+            scores.append(session.next_token_logprobs())
+
+    def capturing() -> None:
+        try:
+            for _ in range(3):
+                session = lm.session()
+                session.append("Context: Paris is in France.", segment="doc")
+                session.append(" Where is Paris?", capture_attention=True)
+        except BaseException as exc:  # reported below, not lost in the thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=ordinary), threading.Thread(target=capturing)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors
+    assert len(scores) == 3
+    assert all(np.abs(s - expected).max() < 1e-4 for s in scores)
+    assert lm.model.config._attn_implementation == "sdpa"
 
 
 def test_rollback_shares_the_prefix_without_recomputing_it(lm: LocalLM) -> None:

@@ -6,13 +6,63 @@ layer returns them, so capturing attention costs the memory of one layer's weigh
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from hrefine.errors import HrefineError
 
-__all__ = ["attention_hooks", "eager_attention"]
+__all__ = ["KernelGate", "attention_hooks", "eager_attention"]
+
+
+class KernelGate:
+    """Ordinary passes over a model run side by side; a pass that switches its kernel runs alone.
+
+    The kernel is a setting of the shared model config: switched while another thread's pass is
+    half way, that pass would finish its layers on a kernel it did not prepare for (eager
+    attention without the causal mask the fused kernel builds itself). Waiting switchers keep
+    new ordinary passes out, so a switch is not starved.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._running = 0
+        self._alone = False
+        self._waiting = 0
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        """An ordinary pass: runs alongside other ordinary passes."""
+        with self._cond:
+            while self._alone or self._waiting:
+                self._cond.wait()
+            self._running += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._running -= 1
+                if not self._running:
+                    self._cond.notify_all()
+
+    @contextmanager
+    def alone(self) -> Iterator[None]:
+        """A pass that switches the kernel: waits for the running passes, keeps others out."""
+        with self._cond:
+            self._waiting += 1
+            try:
+                while self._alone or self._running:
+                    self._cond.wait()
+            finally:
+                self._waiting -= 1
+            self._alone = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._alone = False
+                self._cond.notify_all()
 
 
 @contextmanager
@@ -21,6 +71,7 @@ def eager_attention(model: Any) -> Iterator[None]:
 
     Only the eager kernel hands its weights to the hooks; fused kernels (``sdpa``) are several
     times faster on long prompts, so a model is loaded with one and switched for capture passes.
+    Callers hold the model's :class:`KernelGate` ``alone()`` around it.
     """
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     config = base.config

@@ -124,8 +124,8 @@ class LMSession:
             Measure the attention from the new tokens to each earlier named segment. Weights are
             reduced layer by layer inside forward hooks, so memory stays that of one layer. The
             pass runs the eager attention kernel (the only one that returns weights), switched in
-            for this pass on a model loaded with a fused kernel; a session in another thread
-            running the same model meanwhile gets the same results, computed more slowly.
+            for this pass on a model loaded with a fused kernel; passes of other threads on the
+            same model wait for it (and it for them).
 
         Returns
         -------
@@ -169,21 +169,23 @@ class LMSession:
         hooks: list[Any] = []
         sums: dict[str, Any] = {}
         layers: list[int] = [0]
-        kernel = eager_attention(model) if segments is not None else nullcontext()
-        with kernel:
-            if segments is not None:
-                hooks = attention_hooks(model, segments, sums, layers)
-            try:
-                with torch.no_grad():
-                    out = model(
-                        input_ids=torch.tensor([ids], device=self.lm.device),
-                        past_key_values=self._cache,
-                        use_cache=True,
-                        **self.lm._logits_kwargs,
-                    )
-            finally:
-                for hook in hooks:
-                    hook.remove()
+        gate = self.lm._gate
+        with gate.shared() if segments is None else gate.alone():
+            kernel = eager_attention(model) if segments is not None else nullcontext()
+            with kernel:
+                if segments is not None:
+                    hooks = attention_hooks(model, segments, sums, layers)
+                try:
+                    with torch.no_grad():
+                        out = model(
+                            input_ids=torch.tensor([ids], device=self.lm.device),
+                            past_key_values=self._cache,
+                            use_cache=True,
+                            **self.lm._logits_kwargs,
+                        )
+                finally:
+                    for hook in hooks:
+                        hook.remove()
         self._cache = out.past_key_values
         self._logits = out.logits[0, -1].float()
         self.prefilled_tokens += len(ids)

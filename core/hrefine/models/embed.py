@@ -149,7 +149,7 @@ class SentenceTransformerEmbedder:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             device = self.device or pick_device()
             try:
-                self._model = st.SentenceTransformer(
+                model = st.SentenceTransformer(
                     self.model_name_or_path, device=device, local_files_only=True
                 )
             except (OSError, ValueError) as exc:
@@ -159,7 +159,9 @@ class SentenceTransformerEmbedder:
                 )
                 raise ModelNotFoundError(msg) from exc
             if self.max_seq_length is not None:
-                self._model.max_seq_length = self.max_seq_length
+                model.max_seq_length = self.max_seq_length
+            # Published only once set up: another thread may embed as soon as it sees it.
+            self._model = model
             logger.info("loaded embedder %s on %s", self.name, device)
         return self._model
 

@@ -30,6 +30,7 @@ from typing import Any
 
 from hrefine._optional import require
 from hrefine.errors import EmptyInputError, HrefineError, ModelNotFoundError
+from hrefine.models._attention import KernelGate
 from hrefine.models._lm_session import AppendResult, LMSession
 from hrefine.models.device import batch_size_for, pick_device, pick_dtype
 
@@ -109,15 +110,18 @@ class LocalLM:
         self._adapters: list[str] = []
         self._active_adapter: str | None = None
         self._lock = threading.Lock()
+        self._gate = KernelGate()
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         del state["_lock"]  # copy.deepcopy and pickling (Ray workers) get a fresh lock
+        del state["_gate"]
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._lock = threading.Lock()
+        self._gate = KernelGate()
 
     def __repr__(self) -> str:
         path, device = self.model_name_or_path, self._device
@@ -327,7 +331,7 @@ class LocalLM:
             mask = [[0] * (width - len(encoded[i])) + [1] * len(encoded[i]) for i in chunk]
             input_ids = torch.tensor(ids, device=self.device)
             attention_mask = torch.tensor(mask, device=self.device)
-            with torch.random.fork_rng(devices=devices), torch.no_grad():
+            with self._gate.shared(), torch.random.fork_rng(devices=devices), torch.no_grad():
                 torch.manual_seed(seed)
                 out = model.generate(
                     input_ids=input_ids, attention_mask=attention_mask, generation_config=config
