@@ -240,7 +240,12 @@ def token_recall(context: str, gold_text: str) -> float | None:
     float or None
         None when the gold text has no tokens.
     """
-    gold = Counter(lexical_tokens(gold_text))
+    return _bag_recall(context, lexical_tokens(gold_text))
+
+
+def _bag_recall(context: str, gold_tokens: Sequence[str]) -> float | None:
+    """Gold tokens matched in ``context``'s tokens (each at most as often as it occurs there)."""
+    gold = Counter(gold_tokens)
     total = sum(gold.values())
     if not total:
         return None
@@ -278,12 +283,7 @@ def option_recall(context: str, gold_option: str) -> float | None:
     0.5
     """
     text = _OPTION_LABEL.sub("", gold_option, count=1)
-    gold = Counter(t for t in lexical_tokens(text) if t not in OPTION_STOPWORDS)
-    total = sum(gold.values())
-    if not total:
-        return None
-    got = Counter(lexical_tokens(context))
-    return sum(min(n, got[t]) for t, n in gold.items()) / total
+    return _bag_recall(context, [t for t in lexical_tokens(text) if t not in OPTION_STOPWORDS])
 
 
 def compression_ratio(tokens_out: int, tokens_in: int) -> float:

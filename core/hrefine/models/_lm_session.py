@@ -169,23 +169,23 @@ class LMSession:
         hooks: list[Any] = []
         sums: dict[str, Any] = {}
         layers: list[int] = [0]
-        gate = self.lm._gate
-        with gate.shared() if segments is None else gate.alone():
-            kernel = eager_attention(model) if segments is not None else nullcontext()
-            with kernel:
-                if segments is not None:
-                    hooks = attention_hooks(model, segments, sums, layers)
-                try:
-                    with torch.no_grad():
-                        out = model(
-                            input_ids=torch.tensor([ids], device=self.lm.device),
-                            past_key_values=self._cache,
-                            use_cache=True,
-                            **self.lm._logits_kwargs,
-                        )
-                finally:
-                    for hook in hooks:
-                        hook.remove()
+        capture = segments is not None
+        gate = self.lm._gate.alone() if capture else self.lm._gate.shared()
+        kernel = eager_attention(model) if capture else nullcontext()
+        with gate, kernel:
+            if segments is not None:
+                hooks = attention_hooks(model, segments, sums, layers)
+            try:
+                with torch.no_grad():
+                    out = model(
+                        input_ids=torch.tensor([ids], device=self.lm.device),
+                        past_key_values=self._cache,
+                        use_cache=True,
+                        **self.lm._logits_kwargs,
+                    )
+            finally:
+                for hook in hooks:
+                    hook.remove()
         self._cache = out.past_key_values
         self._logits = out.logits[0, -1].float()
         self.prefilled_tokens += len(ids)
