@@ -64,6 +64,9 @@ class HtmlRagCompressor(BaseDocumentCompressor):
         they may go: the page parses the same and a table costs about half the tokens.
     lexical_weight:
         Weight of the BM25 match added to a dense scorer's block scores (None: 0.3; 0: off).
+    narrow_tables:
+        A table bigger than the budget keeps every row of the columns that score best for the
+        query (and the rows the query names whole); False keeps whole rows only.
     prune_together:
         True (as in the paper): all documents compete for one budget, and a document with no
         block in the best set is left out. False: each document is pruned to ``max_tokens`` on
@@ -104,6 +107,10 @@ class HtmlRagCompressor(BaseDocumentCompressor):
         ge=0,
         description="Weight of the BM25 match added to dense block scores; None: 0.3.",
     )
+    narrow_tables: bool = Field(
+        default=True,
+        description="Narrow a table bigger than the budget to its best columns, every row kept.",
+    )
     prune_together: bool = Field(
         default=True,
         description="Prune all documents against one budget (True) or each on its own (False).",
@@ -127,6 +134,7 @@ class HtmlRagCompressor(BaseDocumentCompressor):
             self.boilerplate,
             self.omit_end_tags,
             self.lexical_weight,
+            self.narrow_tables,
         )
 
     def _get_pruner(self) -> Any:
@@ -145,6 +153,7 @@ class HtmlRagCompressor(BaseDocumentCompressor):
                 boilerplate=self.boilerplate,
                 omit_end_tags=self.omit_end_tags,
                 lexical_weight=self.lexical_weight,
+                narrow_tables=self.narrow_tables,
             )
             self._pruner_key = key
         return self._pruner

@@ -47,8 +47,9 @@ class HtmlRagNodePostprocessor(BaseNodePostprocessor):
 
     The settings are those of ``langchain_hrefine.HtmlRagCompressor`` (``max_tokens``,
     ``scorer``, ``tokenizer``, ``generative``, ``lm``, ``max_words``, ``boilerplate``,
-    ``omit_end_tags``, ``lexical_weight``, ``prune_together``), with ``embed_model`` (a LlamaIndex
-    ``BaseEmbedding`` or an hrefine ``Embedder``) in place of ``embeddings``.
+    ``omit_end_tags``, ``lexical_weight``, ``narrow_tables``, ``prune_together``), with
+    ``embed_model`` (a LlamaIndex ``BaseEmbedding`` or an hrefine ``Embedder``) in place of
+    ``embeddings``.
 
     Examples
     --------
@@ -101,6 +102,10 @@ class HtmlRagNodePostprocessor(BaseNodePostprocessor):
         ge=0,
         description="Weight of the BM25 match added to dense block scores; None: 0.3.",
     )
+    narrow_tables: bool = Field(
+        default=True,
+        description="Narrow a table bigger than the budget to its best columns, every row kept.",
+    )
     prune_together: bool = Field(
         default=True,
         description=(
@@ -132,6 +137,7 @@ class HtmlRagNodePostprocessor(BaseNodePostprocessor):
             self.boilerplate,
             self.omit_end_tags,
             self.lexical_weight,
+            self.narrow_tables,
         )
 
     def _get_pruner(self) -> Any:
@@ -150,6 +156,7 @@ class HtmlRagNodePostprocessor(BaseNodePostprocessor):
                 boilerplate=self.boilerplate,
                 omit_end_tags=self.omit_end_tags,
                 lexical_weight=self.lexical_weight,
+                narrow_tables=self.narrow_tables,
             )
             self._pruner_key = key
         return self._pruner

@@ -32,6 +32,7 @@ __all__ = [
     "default_data_dir",
     "load_dataset",
     "load_jsonl",
+    "repair_nq_html",
     "subset",
 ]
 
@@ -217,6 +218,21 @@ def _load_wtq(folder: Path) -> list[EvalItem]:
 
 
 _OPTION_PREFIX = re.compile(r"^\s*\(([A-D])\)\s*")
+# Natural Questions' tokenised HTML glues a cell's span to its tag name: ``<Th_colspan="2">``.
+_NQ_GLUED_SPAN = re.compile(r"<(t[hd])_((?:col|row)span=\"\d+\")>", re.I)
+
+
+def repair_nq_html(document: str) -> str:
+    """Natural Questions HTML with each glued cell span written as an attribute again.
+
+    NQ writes ``<Th_colspan="2">``; an HTML parser reads that as an unknown element named
+    ``th_colspan="2"``, so the cell loses its table role and its span. Repaired, it is
+    ``<Th colspan="2">``, and every method reads the same ordinary table.
+
+    >>> repair_nq_html('<Tr> <Th_colspan="2"> Production </Th> </Tr>')
+    '<Tr> <Th colspan="2"> Production </Th> </Tr>'
+    """
+    return _NQ_GLUED_SPAN.sub(r"<\1 \2>", document)
 
 
 def _leval(task: str) -> Callable[[Path], list[EvalItem]]:
@@ -233,6 +249,11 @@ def _leval(task: str) -> Callable[[Path], list[EvalItem]]:
                 extra["gold_option"] = answers[0]
                 extra["options"] = list(row.get("options", []))
                 answers = [_OPTION_PREFIX.sub("", a).strip() for a in answers]
+            path = folder / row["doc"]
+            doc_format = _doc_format(row["doc"])
+            text = None
+            if task == "nq" and doc_format == "html":
+                text = repair_nq_html(_read_document(path))
             items.append(
                 EvalItem(
                     id=row["id"],
@@ -240,10 +261,11 @@ def _leval(task: str) -> Callable[[Path], list[EvalItem]]:
                     answers=tuple(answers),
                     dataset=name,
                     doc_id=_doc_id(row["doc"]),
-                    doc_format=_doc_format(row["doc"]),
+                    doc_format=doc_format,
                     answer_mode="any",
                     extra=extra,
-                    doc_path=folder / row["doc"],
+                    doc_path=path,
+                    doc_text=text,
                 )
             )
         return items

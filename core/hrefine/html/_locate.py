@@ -25,16 +25,24 @@ def document_order(root: Any) -> dict[Any, int]:
     return {el: k for k, el in enumerate(e for e in root.iter() if isinstance(e.tag, str))}
 
 
-def positions(forest: BlockForest) -> dict[int, int]:
-    """Node id → element index in its own document, for a forest built on cleaned documents."""
-    index: dict[Any, int] = {}
-    for root in forest.roots:
-        index.update(document_order(root))
+def positions(forest: BlockForest, index: dict[Any, int] | None = None) -> dict[int, int]:
+    """Node id → element index in its own document, for a forest built on cleaned documents.
+
+    ``index`` (element → index, from :func:`document_order`) gives the indexes as they were
+    before the documents were changed in place (by column projection); default: as they are.
+    """
+    if index is None:
+        index = {}
+        for root in forest.roots:
+            index.update(document_order(root))
     return {nid: index[el] for nid, el in enumerate(forest.elements) if el in index}
 
 
 def traced_positions(
-    forest: BlockForest, sources: Sequence[Sequence[Any]], source_roots: Sequence[Any]
+    forest: BlockForest,
+    sources: Sequence[Sequence[Any]],
+    source_roots: Sequence[Any],
+    source_index: dict[Any, int] | None = None,
 ) -> dict[int, int]:
     """Node id → element index in the cleaned document, for a forest built on rendered output.
 
@@ -46,11 +54,15 @@ def traced_positions(
         For each of ``forest.roots``, the cleaned elements the renderer wrote, in order.
     source_roots:
         For each of ``forest.roots``, the cleaned document's ``<html>`` element.
+    source_index:
+        Element indexes of the cleaned documents as :func:`positions` takes them (default:
+        computed from ``source_roots``).
     """
     mapped: dict[Any, Any] = {}
-    index: dict[Any, int] = {}
+    index: dict[Any, int] = {} if source_index is None else source_index
     for root, written, source in zip(forest.roots, sources, source_roots, strict=True):
-        index.update(document_order(source))
+        if source_index is None:
+            index.update(document_order(source))
         for tag in _WRAPPERS:
             here = root if root.tag == tag else root.find(tag)
             there = source if source.tag == tag else source.find(tag)

@@ -70,6 +70,10 @@ _JUNK_TAGS = frozenset(
 _UNWRAP_TAGS = frozenset({"span", "font", "nobr", "center", "bdi", "bdo", "big", "tt", "blink"})
 _KEEP_EMPTY = frozenset({"td", "th", "br"})
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
+# MediaWiki's sort keys (``<span class="sortkey">Romano, Yossef</span>Yossef Romano``): its
+# stylesheet hides them, so the text a reader sees never has them; kept, they glue a second
+# spelling onto the cell's name.
+_HIDDEN_CLASSES = frozenset(["sortkey"])
 
 # Boilerplate by tag, ARIA role and class/id word. Matching is by whole word of a class or id
 # token split on "-" and "_" ("site-footer" -> footer), plus a few unambiguous substrings.
@@ -219,7 +223,10 @@ def _is_hidden(attrib: Any) -> bool:
     if "hidden" in attrib or attrib.get("aria-hidden", "").lower() == "true":
         return True
     style = attrib.get("style")
-    return bool(style and _HIDDEN_STYLE.search(style))
+    if style and _HIDDEN_STYLE.search(style):
+        return True
+    classes = attrib.get("class")
+    return bool(classes and not _HIDDEN_CLASSES.isdisjoint(classes.split()))
 
 
 class _Queries(NamedTuple):
@@ -245,6 +252,7 @@ def _queries() -> _Queries:
         # junk tags are found by lxml's tag filter (an XPath name test per tag is far slower).
         hidden=etree.XPath(
             "descendant::*/@hidden/.. | descendant::*/@aria-hidden/.. | descendant::*/@style/.."
+            " | descendant::span[contains(@class, 'sortkey')]"
             " | descendant::head/*[not(self::title)]"
         ),
         boiler=etree.XPath(f"descendant::*[{any_tag(_BOILER_TAGS)} or @role or @class or @id]"),

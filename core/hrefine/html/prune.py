@@ -21,10 +21,11 @@ import numpy as np
 from hrefine.budget import TokenCounter, get_counter
 from hrefine.errors import BudgetTooSmallError, EmptyInputError, MissingDependencyError
 from hrefine.html._load import parse_document
-from hrefine.html._locate import positions, traced_positions
+from hrefine.html._locate import document_order, positions, traced_positions
 from hrefine.html._text import element_text
 from hrefine.html.blocks import BlockForest, build_forest, inner_html, serialize_element
 from hrefine.html.clean import clean_document, serialize
+from hrefine.html.columns import ColumnChoice, project_columns
 from hrefine.html.fill import Fit, fill, inherit_scores, reports
 from hrefine.html.render import Renderer, omit_end_tags
 from hrefine.html.result import EMPTY, BlockReport, PruneResult
@@ -45,6 +46,8 @@ _MAX_GROUP_CHARS = 200_000
 # A block whose HTML would take more than this share of the budget is split into its children.
 _BLOCK_SHARE = 0.25
 _MIN_SPLIT_TOKENS = 64
+# Largest share of the budget a table too big for it keeps when narrowed to its best columns.
+_NARROW_SHARE = 0.5
 # Structures whose parts make most sense together: kept whole when they fit.
 _GROUP_TAGS = frozenset({"table", "ul", "ol", "dl"})
 # Elements that hold one unit of text; split only when they alone exceed the budget.
@@ -106,6 +109,13 @@ class HtmlPruner:
         stage-1 scores of a dense scorer (embedding, cross-encoder): names, dates and numbers
         of the question that an embedding blurs still count. Default 0.3 for those scorers;
         ignored (0) for ``scorer="bm25"``; 0 turns it off.
+    narrow_tables:
+        A table bigger than the stage-1 budget keeps only its columns that score best for the
+        query (header and values, with the stage-1 scorer), as many as fit in half the
+        budget and at least two, and then all of its rows that fit: a question over the
+        whole table (its largest value, its last entry) needs every row of a few columns, not
+        a few whole rows. ``stats["narrowed_tables"]`` says which columns each table kept.
+        False keeps tables' columns as they are.
     """
 
     def __init__(
@@ -122,6 +132,7 @@ class HtmlPruner:
         boilerplate: bool = True,
         omit_end_tags: bool = True,
         lexical_weight: float | None = None,
+        narrow_tables: bool = True,
     ) -> None:
         if max_words < 1 or fine_max_words < 1:
             msg = f"max_words and fine_max_words must be >= 1, got {max_words}, {fine_max_words}"
@@ -140,6 +151,7 @@ class HtmlPruner:
             msg = f"lexical_weight must be >= 0, got {lexical_weight}"
             raise ValueError(msg)
         self.lexical_weight = lexical_weight
+        self.narrow_tables = narrow_tables
         self._scorer: Any = None
         self._lexical: BM25Scorer | None = None
         self._counter: TokenCounter | None = None
@@ -215,6 +227,7 @@ class HtmlPruner:
             4 * max_tokens if self.generative else max_tokens
         )
         stage1_budget = max(stage1_budget, max_tokens)
+        cleaned_order, narrowed = self._narrow(roots, query, stage1_budget)
         forest, costs, groups = self._forest(roots, doc_ids, self.max_words, stage1_budget)
         ids = forest.block_ids()
         # Tables and lists are also scored as a whole, in the same call (one embedding batch,
@@ -244,11 +257,15 @@ class HtmlPruner:
             "renders": fit1.renders,
             "truncated": fit1.truncated,
             "scorer": getattr(self.scorer, "name", type(self.scorer).__name__),
+            "narrowed_tables": [vars(c) for c in narrowed],
         }
-        block_reports = reports(forest, ids, costs, fit1, scores1, None, positions(forest))
+        located = positions(forest, cleaned_order)
+        block_reports = reports(forest, ids, costs, fit1, scores1, None, located)
         fit = fit1
         if self.generative and fit1.tokens > max_tokens and not fit1.truncated:
-            fit, reports2 = self._stage2(fit1, forest, ids, scores1, query, max_tokens, stats)
+            fit, reports2 = self._stage2(
+                fit1, forest, ids, scores1, query, max_tokens, stats, cleaned_order
+            )
             block_reports = [r for r in block_reports if not r.kept] + reports2
         block_reports.extend(
             BlockReport(-1, d, "", "", 0, None, None, -1, False, EMPTY)
@@ -346,6 +363,35 @@ class HtmlPruner:
             logger.info("skipping an empty input: %s", err)
         return roots, doc_ids, cleaned
 
+    def _narrow(
+        self, roots: Sequence[Any], query: str, budget: int
+    ) -> tuple[dict[Any, int] | None, list[ColumnChoice]]:
+        """Column projection of the tables too big for ``budget`` (in place, see narrow_tables).
+
+        Returns the element indexes of the documents as cleaned (before any cell was removed;
+        None when nothing changed), which the block reports refer to, and what each narrowed
+        table kept.
+        """
+        if not self.narrow_tables:
+            return None, []
+        compact = omit_end_tags if self.omit_end_tags else _same
+        index: dict[Any, int] = {}
+        for root in roots:
+            index.update(document_order(root))
+        choices: list[ColumnChoice] = []
+        for root in roots:
+            choices += project_columns(
+                root,
+                query,
+                budget=budget,
+                share=_NARROW_SHARE,
+                score=self._score,
+                match=self._bm25().score,
+                count_many=self.counter.count_many,
+                serialize=lambda el: compact(serialize_element(el)),
+            )
+        return (index if choices else None), choices
+
     def _forest(
         self, roots: Sequence[Any], doc_ids: Sequence[int], max_words: int, budget: int
     ) -> tuple[BlockForest, dict[int, int], dict[int, int]]:
@@ -393,6 +439,7 @@ class HtmlPruner:
         query: str,
         max_tokens: int,
         stats: dict[str, Any],
+        cleaned_order: dict[Any, int] | None,
     ) -> tuple[Fit, list[BlockReport]]:
         lm = self._lm()
         kept_docs = [(d, doc) for d, doc in enumerate(fit1.documents) if doc]
@@ -423,7 +470,9 @@ class HtmlPruner:
         written = Renderer(forest1).written(fit1.kept)
         by_doc = dict(zip(forest1.doc_ids, zip(written, forest1.roots, strict=True), strict=True))
         sources = [by_doc[d] for d, _ in kept_docs]
-        located = traced_positions(forest, [w for w, _ in sources], [r for _, r in sources])
+        located = traced_positions(
+            forest, [w for w, _ in sources], [r for _, r in sources], cleaned_order
+        )
         return fit, reports(forest, ids, costs, fit, inherited, result.scores, located)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from hrefine.eval import (
     load_jsonl,
     subset,
 )
+from hrefine.eval.loaders import repair_nq_html
 
 # (dataset, documents, questions) from the PROVENANCE.md files.
 COUNTS = [
@@ -60,6 +62,19 @@ def test_leval_documents_read_and_answers_are_alternatives(shared_data: Path, na
     assert all(it.answer_mode == "any" and it.answers for it in items)
     assert len(items[0].document) > 5_000
     assert items[0].doc_format == ("html" if name == "leval-nq" else "text")
+
+
+def test_nq_cells_with_glued_spans_are_repaired(shared_data: Path) -> None:
+    items = load_dataset("leval-nq", shared_data)
+    raw = {it.doc_id: it.doc_path.read_text(encoding="utf-8") for it in items if it.doc_path}
+    glued = sum(len(re.findall(r"<T[hd]_(?:col|row)span=", doc)) for doc in raw.values())
+    assert glued > 100  # NQ writes <Th_colspan="2">
+    for it in items:
+        assert not re.search(r"<t[hd]_", it.document, re.I)
+        assert len(it.document) < len(raw[it.doc_id]) + 1  # only a space replaces each "_"
+    assert '<Th colspan="2">' in items[0].document
+    assert repair_nq_html('<Td_rowspan="3"> x </Td>') == '<Td rowspan="3"> x </Td>'
+    assert repair_nq_html("<Td_class> x </Td>") == "<Td_class> x </Td>"  # only spans
 
 
 def test_quality_answer_is_gold_option_text_without_letter(shared_data: Path) -> None:

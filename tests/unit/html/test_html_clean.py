@@ -144,3 +144,25 @@ def test_cleaning_keeps_the_gold_article_text(shared_data: Path) -> None:
     assert len(recalls) >= 100
     assert sum(recalls) / len(recalls) >= 0.98
     assert min(recalls) >= 0.95
+
+
+def test_mediawiki_sort_keys_are_hidden_text() -> None:
+    # MediaWiki's stylesheet hides class="sortkey"; kept, it glues a second spelling on the name.
+    html = (
+        "<table><tr><td><b><span class='sortkey'>Romano, Yossef</span>"
+        "<span class='vcard'>Yossef Romano</span></b></td><td>Weightlifting</td></tr>"
+        "<tr><td><span class='sortkeys note'>Kept: not the sortkey class</span></td>"
+        "<td>x</td></tr></table>"
+    )
+    out = clean_html(html)
+    assert "Romano, Yossef" not in out
+    assert "<b>Yossef Romano</b>" in out
+    assert "Kept: not the sortkey class" in out
+
+
+def test_sort_keys_on_a_real_page_leave_the_visible_names(shared_data: Path) -> None:
+    raw = (shared_data / "wtq" / "pages" / "203-0.html").read_bytes()
+    assert b'<span class="sortkey">Romano, Yossef</span>' in raw
+    text = lxml.html.fromstring(clean_html(raw)).text_content()
+    assert "Yossef Romano" in text
+    assert "Romano, Yossef" not in text

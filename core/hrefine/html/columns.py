@@ -1,0 +1,357 @@
+"""Column projection: a table too big for the budget keeps its columns that matter to the query.
+
+Row selection keeps whole rows, so a table much larger than the budget loses most of its rows,
+and with them the answer to any question over the whole table (its largest value, its last
+entry, a count). Most of a wide table's tokens sit in columns the question never asks about, so
+keeping every row of the few columns it does ask about answers such questions, and still holds
+the rows a lookup needs. Columns are scored with the pruner's own stage-1 scorer (header and
+values against the query), and kept best first while the narrowed table stays within a share of
+the budget. Cells spanning columns and rows are followed through the table's grid (the HTML
+table model), so a spanning cell stays when any of its columns does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from copy import deepcopy
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from hrefine.html._load import drop_tree
+from hrefine.html._text import element_text
+
+__all__ = ["ColumnChoice", "TableGrid", "project_columns", "table_grid"]
+
+# Spans beyond these are treated as malformed (browsers cap them at 1000 and 65534).
+_MAX_COLSPAN = 1000
+_MAX_ROWSPAN = 65534
+# A column's scoring text is cut here: the embedder reads its first 128 word pieces anyway,
+# and its header and first values are what say what the column holds.
+_MAX_COLUMN_CHARS = 2000
+# A cell of digits and punctuation only ("12", "1,000", "4:24.6", "—"): a measure, not a name.
+_NUMERIC = re.compile(r"^[\d\W_]*$")
+# A key column names its rows: most of its values are distinct words, not numbers.
+_KEY_DISTINCT = 0.8
+_KEY_NUMERIC = 0.5
+# Rows the query names (their words match it best): at most this many are also kept whole, in
+# a copy of the table with its header rows, within this share of the budget.
+_MAX_NAMED_ROWS = 3
+_NAMED_SHARE = 0.25
+# A row is named when its lexical match is at least this share of the table's best row's.
+_NAMED_MATCH = 0.5
+
+
+@dataclass
+class TableGrid:
+    """A table's cells placed on its column grid.
+
+    Attributes
+    ----------
+    table:
+        The ``<table>`` element.
+    rows:
+        Its rows (``<tr>``, directly or through ``thead``/``tbody``/``tfoot``), in order.
+    cells:
+        Per row, each cell with the first and last grid column it covers.
+    n_cols:
+        Number of grid columns.
+    """
+
+    table: Any
+    rows: list[Any]
+    cells: list[list[tuple[Any, int, int]]]
+    n_cols: int
+
+    def spans_all(self, first: int, last: int) -> bool:
+        """Whether a cell covering ``first..last`` spans the whole table (a section title)."""
+        return first == 0 and last >= self.n_cols - 1
+
+
+@dataclass
+class ColumnChoice:
+    """What :func:`project_columns` did to one table."""
+
+    kept: list[int]
+    dropped: list[int]
+    headers: list[str]
+    tokens_before: int
+    tokens_after: int
+    scores: list[float] = field(default_factory=list)
+    whole_rows: list[int] = field(default_factory=list)
+
+
+def _span(cell: Any, name: str, cap: int) -> int:
+    try:
+        value = int(str(cell.get(name, "1")).strip() or 1)
+    except ValueError:
+        return 1
+    return min(max(value, 1), cap)
+
+
+def _rows(table: Any) -> list[Any]:
+    rows: list[Any] = []
+    for child in table:
+        if child.tag == "tr":
+            rows.append(child)
+        elif child.tag in ("thead", "tbody", "tfoot"):
+            rows.extend(r for r in child if r.tag == "tr")
+    return rows
+
+
+def table_grid(table: Any) -> TableGrid | None:
+    """The grid of ``table``, or None for a table that holds another table or has no columns."""
+    if next(table.iterdescendants("table"), None) is not None:
+        return None
+    rows = _rows(table)
+    taken: dict[int, int] = {}  # grid column -> last row a cell spanning down from above covers
+    placed: list[list[tuple[Any, int, int]]] = []
+    n_cols = 0
+    for r, row in enumerate(rows):
+        col = 0
+        here: list[tuple[Any, int, int]] = []
+        for cell in row:
+            if cell.tag not in ("td", "th"):
+                continue
+            while taken.get(col, -1) >= r:
+                col += 1
+            span = _span(cell, "colspan", _MAX_COLSPAN)
+            down = _span(cell, "rowspan", _MAX_ROWSPAN)
+            here.append((cell, col, col + span - 1))
+            if down > 1:
+                for c in range(col, col + span):
+                    taken[c] = r + down - 1
+            col += span
+        n_cols = max(n_cols, col)
+        placed.append(here)
+    if n_cols < 2:
+        return None
+    return TableGrid(table=table, rows=rows, cells=placed, n_cols=n_cols)
+
+
+def _columns(grid: TableGrid) -> tuple[list[str], list[str], int]:
+    """Each column's scoring text (header, then its cells in row order), its header, and the
+    key column: the leftmost whose values mostly differ and are mostly not numbers (the one
+    that names the rows; column 0 when none does).
+    """
+    values: list[list[str]] = [[] for _ in range(grid.n_cols)]
+    headers: list[list[str]] = [[] for _ in range(grid.n_cols)]
+    for row in grid.cells:
+        for cell, first, last in row:
+            if grid.spans_all(first, last):
+                continue  # a section title says nothing about one column
+            text = " ".join(element_text(cell).split())
+            if not text:
+                continue
+            for c in range(first, last + 1):
+                if cell.tag == "th":
+                    if len(headers[c]) < 3:
+                        headers[c].append(text)
+                else:
+                    values[c].append(text)
+    texts = []
+    key = None
+    for c in range(grid.n_cols):
+        head = " / ".join(headers[c])
+        body = " | ".join(values[c])
+        texts.append((f"{head}: {body}" if head else body)[:_MAX_COLUMN_CHARS])
+        vals = values[c]
+        if key is None and vals:
+            numeric = sum(1 for v in vals if _NUMERIC.match(v)) / len(vals)
+            if len(set(vals)) >= _KEY_DISTINCT * len(vals) and numeric < _KEY_NUMERIC:
+                key = c
+    return texts, [" / ".join(h) for h in headers], 0 if key is None else key
+
+
+def _project(grid: TableGrid, kept: set[int]) -> None:
+    """Remove every cell outside the kept columns; rows left without cells go too."""
+    for row, cells in zip(grid.rows, grid.cells, strict=True):
+        for cell, first, last in cells:
+            inside = sum(1 for c in range(first, last + 1) if c in kept)
+            if inside == 0:
+                drop_tree(cell)
+            elif last > first:
+                if inside > 1:
+                    cell.set("colspan", str(inside))
+                elif "colspan" in cell.attrib:
+                    del cell.attrib["colspan"]
+        if not any(c.tag in ("td", "th") for c in row):
+            drop_tree(row)
+
+
+def project_columns(
+    root: Any,
+    query: str,
+    *,
+    budget: int,
+    share: float,
+    score: Callable[[str, list[str]], np.ndarray],
+    match: Callable[[str, list[str]], np.ndarray],
+    count_many: Callable[[Sequence[str]], list[int]],
+    serialize: Callable[[Any], str],
+) -> list[ColumnChoice]:
+    """Narrow each table of ``root`` whose HTML exceeds ``budget`` tokens, in place.
+
+    A table keeps its key column (the one naming its rows) and its best-scored column, then
+    its next best columns while the narrowed table's estimated tokens stay within
+    ``share * budget``; columns keep their order. A table whose key and best column alone
+    exceed that, whose cells do not lie on a grid, or that fits the budget is left alone:
+    it is better served by whole rows.
+
+    The rows the query names (the best lexical matches, up to three, within a quarter of the
+    budget) lose no cell: they are kept whole in a copy of the table, with its header rows,
+    placed right before it, so a lookup ("who scored on 23 October 2005?") still finds every
+    field of its row. A table with cells spanning rows is left alone when it has such rows
+    (a copy of some of its rows would shift their cells).
+
+    Parameters
+    ----------
+    root:
+        A cleaned document.
+    query:
+        What the columns are scored against.
+    budget:
+        Token budget of the pruning.
+    share:
+        Largest share of ``budget`` a narrowed table may take.
+    score:
+        ``(query, texts) -> scores``: the pruner's stage-1 scorer.
+    match:
+        ``(query, texts) -> scores``: a lexical match (BM25), 0 for no shared word.
+    count_many:
+        Tokens of each of several HTML strings, as the budget counts them.
+    serialize:
+        An element's HTML as the budget sees it (without its tail).
+
+    Returns
+    -------
+    list[ColumnChoice]
+        One per narrowed table.
+    """
+    grids = [g for g in map(table_grid, list(root.iter("table"))) if g is not None]
+    if not grids:
+        return []
+    whole = count_many([serialize(g.table) for g in grids])
+    out: list[ColumnChoice] = []
+    for grid, tokens in zip(grids, whole, strict=True):
+        if tokens <= budget:
+            continue
+        cells = [(cell, first, last) for row in grid.cells for cell, first, last in row]
+        # Each cell's share of the table's tokens: cells counted alone carry end tags and
+        # their row's tags are not counted, so the parts are scaled to sum to the whole.
+        alone = count_many([serialize(cell) for cell, _, _ in cells])
+        scale = tokens / max(1, sum(alone))
+        cell_tokens = [n * scale for n in alone]
+        texts, headers, key = _columns(grid)
+        scores = np.asarray(score(query, texts), dtype=np.float64)
+        scores = np.where(np.isnan(scores), -np.inf, scores)
+        kept = _choose(scores, key, cells, cell_tokens, int(share * budget))
+        if kept is None or len(kept) >= grid.n_cols:
+            continue
+        named = _named_rows(grid, query, match, cell_tokens, int(_NAMED_SHARE * budget))
+        if named is None:
+            continue
+        if named:
+            _copy_rows(grid, named)
+        _project(grid, kept)
+        out.append(
+            ColumnChoice(
+                kept=sorted(kept),
+                dropped=[c for c in range(grid.n_cols) if c not in kept],
+                headers=headers,
+                tokens_before=tokens,
+                tokens_after=round(_cost(cells, cell_tokens, kept)),
+                scores=[float(s) for s in scores],
+                whole_rows=named,
+            )
+        )
+    return out
+
+
+def _cost(cells: list[tuple[Any, int, int]], cell_tokens: list[float], cols: set[int]) -> float:
+    """Estimated tokens of the table narrowed to ``cols``."""
+    total = 0.0
+    for (_, first, last), n in zip(cells, cell_tokens, strict=True):
+        if any(c in cols for c in range(first, last + 1)):
+            total += n
+    return total
+
+
+def _choose(
+    scores: np.ndarray,
+    key: int,
+    cells: list[tuple[Any, int, int]],
+    cell_tokens: list[float],
+    room: int,
+) -> set[int] | None:
+    """The key and best columns, then the next best that fit ``room``; None if those two do not."""
+    order = sorted(range(len(scores)), key=lambda c: (-scores[c], c))
+    kept = {key, order[0]}
+    if _cost(cells, cell_tokens, kept) > room:
+        return None
+    for c in order:
+        if c not in kept and _cost(cells, cell_tokens, kept | {c}) <= room:
+            kept.add(c)
+    return kept
+
+
+def _header_rows(grid: TableGrid) -> list[int]:
+    """The rows before the first row with a data cell (``<td>``)."""
+    out = []
+    for r, cells in enumerate(grid.cells):
+        if any(cell.tag == "td" for cell, _, _ in cells):
+            break
+        out.append(r)
+    return out
+
+
+def _named_rows(
+    grid: TableGrid,
+    query: str,
+    match: Callable[[str, list[str]], np.ndarray],
+    cell_tokens: list[float],
+    room: int,
+) -> list[int] | None:
+    """Rows of ``grid`` the query names, best match first (see :func:`project_columns`).
+
+    None when the table has such rows but cells spanning rows, so it should be left whole.
+    """
+    heads = set(_header_rows(grid))
+    data = [r for r in range(len(grid.rows)) if r not in heads]
+    if not data:
+        return []
+    texts = [" ".join(element_text(grid.rows[r]).split()) for r in data]
+    found = np.asarray(match(query, texts), dtype=np.float64)
+    top = float(found.max()) if len(found) else 0.0
+    if not top > 0:
+        return []
+    if any(_span(c, "rowspan", _MAX_ROWSPAN) > 1 for row in grid.cells for c, _, _ in row):
+        return None
+    # cell_tokens follows the cells row by row; each row's total:
+    sizes = [len(row) for row in grid.cells]
+    bounds = np.cumsum([0, *sizes])
+    row_tokens = [sum(cell_tokens[bounds[r] : bounds[r + 1]]) for r in range(len(sizes))]
+    spent = sum((row_tokens[r] for r in heads), 0.0)
+    named: list[int] = []
+    for k in sorted(range(len(data)), key=lambda k: (-found[k], k))[:_MAX_NAMED_ROWS]:
+        if found[k] < _NAMED_MATCH * top:
+            break
+        r = data[k]
+        if spent + row_tokens[r] > room:
+            break
+        spent += row_tokens[r]
+        named.append(r)
+    return named
+
+
+def _copy_rows(grid: TableGrid, rows: list[int]) -> None:
+    """Insert before the table a copy of it holding only its header rows and ``rows``."""
+    wanted = set(rows) | set(_header_rows(grid))
+    copy = deepcopy(grid.table)
+    copy.tail = None
+    for r, row in enumerate(_rows(copy)):
+        if r not in wanted:
+            drop_tree(row)
+    grid.table.addprevious(copy)
