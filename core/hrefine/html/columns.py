@@ -230,13 +230,20 @@ def project_columns(
     list[ColumnChoice]
         One per narrowed table.
     """
-    grids = [g for g in map(table_grid, list(root.iter("table"))) if g is not None]
-    if not grids:
+    big: list[tuple[Any, str]] = []
+    for table in list(root.iter("table")):
+        html = serialize(table)
+        # A token covers at least one byte: a table of no more bytes than the budget fits.
+        if len(html.encode("utf-8")) > budget:
+            big.append((table, html))
+    if not big:
         return []
-    whole = count_many([serialize(g.table) for g in grids])
     out: list[ColumnChoice] = []
-    for grid, tokens in zip(grids, whole, strict=True):
+    for (table, _), tokens in zip(big, count_many([h for _, h in big]), strict=True):
         if tokens <= budget:
+            continue
+        grid = table_grid(table)
+        if grid is None:
             continue
         cells = [(cell, first, last) for row in grid.cells for cell, first, last in row]
         # Each cell's share of the table's tokens: cells counted alone carry end tags and
