@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from hrefine.html._load import drop_tree
-from hrefine.html._text import element_text
+from hrefine.html._text import element_text, normalize_space
 
 __all__ = ["ColumnChoice", "TableGrid", "project_columns", "table_grid"]
 
@@ -142,7 +142,7 @@ def _columns(grid: TableGrid) -> tuple[list[str], list[str], int]:
         for cell, first, last in row:
             if grid.spans_all(first, last):
                 continue  # a section title says nothing about one column
-            text = " ".join(element_text(cell).split())
+            text = normalize_space(element_text(cell))
             if not text:
                 continue
             for c in range(first, last + 1):
@@ -191,6 +191,7 @@ def project_columns(
     match: Callable[[str, list[str]], np.ndarray],
     count_many: Callable[[Sequence[str]], list[int]],
     serialize: Callable[[Any], str],
+    before_change: Callable[[], None] | None = None,
 ) -> list[ColumnChoice]:
     """Narrow each table of ``root`` whose HTML exceeds ``budget`` tokens, in place.
 
@@ -224,6 +225,9 @@ def project_columns(
         Tokens of each of several HTML strings, as the budget counts them.
     serialize:
         An element's HTML as the budget sees it (without its tail).
+    before_change:
+        Called before a table is changed (so a caller can record the document as it was,
+        only when it will change).
 
     Returns
     -------
@@ -257,11 +261,14 @@ def project_columns(
         kept = _choose(scores, key, cells, cell_tokens, int(share * budget))
         if kept is None or len(kept) >= grid.n_cols:
             continue
-        named = _named_rows(grid, query, match, cell_tokens, int(_NAMED_SHARE * budget))
+        heads = _header_rows(grid)
+        named = _named_rows(grid, heads, query, match, cell_tokens, int(_NAMED_SHARE * budget))
         if named is None:
             continue
+        if before_change is not None:
+            before_change()
         if named:
-            _copy_rows(grid, named)
+            _copy_rows(grid, heads + named)
         _project(grid, kept)
         out.append(
             ColumnChoice(
@@ -316,6 +323,7 @@ def _header_rows(grid: TableGrid) -> list[int]:
 
 def _named_rows(
     grid: TableGrid,
+    header_rows: list[int],
     query: str,
     match: Callable[[str, list[str]], np.ndarray],
     cell_tokens: list[float],
@@ -325,11 +333,11 @@ def _named_rows(
 
     None when the table has such rows but cells spanning rows, so it should be left whole.
     """
-    heads = set(_header_rows(grid))
+    heads = set(header_rows)
     data = [r for r in range(len(grid.rows)) if r not in heads]
     if not data:
         return []
-    texts = [" ".join(element_text(grid.rows[r]).split()) for r in data]
+    texts = [normalize_space(element_text(grid.rows[r])) for r in data]
     found = np.asarray(match(query, texts), dtype=np.float64)
     top = float(found.max()) if len(found) else 0.0
     if not top > 0:
@@ -354,8 +362,8 @@ def _named_rows(
 
 
 def _copy_rows(grid: TableGrid, rows: list[int]) -> None:
-    """Insert before the table a copy of it holding only its header rows and ``rows``."""
-    wanted = set(rows) | set(_header_rows(grid))
+    """Insert before the table a copy of it holding only ``rows``."""
+    wanted = set(rows)
     copy = deepcopy(grid.table)
     copy.tail = None
     for r, row in enumerate(_rows(copy)):

@@ -110,12 +110,15 @@ class HtmlPruner:
         of the question that an embedding blurs still count. Default 0.3 for those scorers;
         ignored (0) for ``scorer="bm25"``; 0 turns it off.
     narrow_tables:
-        A table bigger than the stage-1 budget keeps only its columns that score best for the
-        query (header and values, with the stage-1 scorer), as many as fit in half the
-        budget and at least two, and then all of its rows that fit: a question over the
-        whole table (its largest value, its last entry) needs every row of a few columns, not
-        a few whole rows. ``stats["narrowed_tables"]`` says which columns each table kept.
-        False keeps tables' columns as they are.
+        A table bigger than the stage-1 budget keeps every row but only some columns: its key
+        column (the one naming its rows), its best-scored column (header and values, with the
+        stage-1 scorer), and further columns best first while it fits half the budget; a
+        question over the whole table (its largest value, its last entry) needs every row of
+        a few columns, not a few whole rows. The rows the query names (best BM25 matches, up
+        to 3) are also kept whole in a copy of the table placed before it. A table whose key
+        and best column alone exceed half the budget is left as it is
+        (:func:`hrefine.html.columns.project_columns`). ``stats["narrowed_tables"]`` says
+        what each table kept. False keeps tables' columns as they are.
     """
 
     def __init__(
@@ -376,8 +379,12 @@ class HtmlPruner:
             return None, []
         compact = omit_end_tags if self.omit_end_tags else _same
         index: dict[Any, int] = {}
-        for root in roots:
-            index.update(document_order(root))
+
+        def record_order() -> None:  # once, before the first table changes
+            if not index:
+                for root in roots:
+                    index.update(document_order(root))
+
         choices: list[ColumnChoice] = []
         for root in roots:
             choices += project_columns(
@@ -389,6 +396,7 @@ class HtmlPruner:
                 match=self._bm25().score,
                 count_many=self.counter.count_many,
                 serialize=lambda el: compact(serialize_element(el)),
+                before_change=record_order,
             )
         return (index if choices else None), choices
 
