@@ -117,7 +117,7 @@ def _quality_md(title: str, q: dict[str, Any], budgets: Sequence[int]) -> list[s
         "errors",
     ]
     n = max((max(t["n"].values(), default=0) for t in table.values()), default=0)
-    return [
+    lines = [
         f"### {title}",
         "",
         *_table(header, "l" + "r" * (len(budgets) + 3), rows),
@@ -126,6 +126,22 @@ def _quality_md(title: str, q: dict[str, Any], budgets: Sequence[int]) -> list[s
         "visible text, normalised). Budgets count Llama-3.2 tokens of the output as given to the "
         "reader: HTML outputs pay for their tags, plain-text outputs do not.",
     ]
+    partial = [m for m in METHODS if m in table and table[m].get("missing")]
+    sub = q.get("reference_subset")
+    if partial and sub:
+        lines[-1] += (
+            f" {', '.join(partial)}: on {sub['questions']} of the {n} questions only (the "
+            "reference's share of the quick suite), so its row is not comparable with the "
+            "others; the next table puts every method on those questions."
+        )
+        lines += [""]
+        lines += _quality_md(
+            f"{title.split(' (')[0]}, the reference's questions ({sub['questions']} questions, "
+            f"{sub['pages']} pages)",
+            {"table": sub["table"], "answer_mode": q["answer_mode"]},
+            budgets,
+        )
+    return lines
 
 
 def _speed_md(res: dict[str, Any]) -> list[str]:
@@ -348,10 +364,13 @@ def plot(res: dict[str, Any], path: Path) -> None:
             if not t:
                 continue
             ys = [t["containment"].get(str(b)) for b in budgets]
+            label = m
+            if t.get("missing"):
+                label = f"{m} ({max(t['n'].values(), default=0)} of {q['questions']} questions)"
             ax.plot(
                 budgets,
                 [np.nan if y is None else 100 * y for y in ys],
-                label=m,
+                label=label,
                 color=_COLORS[m],
                 **_STYLES.get(m, _DEFAULT_STYLE),
             )

@@ -65,6 +65,31 @@ def test_default_embedder_reads_its_training_length(embedder: object) -> None:
         SentenceTransformerEmbedder("unused", max_seq_length=0)
 
 
+def test_cpu_token_batches_give_the_vectors_of_fixed_batches(
+    embedder: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Batches cut by word pieces (and tokenised in chunks) must not change a vector or its row.
+    import hrefine.models.embed as embed_module
+
+    texts = [
+        "Tournament / Win–Loss: Australian Open | French Open",
+        "",
+        " ".join(["river"] * 300),  # past the read length
+        "東京タワーは何メートルですか",
+        "a",
+        "The Royal Bahamas Defence Force is the navy of The Bahamas. " * 4,
+        "1,000 km²",
+    ]
+    model = embedder.model  # type: ignore[attr-defined]
+    assert model.device.type == "cpu"
+    fixed = model.encode(texts, batch_size=8, convert_to_numpy=True, normalize_embeddings=True)
+    monkeypatch.setattr(embed_module, "CPU_BATCH_TOKENS", 40)  # several texts per batch, or one
+    monkeypatch.setattr(embed_module, "_TOKENIZE_CHUNK", 3)  # chunks of 3, 3 and 1
+    by_tokens = embedder._encode_by_tokens(texts)  # type: ignore[attr-defined]
+    assert by_tokens.shape == (len(texts), 384)
+    np.testing.assert_allclose(by_tokens, fixed, atol=1e-5)
+
+
 def test_framework_style_embedders_are_wrapped_and_normalised() -> None:
     class LangChainLike:
         def embed_documents(self, texts: list[str]) -> list[list[float]]:

