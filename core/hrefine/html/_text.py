@@ -120,9 +120,19 @@ def count_words(text: str) -> int:
     return len(_WORD.findall(text)) if text else 0
 
 
+def collapse_space(text: str) -> str:
+    """Collapse each run of whitespace (``\\s+``) to one space; the ends are kept."""
+    # Fast path: a printable string holds no whitespace but the ASCII space (every other
+    # whitespace character is a control or separator, which str.isprintable rejects), so
+    # without a double space there is nothing to collapse. Most text nodes take it.
+    if text.isprintable() and "  " not in text:
+        return text
+    return _SPACE.sub(" ", text)
+
+
 def normalize_space(text: str) -> str:
     """Collapse whitespace runs to one space and strip the ends."""
-    return _SPACE.sub(" ", text).strip()
+    return collapse_space(text).strip()
 
 
 def element_text(el: Any, *, with_tail: bool = False) -> str:

@@ -21,7 +21,7 @@ from hrefine.html._load import (
     drop_tree,
     parse_document,
 )
-from hrefine.html._text import BLOCK_TAGS, GENERIC_TAGS
+from hrefine.html._text import BLOCK_TAGS, GENERIC_TAGS, collapse_space
 
 __all__ = ["DEFAULT_KEEP_ATTRS", "clean_document", "clean_html"]
 
@@ -140,7 +140,6 @@ _WORD_SPLIT = re.compile(r"[-_\s]+")
 _MAX_BOILER_SHARE = 0.4
 # If the candidates together hold more than this share, the patterns misread the page: keep all.
 _MAX_TOTAL_BOILER_SHARE = 0.5
-_WS = re.compile(r"\s+")
 
 
 def clean_html(
@@ -368,13 +367,13 @@ def _normalize_whitespace(root: Any) -> None:
             continue
         text = el.text
         if text:
-            text = _WS.sub(" ", text)
+            text = collapse_space(text)
             if text == " " and (el.tag in BLOCK_TAGS or (len(el) and el[0].tag in BLOCK_TAGS)):
                 text = None
             el.text = text
         tail = el.tail
         if tail:
-            tail = _WS.sub(" ", tail)
+            tail = collapse_space(tail)
             if tail == " ":
                 nxt = el.getnext()
                 if (

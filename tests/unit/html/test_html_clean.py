@@ -166,3 +166,28 @@ def test_sort_keys_on_a_real_page_leave_the_visible_names(shared_data: Path) -> 
     text = lxml.html.fromstring(clean_html(raw)).text_content()
     assert "Yossef Romano" in text
     assert "Romano, Yossef" not in text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "plain words",
+        "  two  spaces ",
+        "tab\there",
+        "line\nbreak",
+        "no\u00a0break",  # NBSP
+        "ideographic\u3000space",
+        "line\u2028separator",
+        "next\x85line",
+        "unit\x1fseparator",
+        "vertical\x0btab",
+        "東京 タワー",
+        "",
+        " ",
+    ],
+)
+def test_collapse_space_matches_the_regex(text: str) -> None:
+    # The fast path (printable, no double space) must agree with \s+ -> " " on every input.
+    from hrefine.html._text import collapse_space
+
+    assert collapse_space(text) == re.sub(r"\s+", " ", text)
