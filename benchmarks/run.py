@@ -99,16 +99,27 @@ def pinnable(name: str, result: dict[str, Any]) -> dict[str, float]:
     """Quality values of a benchmark result that ``--update-baseline`` pins as floors.
 
     ``metrics/…`` leaves (the baselines' convention) and, for HtmlRAG-style results,
-    ``quality/<dataset>/table/<method>/containment/<budget>`` leaves.
+    ``quality/<dataset>/table/<method>/containment/<budget>`` leaves of the methods that ran on
+    every question, plus the same leaves of a ``reference_subset`` table (every method on the
+    questions a reference package ran on, when it ran on fewer).
     """
     leaves = {f"metrics/{k}": v for k, v in _leaves(result.get("metrics", {})).items()}
     quality = result.get("quality")
     if isinstance(quality, dict):
         for ds, block in quality.items():
-            table = block.get("table", {}) if isinstance(block, dict) else {}
-            for key, value in _leaves(table).items():
-                if "/containment/" in f"/{key}/":
-                    leaves[f"quality/{ds}/table/{key}"] = value
+            if not isinstance(block, dict):
+                continue
+            sub = block.get("reference_subset") or {}
+            for method, entry in block.get("table", {}).items():
+                if sub and entry.get("missing"):
+                    continue  # ran on a subset: pinned from the subset table below
+                for key, value in _leaves(entry.get("containment", {})).items():
+                    leaves[f"quality/{ds}/table/{method}/containment/{key}"] = value
+            for method, entry in sub.get("table", {}).items():
+                for key, value in _leaves(entry.get("containment", {})).items():
+                    leaves[f"quality/{ds}/reference_subset/table/{method}/containment/{key}"] = (
+                        value
+                    )
     return leaves
 
 
@@ -266,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m benchmarks.run``; returns the exit status."""
     parser = argparse.ArgumentParser(description="hrefine benchmark suite")
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--quick", action="store_true", help="quick suite (26-31 min on 2 CPU cores)")
+    mode.add_argument("--quick", action="store_true", help="quick suite (about 20 min on 2 CPU cores)")
     mode.add_argument("--full", action="store_true", help="full suite (GPU machines)")
     parser.add_argument("--only", default="", help="comma-separated benchmark names")
     parser.add_argument("--update-baseline", action="store_true", help="re-pin floors")

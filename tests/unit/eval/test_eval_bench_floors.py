@@ -57,3 +57,29 @@ def test_discover_lists_expected_benchmarks_first() -> None:
     assert names[:2] == ["baselines", "htmlrag"]
     assert "run" not in names and "_common" not in names
     assert "ref_htmlrag_runner" not in names  # a helper with main(argv), not a benchmark
+
+
+def test_a_method_run_on_a_subset_is_pinned_from_the_subset_table() -> None:
+    # The reference runs on fewer questions in quick mode: its main-table value mixes samples,
+    # so only the same-question table pins it (and every method on those questions).
+    full = {"containment": {"1024": 0.9}, "missing": 0}
+    partial = {"containment": {"1024": 0.2}, "missing": 6}
+    result = {
+        "quality": {
+            "wtq": {
+                "table": {"ours": full, "ref": partial},
+                "reference_subset": {
+                    "table": {"ours": {"containment": {"1024": 1.0}}, "ref": partial}
+                },
+            }
+        }
+    }
+    leaves = run.pinnable("htmlrag", result)
+    assert leaves == {
+        "quality/wtq/table/ours/containment/1024": 0.9,
+        "quality/wtq/reference_subset/table/ours/containment/1024": 1.0,
+        "quality/wtq/reference_subset/table/ref/containment/1024": 0.2,
+    }
+    # Without a subset table a method's gaps are not hidden: it is pinned where it stands.
+    del result["quality"]["wtq"]["reference_subset"]
+    assert "quality/wtq/table/ref/containment/1024" in run.pinnable("htmlrag", result)
