@@ -99,9 +99,9 @@ def pinnable(name: str, result: dict[str, Any]) -> dict[str, float]:
     """Quality values of a benchmark result that ``--update-baseline`` pins as floors.
 
     ``metrics/…`` leaves (the baselines' convention) and, for HtmlRAG-style results,
-    ``quality/<dataset>/table/<method>/containment/<budget>`` leaves of the methods that ran on
-    every question, plus the same leaves of a ``reference_subset`` table (every method on the
-    questions a reference package ran on, when it ran on fewer).
+    ``quality/<dataset>/table/<method>/containment/<budget>`` leaves, plus the same leaves of a
+    ``reference_subset`` table (every method on the questions a reference package ran on, when
+    it ran on fewer). A method with missing items is then pinned from that table only.
     """
     leaves = {f"metrics/{k}": v for k, v in _leaves(result.get("metrics", {})).items()}
     quality = result.get("quality")
@@ -277,7 +277,9 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m benchmarks.run``; returns the exit status."""
     parser = argparse.ArgumentParser(description="hrefine benchmark suite")
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--quick", action="store_true", help="quick suite (about 20 min on 2 CPU cores)")
+    mode.add_argument(
+        "--quick", action="store_true", help="quick suite (about 20 min on 2 CPU cores)"
+    )
     mode.add_argument("--full", action="store_true", help="full suite (GPU machines)")
     parser.add_argument("--only", default="", help="comma-separated benchmark names")
     parser.add_argument("--update-baseline", action="store_true", help="re-pin floors")

@@ -90,6 +90,19 @@ def test_cpu_token_batches_give_the_vectors_of_fixed_batches(
     np.testing.assert_allclose(by_tokens, fixed, atol=1e-5)
 
 
+def test_token_batches_only_for_right_padded_models_without_a_default_prompt() -> None:
+    # Batches are cut from the left and take no prompt: any other model goes through encode().
+    from types import SimpleNamespace
+
+    from hrefine.models.embed import _plain_right_padded
+
+    right = SimpleNamespace(padding_side="right")
+    assert _plain_right_padded(SimpleNamespace(default_prompt_name=None, tokenizer=right))
+    left = SimpleNamespace(padding_side="left")
+    assert not _plain_right_padded(SimpleNamespace(default_prompt_name=None, tokenizer=left))
+    assert not _plain_right_padded(SimpleNamespace(default_prompt_name="query", tokenizer=right))
+
+
 def test_framework_style_embedders_are_wrapped_and_normalised() -> None:
     class LangChainLike:
         def embed_documents(self, texts: list[str]) -> list[list[float]]:

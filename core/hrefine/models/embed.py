@@ -184,7 +184,7 @@ class SentenceTransformerEmbedder:
         model = self.model
         batch_size = self.batch_size
         if batch_size is None:
-            if model.device.type == "cpu":
+            if model.device.type == "cpu" and _plain_right_padded(model):
                 return self._encode_by_tokens(texts)
             from hrefine.models.device import batch_size_for
 
@@ -203,6 +203,7 @@ class SentenceTransformerEmbedder:
         import torch
 
         model = self.model
+        model.eval()  # as encode() does
         # ``preprocess`` in sentence-transformers 5+, ``tokenize`` before.
         tokenize = getattr(model, "preprocess", None) or model.tokenize
         out = np.zeros((len(texts), 0), dtype=np.float32)
@@ -214,7 +215,7 @@ class SentenceTransformerEmbedder:
             i = 0
             while i < len(order):
                 width = int(lengths[order[i]])  # the longest text of this batch
-                idx = order[i : i + max(1, CPU_BATCH_TOKENS // width)]
+                idx = order[i : i + max(1, CPU_BATCH_TOKENS // max(width, 1))]
                 batch = {
                     k: v[idx][:, :width] if torch.is_tensor(v) and v.dim() == 2 else v
                     for k, v in features.items()
@@ -259,6 +260,16 @@ class SentenceTransformerEmbedder:
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query as a unit vector."""
         return self._embed_with_prefix([text], self.query_prefix)[0]
+
+
+def _plain_right_padded(model: Any) -> bool:
+    """Whether :meth:`SentenceTransformerEmbedder._encode_by_tokens` gives ``encode``'s vectors:
+    no default prompt (encode would add it) and padding on the right (the batches are cut from
+    the left)."""
+    if getattr(model, "default_prompt_name", None):
+        return False
+    tokenizer = getattr(model, "tokenizer", None)
+    return getattr(tokenizer, "padding_side", "right") == "right"
 
 
 class CallableEmbedder:
