@@ -401,7 +401,12 @@ def plot(res: dict[str, Any], path: Path) -> None:
             ys = [t["containment"].get(str(b)) for b in budgets]
             label = m
             if t.get("missing"):
-                label = f"{m} ({max(t['n'].values(), default=0)} of {q['questions']} questions)"
+                share = f"{max(t['n'].values(), default=0)} of {q['questions']} questions"
+                label = f"{m} ({share})"
+                # The legend sits in the first panel only; each panel says its own share.
+                ax.annotate(
+                    f"{m}: {share}", (0.02, 0.97), xycoords="axes fraction", fontsize=8, va="top"
+                )
             ax.plot(
                 budgets,
                 [np.nan if y is None else 100 * y for y in ys],
