@@ -86,7 +86,9 @@ def beats_baselines(table: dict[str, Any], budgets: Sequence[int]) -> dict[str, 
         others = {
             m: t["containment"].get(str(b))
             for m, t in table.items()
-            if m != M_OURS_EMBED and t["containment"].get(str(b)) is not None and not t["missing"]
+            if m != M_OURS_EMBED
+            and t["containment"].get(str(b)) is not None
+            and not t.get("missing")
         }
         mine = ours.get(str(b))
         if mine is None or not others:
