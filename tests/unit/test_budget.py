@@ -3,7 +3,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hrefine import BudgetTooSmallError, select
-from hrefine.budget import EncodeCounter, RegexCounter, default_counter, get_counter
+from hrefine.budget import (
+    CallableCounter,
+    EncodeCounter,
+    MemoCounter,
+    RegexCounter,
+    default_counter,
+    get_counter,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -114,3 +121,25 @@ def test_get_counter_accepts_callables_encoders_and_names() -> None:
         get_counter(3.5)
     with pytest.raises(FileNotFoundError):
         get_counter("/no/such/tokenizer.json")
+
+
+def test_memo_counter_counts_each_text_once_and_stays_bounded() -> None:
+    calls: list[str] = []
+
+    def words(text: str) -> int:
+        calls.append(text)
+        return len(text.split())
+
+    memo = MemoCounter(CallableCounter(words, name="words"), max_chars=20, capacity_chars=30)
+    assert memo.name == "words"
+    assert memo.count_many(["a b", "c", "a b"]) == [2, 1, 2]
+    assert memo.count("a b") == 2 and memo.count("c") == 1
+    assert calls == ["a b", "c", "a b"]  # the repeat inside the first batch, then none
+    long_text = "x " * 20  # over max_chars: counted every time, never kept
+    assert memo.count(long_text) == memo.count(long_text) == 20
+    assert calls.count(long_text) == 2
+    for k in range(10):  # 10 texts of 6 characters: only the newest fit in 30 characters
+        memo.count(f"word{k:02d}")
+    assert sum(len(t) for t in memo._seen) <= 30
+    assert "a b" not in memo._seen and "word09" in memo._seen
+    assert get_counter(memo) is memo

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from hrefine.budget import TokenCounter, get_counter
+from hrefine.budget import MemoCounter, TokenCounter, get_counter
 from hrefine.errors import BudgetTooSmallError, EmptyInputError, MissingDependencyError
 from hrefine.html._load import parse_document
 from hrefine.html._locate import document_order, positions, traced_positions
@@ -171,9 +171,9 @@ class HtmlPruner:
 
     @property
     def counter(self) -> TokenCounter:
-        """The budget's token counter."""
+        """The budget's token counter (remembering block and cell counts across calls)."""
         if self._counter is None:
-            self._counter = get_counter(self.tokenizer)
+            self._counter = MemoCounter(get_counter(self.tokenizer))
         return self._counter
 
     def _lm(self) -> Any:
