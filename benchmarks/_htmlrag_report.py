@@ -22,7 +22,6 @@ __all__ = [
     "M_OURS_EMBED",
     "M_REF_EMBED",
     "TARGETS",
-    "beats_baselines",
     "plot",
     "render_markdown",
 ]
@@ -74,33 +73,6 @@ _STYLES: dict[str, dict[str, Any]] = {
     M_REF_EMBED: {"lw": 2.5, "marker": "s", "ls": "-"},
 }
 _DEFAULT_STYLE: dict[str, Any] = {"lw": 1.5, "marker": ".", "ls": "--"}
-
-
-def beats_baselines(table: dict[str, Any], budgets: Sequence[int]) -> dict[str, Any]:
-    """Per budget: does our embedding pruner score at least as high as every other method?"""
-    out: dict[str, Any] = {}
-    ours = table.get(M_OURS_EMBED, {}).get("containment", {})
-    for b in budgets:
-        # Methods measured on every question of the table (the reference runs on a subset in
-        # quick mode; its like-for-like verdict comes from the ``reference_subset`` table).
-        others = {
-            m: t["containment"].get(str(b))
-            for m, t in table.items()
-            if m != M_OURS_EMBED
-            and t["containment"].get(str(b)) is not None
-            and not t.get("missing")
-        }
-        mine = ours.get(str(b))
-        if mine is None or not others:
-            continue
-        best = max(others, key=lambda m: others[m])
-        out[str(b)] = {
-            "ok": mine >= others[best],
-            "best_other": best,
-            "best_other_value": others[best],
-            "margin": mine - others[best],
-        }
-    return out
 
 
 def _fmt(x: float | None, spec: str = ".1%") -> str:
@@ -327,12 +299,7 @@ def render_markdown(res: dict[str, Any]) -> str:
         met = "yes" if t["met"] else ("no" if t["met"] is False else "—")
         rows.append([t["label"], value, threshold, met])
     lines += ["## Targets", "", *_table(["target", "value", "floor", "met"], "lrrl", rows), ""]
-    beat = dict(res.get("beats_baselines") or {})
-    for ds, q in res["quality"].items():  # results written before the same-question verdict
-        sub = q.get("reference_subset")
-        key = f"{ds}, the reference's questions"
-        if sub and key not in beat:
-            beat[key] = beats_baselines(sub["table"], budgets)
+    beat = res.get("beats_baselines")
     if beat:
         rows = [
             [

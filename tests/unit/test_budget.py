@@ -143,3 +143,7 @@ def test_memo_counter_counts_each_text_once_and_stays_bounded() -> None:
     assert sum(len(t) for t in memo._seen) <= 30
     assert "a b" not in memo._seen and "word09" in memo._seen
     assert get_counter(memo) is memo
+    from hrefine.html import HtmlPruner
+
+    assert HtmlPruner(tokenizer=memo).counter is memo  # wrapped once, not twice
+    assert isinstance(HtmlPruner(tokenizer="regex").counter, MemoCounter)

@@ -173,7 +173,8 @@ class HtmlPruner:
     def counter(self) -> TokenCounter:
         """The budget's token counter (remembering block and cell counts across calls)."""
         if self._counter is None:
-            self._counter = MemoCounter(get_counter(self.tokenizer))
+            counter = get_counter(self.tokenizer)
+            self._counter = counter if isinstance(counter, MemoCounter) else MemoCounter(counter)
         return self._counter
 
     def _lm(self) -> Any:
