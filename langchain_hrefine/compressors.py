@@ -67,6 +67,10 @@ class HtmlRagCompressor(BaseDocumentCompressor):
     narrow_tables:
         A table bigger than the budget keeps every row of the columns that score best for the
         query (and the rows the query names whole); False keeps whole rows only.
+    demote_back_matter:
+        Blocks under a "References", "Notes", "External links", "Further reading" or "See also"
+        heading rank after every other block (and are not embedded); False scores them like
+        the rest.
     prune_together:
         True (as in the paper): all documents compete for one budget, and a document with no
         block in the best set is left out. False: each document is pruned to ``max_tokens`` on
@@ -111,6 +115,10 @@ class HtmlRagCompressor(BaseDocumentCompressor):
         default=True,
         description="Narrow a table bigger than the budget to its best columns, every row kept.",
     )
+    demote_back_matter: bool = Field(
+        default=True,
+        description="Rank references, notes, external links and 'see also' after the body.",
+    )
     prune_together: bool = Field(
         default=True,
         description="Prune all documents against one budget (True) or each on its own (False).",
@@ -135,6 +143,7 @@ class HtmlRagCompressor(BaseDocumentCompressor):
             self.omit_end_tags,
             self.lexical_weight,
             self.narrow_tables,
+            self.demote_back_matter,
         )
 
     def _get_pruner(self) -> Any:
@@ -154,6 +163,7 @@ class HtmlRagCompressor(BaseDocumentCompressor):
                 omit_end_tags=self.omit_end_tags,
                 lexical_weight=self.lexical_weight,
                 narrow_tables=self.narrow_tables,
+                demote_back_matter=self.demote_back_matter,
             )
             self._pruner_key = key
         return self._pruner

@@ -47,7 +47,8 @@ class HtmlRagNodePostprocessor(BaseNodePostprocessor):
 
     The settings are those of ``langchain_hrefine.HtmlRagCompressor`` (``max_tokens``,
     ``scorer``, ``tokenizer``, ``generative``, ``lm``, ``max_words``, ``boilerplate``,
-    ``omit_end_tags``, ``lexical_weight``, ``narrow_tables``, ``prune_together``), with
+    ``omit_end_tags``, ``lexical_weight``, ``narrow_tables``, ``demote_back_matter``,
+    ``prune_together``), with
     ``embed_model`` (a LlamaIndex ``BaseEmbedding`` or an hrefine ``Embedder``) in place of
     ``embeddings``.
 
@@ -106,6 +107,10 @@ class HtmlRagNodePostprocessor(BaseNodePostprocessor):
         default=True,
         description="Narrow a table bigger than the budget to its best columns, every row kept.",
     )
+    demote_back_matter: bool = Field(
+        default=True,
+        description="Rank references, notes, external links and 'see also' after the body.",
+    )
     prune_together: bool = Field(
         default=True,
         description=(
@@ -138,6 +143,7 @@ class HtmlRagNodePostprocessor(BaseNodePostprocessor):
             self.omit_end_tags,
             self.lexical_weight,
             self.narrow_tables,
+            self.demote_back_matter,
         )
 
     def _get_pruner(self) -> Any:
@@ -157,6 +163,7 @@ class HtmlRagNodePostprocessor(BaseNodePostprocessor):
                 omit_end_tags=self.omit_end_tags,
                 lexical_weight=self.lexical_weight,
                 narrow_tables=self.narrow_tables,
+                demote_back_matter=self.demote_back_matter,
             )
             self._pruner_key = key
         return self._pruner

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import html as html_lib
+import re
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -38,6 +39,15 @@ _NOT_LABELS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6", "head", "thead", "c
 # Wrappers that are never a block themselves: their children are always visited.
 _TRANSPARENT = frozenset({"html", "head", "body"})
 _DOC_STRIDE = 1_000_000_000
+# Section titles of a page's back matter: citations and pointers elsewhere, which support the
+# text but rarely answer a question about it. English only; a trailing "[edit]" is ignored.
+# Not "Bibliography", "Sources" or "Discography": on many pages those are the content.
+_BACK_MATTER = re.compile(
+    r"(?:(?:references|notes|footnotes|citations|external links|further reading|see also)"
+    r"(?:\s*(?:and|&|,)\s*)?)+",
+    re.IGNORECASE,
+)
+_EDIT_MARK = re.compile(r"\s*[\[(]\s*edit\s*[\])]\s*$", re.IGNORECASE)
 
 
 def build_block_tree(
@@ -150,13 +160,22 @@ class _Contexts:
         return self.tables[table]
 
     def assign(self, root: Any, wanted: dict[Any, int], tree: Tree, offset: int) -> None:
-        """Set ``order`` and ``metadata["context"]`` of the nodes in ``wanted`` (one pass)."""
-        chain: list[tuple[int, str]] = []
+        """Set ``order``, ``metadata["context"]`` and ``metadata["back_matter"]`` of the nodes
+        in ``wanted`` (one pass)."""
+        chain: list[tuple[int, str, bool]] = []
         heading = self.base
+        back = False  # inside a back-matter section (references, external links...)
         # One pass in document order (a plain iteration: start/end events cost twice as much);
         # a block's table is looked up among its own ancestors.
         for index, el in enumerate(root.iter(), 1):
             tag = el.tag
+            level = _HEADINGS.get(tag) if isinstance(tag, str) else None
+            if level is not None:  # a heading belongs to the section it opens
+                title = normalize_space(text_content(el))[:120]
+                while chain and chain[-1][0] >= level:
+                    chain.pop()
+                own = _is_back_matter(title)
+                back = own or any(b for _, _, b in chain)
             nid = wanted.get(el)
             if nid is not None:
                 node = tree.nodes[nid]
@@ -171,12 +190,15 @@ class _Contexts:
                             parts.append(header)
                 parts.append(_label(el))
                 node.metadata["context"] = " | ".join(p for p in parts if p)[:_MAX_CONTEXT_CHARS]
-            level = _HEADINGS.get(tag) if isinstance(tag, str) else None
+                node.metadata["back_matter"] = back
             if level is not None:
-                while chain and chain[-1][0] >= level:
-                    chain.pop()
-                chain.append((level, normalize_space(text_content(el))[:120]))
-                heading = " > ".join([self.base] * bool(self.base) + [h for _, h in chain])
+                chain.append((level, title, own))
+                heading = " > ".join([self.base] * bool(self.base) + [h for _, h, _ in chain])
+
+
+def _is_back_matter(title: str) -> bool:
+    """Whether a heading names a back-matter section ("References", "See also [edit]"...)."""
+    return bool(_BACK_MATTER.fullmatch(_EDIT_MARK.sub("", title)))
 
 
 def _label(el: Any) -> str:
@@ -316,6 +338,7 @@ def _add_document(
             "doc": doc,
             "words": words,
             "context": "",
+            "back_matter": False,
         }
         if not expand:
             if words < 0:

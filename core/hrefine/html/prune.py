@@ -119,6 +119,12 @@ class HtmlPruner:
         and best column alone exceed half the budget is left as it is
         (:func:`hrefine.html.columns.project_columns`). ``stats["narrowed_tables"]`` says
         what each table kept. False keeps tables' columns as they are.
+    demote_back_matter:
+        Blocks under a heading naming back matter ("References", "Notes", "External links",
+        "Further reading", "See also"...) rank after every other block, ordered by their BM25
+        match, and are not given to the scorer: citation lists repeat the question's words
+        without answering it. ``stats["back_matter_blocks"]`` counts them. False scores them
+        like the rest.
     """
 
     def __init__(
@@ -136,6 +142,7 @@ class HtmlPruner:
         omit_end_tags: bool = True,
         lexical_weight: float | None = None,
         narrow_tables: bool = True,
+        demote_back_matter: bool = True,
     ) -> None:
         if max_words < 1 or fine_max_words < 1:
             msg = f"max_words and fine_max_words must be >= 1, got {max_words}, {fine_max_words}"
@@ -155,6 +162,7 @@ class HtmlPruner:
             raise ValueError(msg)
         self.lexical_weight = lexical_weight
         self.narrow_tables = narrow_tables
+        self.demote_back_matter = demote_back_matter
         self._scorer: Any = None
         self._lexical: BM25Scorer | None = None
         self._counter: TokenCounter | None = None
@@ -250,7 +258,11 @@ class HtmlPruner:
             index[tables[i]] if i in tables and tag == "tr" else None
             for i, tag in zip(ids, tags, strict=True)
         ]
-        all_scores = self._score(query, texts, borrow + [None] * len(group_ids))
+        nodes = forest.tree.nodes
+        last = [bool(nodes[i].metadata.get("back_matter")) for i in [*ids, *group_ids]]
+        if not self.demote_back_matter:
+            last = [False] * len(last)
+        all_scores = self._score(query, texts, borrow + [None] * len(group_ids), last)
         group_scores = dict(zip(group_ids, all_scores[len(ids) :].tolist(), strict=True))
         scores1 = _inherit_table_scores(ids, all_scores[: len(ids)], tables, group_scores)
         fit1 = fill(
@@ -262,6 +274,7 @@ class HtmlPruner:
             "truncated": fit1.truncated,
             "scorer": getattr(self.scorer, "name", type(self.scorer).__name__),
             "narrowed_tables": [vars(c) for c in narrowed],
+            "back_matter_blocks": sum(last[: len(ids)]),
         }
         located = positions(forest, cleaned_order)
         block_reports = reports(forest, ids, costs, fit1, scores1, None, located)
@@ -301,13 +314,19 @@ class HtmlPruner:
 
     # -- steps -----------------------------------------------------------------------------
     def _score(
-        self, query: str, texts: list[str], borrow: Sequence[int | None] | None = None
+        self,
+        query: str,
+        texts: list[str],
+        borrow: Sequence[int | None] | None = None,
+        last: Sequence[bool] | None = None,
     ) -> np.ndarray:
         """Stage-1 scores: the scorer's, plus the weighted BM25 match for dense scorers.
 
         ``borrow[k] = j`` lets text ``k`` take the dense score of text ``j`` instead of being
         embedded, when the scorer is an embedding and the BM25 match is applied (it is then
-        what tells such texts apart); otherwise every text is scored.
+        what tells such texts apart); otherwise every text is scored. Texts with ``last[k]``
+        true (back matter) are not given to the scorer: they score below every other text,
+        ordered among themselves by their BM25 match.
         """
         if not texts:
             return np.zeros(0, dtype=np.float64)
@@ -325,17 +344,26 @@ class HtmlPruner:
                     raise
                 logger.debug("bm25s is not installed; block scores use the scorer alone")
         top = float(bm25.max()) if bm25 is not None and len(bm25) else 0.0
-        own = list(range(len(texts)))
+        n = len(texts)
+        back = np.zeros(n, dtype=bool) if last is None else np.asarray(last, dtype=bool)
+        source: list[int | None] = [None] * n  # whose dense score text k takes
         if borrow is not None and top > 0 and isinstance(scorer, EmbeddingScorer):
-            own = [k for k, b in enumerate(borrow) if b is None]
-        scores = np.full(len(texts), np.nan, dtype=np.float64)
-        scores[own] = np.asarray(scorer.score(query, [texts[k] for k in own]), dtype=np.float64)
-        if len(own) < len(texts) and borrow is not None:
-            for k, b in enumerate(borrow):
-                if b is not None:
-                    scores[k] = scores[b]
+            source = [b if b is not None and not back[b] else None for b in borrow]
+        # A lexical scorer is cheap: it scores back matter too, to order it.
+        own = [k for k in range(n) if source[k] is None and (lexical or not back[k])]
+        scores = np.full(n, np.nan, dtype=np.float64)
+        if own:
+            found = scorer.score(query, [texts[k] for k in own])
+            scores[own] = np.asarray(found, dtype=np.float64)
+        for k, b in enumerate(source):
+            if b is not None:
+                scores[k] = scores[b]
         if bm25 is not None and top > 0:
             scores = scores + weight * bm25 / top
+        if back.any():
+            match = bm25 if bm25 is not None and top > 0 else scores if lexical else None
+            count = int(back.sum())
+            scores[back] = _below(scores[~back], None if match is None else match[back], count)
         return scores
 
     def _bm25(self) -> BM25Scorer:
@@ -483,6 +511,20 @@ class HtmlPruner:
             forest, [w for w, _ in sources], [r for _, r in sources], cleaned_order
         )
         return fit, reports(forest, ids, costs, fit, inherited, result.scores, located)
+
+
+def _below(others: np.ndarray, match: np.ndarray | None, count: int) -> np.ndarray:
+    """Scores of ``count`` back-matter texts: below every score of ``others``, in the order of
+    their lexical ``match`` (document order decides among equals, see fill)."""
+    valid = others[~np.isnan(others)]
+    floor = float(valid.min()) if len(valid) else 0.0
+    if match is None:
+        return np.full(count, floor - 1.0)
+    match = np.nan_to_num(match, nan=0.0)
+    best = float(match.max()) if len(match) else 0.0
+    # In (floor - 1, floor - 0.5]: apart from the others whatever the scale of the match.
+    scaled = 0.5 * match / best if best > 0 else np.zeros(len(match))
+    return np.asarray(floor - 1.0 + scaled, dtype=np.float64)
 
 
 def _same(html: str) -> str:

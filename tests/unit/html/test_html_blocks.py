@@ -106,3 +106,24 @@ def test_a_short_element_before_a_block_is_its_label() -> None:
 def test_block_tree_without_cleaning_keeps_raw_structure() -> None:
     tree = build_block_tree("<div><div><p>hello</p></div></div>", clean=False)
     assert [b.metadata["path"] for b in _blocks(tree)] == [["html", "body", "div"]]
+
+
+def test_back_matter_sections_are_flagged() -> None:
+    page = (
+        "<html><body><h1>Alpha</h1><p>Lead paragraph.</p>"
+        "<h2>Bibliography</h2><ul><li>A book she wrote.</li></ul>"
+        "<h2>References [edit]</h2><ol><li>A cited source.</li></ol>"
+        "<h3>Primary</h3><p>Under a subheading of the references.</p>"
+        "<h2>Notes and references</h2><p>A footnote.</p>"
+        "<h2>Career</h2><p>Back in the body.</p>"
+        "<h2>See also ( edit )</h2><ul><li>Another page</li></ul>"
+        "</body></html>"
+    )
+    tree = build_block_tree(page, max_words=3)
+    flags = {n.text: n.metadata["back_matter"] for n in _blocks(tree)}
+    body = ["Alpha", "Lead paragraph.", "Bibliography", "A book she wrote.", "Career"]
+    body.append("Back in the body.")
+    back = ["References [edit]", "A cited source.", "Primary", "Under a subheading of the"]
+    back += ["Notes and references", "A footnote.", "See also ( edit )", "Another page"]
+    assert all(not flags[t] for t in body)
+    assert all(flags[next(k for k in flags if k.startswith(t))] for t in back)

@@ -242,3 +242,25 @@ def test_a_page_of_bare_text_under_tags_without_words_is_one_block() -> None:
     result = HtmlPruner(scorer="bm25").prune(tree_html, "plain words", 100)
     assert "Plain words here and more" in result.html
     assert [b.kept for b in result.blocks if b.block_id >= 0] == [True]
+
+
+def test_citations_no_longer_crowd_out_the_article(embedder: Any) -> None:
+    # A real NQ page: the reference list's items ("Jump up ^ ... Game of Thrones season 7 ...")
+    # repeat the question's words, and with the embedder they outrank the article's text.
+    from hrefine.eval.loaders import load_dataset
+
+    item = next(it for it in load_dataset("leval-nq") if it.id == "nq_10_q03")
+    demoted = HtmlPruner(embedder=embedder).prune(item.document, item.question, 512)
+    as_text = HtmlPruner(embedder=embedder, demote_back_matter=False).prune(
+        item.document, item.question, 512
+    )
+
+    def top_citations(result: PruneResult) -> int:
+        top = sorted((b for b in result.blocks if b.rank >= 0), key=lambda b: b.rank)[:10]
+        return sum("Jump up" in b.text for b in top)
+
+    assert demoted.stats["back_matter_blocks"] > 100
+    assert top_citations(as_text) >= 3
+    assert top_citations(demoted) == 0
+    assert "August 27 , 2017" in demoted.html  # the season's last episode, the answer
+    assert "August 27 , 2017" not in as_text.html

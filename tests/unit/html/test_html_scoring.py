@@ -112,3 +112,41 @@ def test_rows_are_not_embedded_when_bm25_tells_them_apart() -> None:
     # The row that matches the question still wins among the table's rows.
     result = HtmlPruner(embedder=KeywordEmbedder(dim=64)).prune(page, "votes of Name7", 40)
     assert "Name7" in result.html
+
+
+def _cited_page() -> str:
+    cites = "".join(
+        f"<li>Smith ({1990 + i}). When was the highest river flood recorded? Part {i}. "
+        "Retrieved 2018.</li>"
+        for i in range(12)
+    )
+    return (
+        "<html><body><h1>River</h1>"
+        "<p>The highest flood on the river was recorded in February 1795.</p>"
+        + "".join(f"<p>Paragraph {i} about the town's markets and trade.</p>" for i in range(6))
+        + f"<h2>References</h2><ol>{cites}</ol></body></html>"
+    )
+
+
+@pytest.mark.parametrize("scorer", ["bm25", "keywords"])
+def test_back_matter_ranks_below_the_body_and_is_not_scored(scorer: str) -> None:
+    query = "when was the highest flood on the river recorded?"
+    dense = KeywordScorer({("flood",): 0.9, ("river",): 0.8}, default=0.1)
+    spec: object = "bm25" if scorer == "bm25" else dense
+    result = HtmlPruner(scorer=spec).prune(_cited_page(), query, 400)
+    assert result.stats["back_matter_blocks"] >= 12
+    ranked = sorted((b for b in result.blocks if b.rank >= 0), key=lambda b: b.rank)
+    flags = ["Retrieved" in b.text or b.text == "References" for b in ranked]
+    assert any(flags) and flags == sorted(flags), [b.text for b in ranked]  # body first
+    assert "February 1795" in result.html
+    if scorer == "keywords":  # the dense scorer never read a citation
+        assert not any("Retrieved" in t for t in dense.seen)
+
+
+def test_back_matter_is_scored_like_the_rest_when_asked() -> None:
+    query = "when was the highest flood on the river recorded?"
+    dense = KeywordScorer({("flood",): 0.9, ("river",): 0.8}, default=0.1)
+    result = HtmlPruner(scorer=dense, demote_back_matter=False).prune(_cited_page(), query, 400)
+    assert any("Retrieved" in t for t in dense.seen)
+    best = min((b for b in result.blocks if b.rank >= 0), key=lambda b: b.rank)
+    assert "Retrieved" in best.text  # a citation that names the flood and the river wins
