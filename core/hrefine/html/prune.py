@@ -41,6 +41,9 @@ logger = logging.getLogger(__name__)
 MIN_BUDGET = 4
 # Default weight of the BM25 match added to a dense scorer's block scores (see lexical_weight).
 _LEXICAL_WEIGHT = 0.3
+# A block of a table with more words than this is prose: it neither borrows nor inherits its
+# table's score (short rows are data, whose meaning is their table's).
+_PROSE_WORDS = 64
 # Text of a table or list scored as a whole is cut here (the embedder reads far less anyway).
 _MAX_GROUP_CHARS = 200_000
 # A block whose HTML would take more than this share of the budget is split into its children.
@@ -248,7 +251,13 @@ class HtmlPruner:
         group_ids = _containers(forest)
         texts = [_scoring_text(forest, i) for i in ids]
         texts += [_group_text(forest, g) for g in group_ids]
-        tables = _enclosing_tables(forest, ids, set(group_ids))
+        # Prose in a table (a plot summary, a note) means what it says, not what its table is
+        # about: it is scored on its own, like a paragraph.
+        tables = {
+            i: t
+            for i, t in _enclosing_tables(forest, ids, set(group_ids)).items()
+            if forest.tree.nodes[i].metadata["words"] <= _PROSE_WORDS
+        }
         # A row's meaning is its table's (scored as a whole); its words tell rows apart, so an
         # embedder gives rows their table's score and BM25 their own (see _score). Rows are
         # most of a data-heavy page's text: this is where the embedding time went.

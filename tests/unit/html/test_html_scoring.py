@@ -150,3 +150,39 @@ def test_back_matter_is_scored_like_the_rest_when_asked() -> None:
     assert any("Retrieved" in t for t in dense.seen)
     best = min((b for b in result.blocks if b.rank >= 0), key=lambda b: b.rank)
     assert "Retrieved" in best.text  # a citation that names the flood and the river wins
+
+
+def test_prose_in_a_table_is_scored_on_its_own() -> None:
+    summary = " ".join(f"Plot word{i} of the episode summary." for i in range(20))  # 100 words
+    rows = "".join(
+        f"<tr><td>{i}</td><td>Episode {i}</td><td>May {i}, 2018</td></tr>"
+        f"<tr><td colspan='3'>{summary} Part {i}.</td></tr>"
+        for i in range(1, 9)
+    )
+    page = (
+        "<html><body><h1>Series</h1>"
+        "<p>The second season premiered on April 25, 2018 on the network.</p>"
+        f"<table><tr><th>No</th><th>Title</th><th>Release date</th></tr>{rows}</table>"
+        "</body></html>"
+    )
+    # The table as a whole matches the question best, a summary on its own not at all.
+    scorer = KeywordScorer({("Episode 1", "Episode 8"): 0.9, ("premiered",): 0.5}, default=0.1)
+    result = HtmlPruner(scorer=scorer, lexical_weight=0).prune(page, "season premiere", 300)
+    score = {b.text: b.stage1_score for b in result.blocks if b.stage1_score is not None}
+    summaries = [s for t, s in score.items() if t.startswith("Plot word0")]
+    data_rows = [s for t, s in score.items() if t.startswith("1 Episode 1")]
+    assert len(summaries) == 8 and summaries == pytest.approx([0.1] * 8)
+    assert data_rows == [pytest.approx(0.9)]  # a short row still inherits its table's score
+    assert "premiered on April 25, 2018" in result.html
+    # With the BM25 match on, short rows borrow their table's score; each summary is still
+    # given to the scorer itself.
+    seen: list[str] = []
+
+    class Recording(KeywordEmbedder):
+        def embed(self, texts: Sequence[str]) -> np.ndarray:
+            seen.extend(texts)
+            return super().embed(texts)
+
+    HtmlPruner(embedder=Recording(dim=64)).prune(page, "season premiere 2018", 300)
+    assert sum("Plot word0" in t and "Episode" not in t for t in seen) == 8
+    assert not any("Episode 3 May 3" in t and "Episode 8" not in t for t in seen)
