@@ -43,11 +43,12 @@ _DOC_STRIDE = 1_000_000_000
 # text but rarely answer a question about it. English only; a trailing "[edit]" is ignored.
 # Not "Bibliography", "Sources" or "Discography": on many pages those are the content.
 _BACK_MATTER = re.compile(
-    r"(?:(?:references|notes|footnotes|citations|external links|further reading|see also)"
-    r"(?:\s*(?:and|&|,)\s*)?)+",
+    r"(?:\d+(?:\.\d+)*\.?\s+)?"  # a section number
+    r"(?:(?:references?|notes|footnotes?|citations?|external links?|further reading|see also"
+    r"|works cited)(?:\s*(?:and|&|,)\s*)?)+[\s:.]*",
     re.IGNORECASE,
 )
-_EDIT_MARK = re.compile(r"\s*[\[(]\s*edit\s*[\])]\s*$", re.IGNORECASE)
+_EDIT_MARK = re.compile(r"\s*[\[(]\s*edit(?:\s+source)?\s*[\])]\s*$", re.IGNORECASE)
 
 
 def build_block_tree(
@@ -165,16 +166,16 @@ class _Contexts:
         chain: list[tuple[int, str, bool]] = []
         heading = self.base
         back = False  # inside a back-matter section (references, external links...)
+        headings, first_inside = _headings(root)
         # One pass in document order (a plain iteration: start/end events cost twice as much);
         # a block's table is looked up among its own ancestors.
         for index, el in enumerate(root.iter(), 1):
             tag = el.tag
             level = _HEADINGS.get(tag) if isinstance(tag, str) else None
             if level is not None:  # a heading belongs to the section it opens
-                title = normalize_space(text_content(el))[:120]
+                _, title, own = headings[el]
                 while chain and chain[-1][0] >= level:
                     chain.pop()
-                own = _is_back_matter(title)
                 back = own or any(b for _, _, b in chain)
             nid = wanted.get(el)
             if nid is not None:
@@ -191,9 +192,44 @@ class _Contexts:
                 parts.append(_label(el))
                 node.metadata["context"] = " | ".join(p for p in parts if p)[:_MAX_CONTEXT_CHARS]
                 node.metadata["back_matter"] = back
+                inner = first_inside.get(el)
+                if inner is not None and _opens_with(el, inner):
+                    # A block that opens with a heading (a <section>) is in the section that
+                    # heading opens, not in the one in force before it.
+                    lv, _, own_inner = headings[inner]
+                    node.metadata["back_matter"] = own_inner or any(
+                        b for h_lv, _, b in chain if h_lv < lv
+                    )
             if level is not None:
                 chain.append((level, title, own))
                 heading = " > ".join([self.base] * bool(self.base) + [h for _, h, _ in chain])
+
+
+def _headings(root: Any) -> tuple[dict[Any, tuple[int, str, bool]], dict[Any, Any]]:
+    """Each heading's (level, title, whether it opens back matter), and for each element
+    holding a heading below it, its first such heading (one walk up per heading)."""
+    info: dict[Any, tuple[int, str, bool]] = {}
+    first: dict[Any, Any] = {}
+    for h in root.iter(*_HEADINGS):
+        level = _HEADINGS[h.tag]
+        title = normalize_space(text_content(h))[:120]
+        # An <h1> is the page's title: a page called "Notes" is content.
+        info[h] = (level, title, level > 1 and _is_back_matter(title))
+        for anc in h.iterancestors():
+            if anc in first:
+                break
+            first[anc] = h
+    return info, first
+
+
+def _opens_with(el: Any, inner: Any) -> bool:
+    """Whether no text of ``el`` comes before its descendant ``inner``."""
+    for d in el.iter():
+        if d is inner:
+            return True
+        if (d.text and not d.text.isspace()) or (d is not el and d.tail and not d.tail.isspace()):
+            return False
+    return False
 
 
 def _is_back_matter(title: str) -> bool:

@@ -125,9 +125,9 @@ class HtmlPruner:
     demote_back_matter:
         Blocks under a heading naming back matter ("References", "Notes", "External links",
         "Further reading", "See also"...) rank after every other block, ordered by their BM25
-        match, and are not given to the scorer: citation lists repeat the question's words
-        without answering it. ``stats["back_matter_blocks"]`` counts them. False scores them
-        like the rest.
+        match (document order without it), and are not given to the scorer: citation lists
+        repeat the question's words without answering it. ``stats["back_matter_blocks"]``
+        counts them. False scores them like the rest.
     """
 
     def __init__(
@@ -251,12 +251,16 @@ class HtmlPruner:
         group_ids = _containers(forest)
         texts = [_scoring_text(forest, i) for i in ids]
         texts += [_group_text(forest, g) for g in group_ids]
+        nodes = forest.tree.nodes
+        demoted = self.demote_back_matter
         # Prose in a table (a plot summary, a note) means what it says, not what its table is
-        # about: it is scored on its own, like a paragraph.
+        # about: it is scored on its own, like a paragraph. Back matter in a table (a layout
+        # table holding a whole page) stays below the rest.
         tables = {
             i: t
             for i, t in _enclosing_tables(forest, ids, set(group_ids)).items()
-            if forest.tree.nodes[i].metadata["words"] <= _PROSE_WORDS
+            if nodes[i].metadata["words"] <= _PROSE_WORDS
+            and not (demoted and nodes[i].metadata.get("back_matter"))
         }
         # A row's meaning is its table's (scored as a whole); its words tell rows apart, so an
         # embedder gives rows their table's score and BM25 their own (see _score). Rows are
@@ -267,10 +271,7 @@ class HtmlPruner:
             index[tables[i]] if i in tables and tag == "tr" else None
             for i, tag in zip(ids, tags, strict=True)
         ]
-        nodes = forest.tree.nodes
-        last = [bool(nodes[i].metadata.get("back_matter")) for i in [*ids, *group_ids]]
-        if not self.demote_back_matter:
-            last = [False] * len(last)
+        last = [demoted and bool(nodes[i].metadata.get("back_matter")) for i in [*ids, *group_ids]]
         all_scores = self._score(query, texts, borrow + [None] * len(group_ids), last)
         group_scores = dict(zip(group_ids, all_scores[len(ids) :].tolist(), strict=True))
         scores1 = _inherit_table_scores(ids, all_scores[: len(ids)], tables, group_scores)
@@ -334,8 +335,8 @@ class HtmlPruner:
         ``borrow[k] = j`` lets text ``k`` take the dense score of text ``j`` instead of being
         embedded, when the scorer is an embedding and the BM25 match is applied (it is then
         what tells such texts apart); otherwise every text is scored. Texts with ``last[k]``
-        true (back matter) are not given to the scorer: they score below every other text,
-        ordered among themselves by their BM25 match.
+        true (back matter) are not given to the (dense) scorer: they score below every other
+        text, ordered among themselves by their lexical match, or equal without one.
         """
         if not texts:
             return np.zeros(0, dtype=np.float64)

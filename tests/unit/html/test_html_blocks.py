@@ -127,3 +127,24 @@ def test_back_matter_sections_are_flagged() -> None:
     back += ["Notes and references", "A footnote.", "See also ( edit )", "Another page"]
     assert all(not flags[t] for t in body)
     assert all(flags[next(k for k in flags if k.startswith(t))] for t in back)
+
+
+def test_a_block_that_opens_with_a_heading_is_in_that_heading_section() -> None:
+    cites = "".join(f"<li>Cited source {i}.</li>" for i in range(5))
+    page = (
+        "<html><body><h1>Notes</h1><p>A page titled Notes is content.</p>"
+        "<div><p>Text before a heading.</p><h2>1 External links</h2><p>A link.</p></div>"
+        "<section><h2>Career</h2><p>Worked as a clerk.</p></section>"
+        f"<section><h2>References</h2><ol>{cites}</ol></section>"
+        "<section><h2>History</h2><p>The town was founded in 1795.</p></section>"
+        "<section><h2>See also:</h2><p>Town founded list</p></section>"
+        "</body></html>"
+    )
+    tree = build_block_tree(page, max_words=256)
+    flags = {n.text.split(" ")[0]: n.metadata["back_matter"] for n in _blocks(tree)}
+    assert flags["Notes"] is False and flags["A"] is False  # an <h1> never opens back matter
+    assert flags["References"] is True
+    assert flags["History"] is False  # after a References section, in a section of its own
+    assert flags["See"] is True
+    assert flags["Text"] is False  # a block with text before its heading is not demoted
+    assert flags["Career"] is False  # its own heading, not the external links before it

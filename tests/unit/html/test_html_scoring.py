@@ -186,3 +186,19 @@ def test_prose_in_a_table_is_scored_on_its_own() -> None:
     HtmlPruner(embedder=Recording(dim=64)).prune(page, "season premiere 2018", 300)
     assert sum("Plot word0" in t and "Episode" not in t for t in seen) == 8
     assert not any("Episode 3 May 3" in t and "Episode 8" not in t for t in seen)
+
+
+def test_back_matter_in_a_layout_table_stays_below_the_rest() -> None:
+    cites = "".join(f"<p>Smith ({1990 + i}). Founded town history {i}.</p>" for i in range(30))
+    page = (
+        "<html><body><p>Visitors come for the markets of the town.</p>"
+        "<table><tr><td><h1>Town</h1><p>The town was founded in 1795 by settlers.</p>"
+        f"<h2>References</h2>{cites}</td></tr></table></body></html>"
+    )
+    scorer = KeywordScorer({("Town", "1795", "Smith"): 0.9, ("markets",): 0.3}, default=0.1)
+    result = HtmlPruner(scorer=scorer).prune(page, "when was the town founded?", 120)
+    scored = [b for b in result.blocks if b.stage1_score is not None]
+    cited = [b.stage1_score for b in scored if b.text.startswith("Smith")]
+    others = [b.stage1_score for b in scored if not b.text.startswith(("Smith", "References"))]
+    assert len(cited) == 30 and max(cited) < min(others)
+    assert "founded in 1795" in result.html
