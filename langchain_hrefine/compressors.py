@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from hrefine.html.outcome import DocumentOutcome, aprune_documents, check_query, prune_documents
+from hrefine.html.outcome import (
+    DocumentOutcome,
+    aprune_documents,
+    build_pruner,
+    check_query,
+    prune_documents,
+    pruner_key,
+)
 from hrefine.models import Embedder
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
@@ -131,40 +138,11 @@ class HtmlRagCompressor(BaseDocumentCompressor):
         """Build the core pruner now, so that a bad setting fails at construction."""
         self._get_pruner()
 
-    def _config_key(self) -> tuple[Any, ...]:
-        return (
-            self.scorer if isinstance(self.scorer, str) else id(self.scorer),
-            id(self.embeddings),
-            self.tokenizer if isinstance(self.tokenizer, str) else id(self.tokenizer),
-            self.generative,
-            id(self.lm),
-            self.max_words,
-            self.boilerplate,
-            self.omit_end_tags,
-            self.lexical_weight,
-            self.narrow_tables,
-            self.demote_back_matter,
-        )
-
     def _get_pruner(self) -> Any:
         """The core ``HtmlPruner`` for the current settings (rebuilt when a setting changed)."""
-        key = self._config_key()
+        key = pruner_key(self, self.embeddings)
         if self._pruner is None or key != self._pruner_key:
-            from hrefine.html import HtmlPruner
-
-            self._pruner = HtmlPruner(
-                scorer=self.scorer,
-                embedder=to_embedder(self.embeddings),
-                tokenizer=self.tokenizer,
-                max_words=self.max_words,
-                generative=self.generative,
-                lm=self.lm,
-                boilerplate=self.boilerplate,
-                omit_end_tags=self.omit_end_tags,
-                lexical_weight=self.lexical_weight,
-                narrow_tables=self.narrow_tables,
-                demote_back_matter=self.demote_back_matter,
-            )
+            self._pruner = build_pruner(self, to_embedder(self.embeddings))
             self._pruner_key = key
         return self._pruner
 

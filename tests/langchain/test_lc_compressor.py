@@ -204,3 +204,15 @@ def test_core_embedder_accepted_and_junk_rejected(documents: list[Document]) -> 
     assert compressor.compress_documents(documents, QUERY)
     with pytest.raises(ValidationError, match="embeddings"):
         HtmlRagCompressor(embeddings=3)  # type: ignore[arg-type]
+
+
+def test_every_pruner_setting_is_a_field_that_reaches_the_pruner() -> None:
+    from hrefine.html.outcome import PRUNER_SETTINGS
+
+    assert set(PRUNER_SETTINGS) <= set(HtmlRagCompressor.model_fields)
+    compressor = _compressor(max_tokens=100)
+    first = compressor._get_pruner()
+    assert first.demote_back_matter and first.narrow_tables
+    compressor.demote_back_matter = False
+    assert compressor._get_pruner() is not first
+    assert compressor._get_pruner().demote_back_matter is False

@@ -182,3 +182,14 @@ def test_empty_node_is_left_out_and_reported(together: bool) -> None:
 def test_core_embedder_accepted_as_embed_model() -> None:
     post = _post(scorer="embedding", embed_model=KeywordEmbedder(), max_tokens=200)
     assert post.postprocess_nodes(make_nodes(), query_str=QUERY)
+
+
+def test_every_pruner_setting_is_a_field_that_reaches_the_pruner() -> None:
+    from hrefine.html.outcome import PRUNER_SETTINGS
+
+    assert set(PRUNER_SETTINGS) <= set(HtmlRagNodePostprocessor.model_fields)
+    post = _post(max_tokens=100, demote_back_matter=False, narrow_tables=False)
+    pruner = post._get_pruner()
+    assert pruner.demote_back_matter is False and pruner.narrow_tables is False
+    post.demote_back_matter = True
+    assert post._get_pruner() is not pruner and post._get_pruner().demote_back_matter

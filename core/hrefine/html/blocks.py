@@ -191,15 +191,14 @@ class _Contexts:
                             parts.append(header)
                 parts.append(_label(el))
                 node.metadata["context"] = " | ".join(p for p in parts if p)[:_MAX_CONTEXT_CHARS]
-                node.metadata["back_matter"] = back
+                in_back = back
                 inner = first_inside.get(el)
                 if inner is not None and _opens_with(el, inner):
                     # A block that opens with a heading (a <section>) is in the section that
                     # heading opens, not in the one in force before it.
                     lv, _, own_inner = headings[inner]
-                    node.metadata["back_matter"] = own_inner or any(
-                        b for h_lv, _, b in chain if h_lv < lv
-                    )
+                    in_back = own_inner or any(b for h_lv, _, b in chain if h_lv < lv)
+                node.metadata["back_matter"] = in_back
             if level is not None:
                 chain.append((level, title, own))
                 heading = " > ".join([self.base] * bool(self.base) + [h for _, h, _ in chain])
