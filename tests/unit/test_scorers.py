@@ -90,6 +90,90 @@ def test_cpu_token_batches_give_the_vectors_of_fixed_batches(
     np.testing.assert_allclose(by_tokens, fixed, atol=1e-5)
 
 
+def test_packed_rows_give_each_text_its_own_vector(
+    embedder: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Several texts share a row of the transformer, each attending only to itself: no vector
+    # and no row of the output may change, whatever the rows and batches.
+    import hrefine.models.embed as embed_module
+
+    texts = [
+        "Tournament / Win–Loss: Australian Open | French Open",
+        "",
+        " ".join(["river"] * 300),  # past the read length: a row of its own
+        "東京タワーは何メートルですか",
+        "a",
+        "The Royal Bahamas Defence Force is the navy of The Bahamas. " * 4,
+        "1,000 km²",
+        "Year | Team | Goals",
+    ]
+    model = embedder.model  # type: ignore[attr-defined]
+    assert embedder._pooling_for_packing() == "mean"  # type: ignore[attr-defined]
+    fixed = model.encode(texts, batch_size=8, convert_to_numpy=True, normalize_embeddings=True)
+    for batch_tokens, chunk in ((40, 3), (512, 2048)):
+        monkeypatch.setattr(embed_module, "CPU_BATCH_TOKENS", batch_tokens)
+        monkeypatch.setattr(embed_module, "_TOKENIZE_CHUNK", chunk)
+        packed = embedder._encode_packed(texts, "mean")  # type: ignore[attr-defined]
+        np.testing.assert_allclose(packed, fixed, atol=1e-5)
+    # The short texts did share rows.
+    lengths = [int(n) for n in model.preprocess(texts)["attention_mask"].sum(dim=1)]
+    rows = embed_module._pack_rows(lengths, model.max_seq_length)
+    assert len(rows) < len(texts)
+
+
+def test_pack_rows_fill_rows_without_overflow_or_loss() -> None:
+    from hrefine.models.embed import _pack_rows
+
+    lengths = [128, 5, 60, 60, 3, 127, 1, 64, 64, 30]
+    rows = _pack_rows(lengths, 128)
+    assert sorted(k for row in rows for k in row) == list(range(len(lengths)))
+    assert all(sum(lengths[k] for k in row) <= 128 for row in rows)
+    assert len(rows) == 5  # 128 | 127+1 | 64+64 | 60+60+5+3 | 30
+    assert _pack_rows([], 128) == []
+
+
+def test_a_model_whose_vectors_change_when_packed_is_not_packed(
+    embedder: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The one-off check compares packed vectors with encode()'s; a model that fails it (here:
+    # rows that ignore the mask) embeds as before, with the same vectors.
+    import hrefine.models.embed as embed_module
+
+    def leaky(*args: object) -> np.ndarray:
+        vecs = real(*args)
+        return np.roll(vecs, 1, axis=1)
+
+    real = embed_module._run_rows
+    monkeypatch.setattr(embed_module, "_run_rows", leaky)
+    monkeypatch.setattr(embedder, "_packing", False)  # not checked yet
+    assert embedder._pooling_for_packing() is None  # type: ignore[attr-defined]
+    texts = ["Year | Team | Goals", "a"]
+    got = embedder._encode(texts)  # type: ignore[attr-defined]
+    fixed = embedder.model.encode(texts, convert_to_numpy=True, normalize_embeddings=True)  # type: ignore[attr-defined]
+    np.testing.assert_allclose(got, fixed, atol=1e-5)
+
+
+def test_only_transformer_pooling_models_are_packed() -> None:
+    from types import SimpleNamespace
+
+    from hrefine.models.embed import _packable_pooling
+
+    class Transformer:
+        auto_model = SimpleNamespace(config=SimpleNamespace(_attn_implementation="sdpa"))
+
+    class Pooling:
+        pooling_mode = "max"
+
+    class Dense:
+        pass
+
+    assert _packable_pooling(SimpleNamespace(_modules={"0": Transformer(), "1": Pooling()})) is None
+    mean = Pooling()
+    mean.pooling_mode = "mean"
+    three = {"0": Transformer(), "1": mean, "2": Dense()}
+    assert _packable_pooling(SimpleNamespace(_modules=three)) is None
+
+
 def test_token_batches_only_for_right_padded_models_without_a_default_prompt() -> None:
     # Batches are cut from the left and take no prompt: any other model goes through encode().
     from types import SimpleNamespace

@@ -47,6 +47,13 @@ DEFAULT_EMBEDDER_MAX_TOKENS = 128
 CPU_BATCH_TOKENS = 512
 # Texts tokenised at once on that path (bounds the padded id tensors on huge pages).
 _TOKENIZE_CHUNK = 2048
+# Texts of different lengths for the one-off check that packed rows give encode()'s vectors.
+_PACKING_PROBE = (
+    "Packed rows must give every text the vector it gets alone.",
+    "a",
+    "Table: Year | Team | Goals",
+    "The check runs once per model, on the first call that would pack texts into rows.",
+)
 
 
 @runtime_checkable
@@ -112,7 +119,9 @@ class SentenceTransformerEmbedder:
         Texts per forward pass (inputs are length-sorted by sentence-transformers). None: on
         the CPU, length-sorted batches of about :data:`CPU_BATCH_TOKENS` word pieces (a fixed
         count would pad short table rows to the length of a paragraph, or run them a few at a
-        time), and 64 texts on an accelerator.
+        time), and 64 texts on an accelerator. On the CPU, texts are also packed several to a
+        row (each with its own positions, attending only to itself) when the model is a
+        transformer with mean or CLS pooling and a one-off check finds the vectors unchanged.
     query_prefix, document_prefix:
         Instruction prefixes some models expect (e.g. ``"query: "`` for E5).
     cache_size:
@@ -147,6 +156,7 @@ class SentenceTransformerEmbedder:
         self.name = name or Path(model_name_or_path).name or model_name_or_path
         self._cache = _Cache(cache_size)
         self._model: Any = None
+        self._packing: str | bool | None = False  # False: not checked yet; None: do not pack
 
     @property
     def model(self) -> Any:
@@ -185,6 +195,9 @@ class SentenceTransformerEmbedder:
         batch_size = self.batch_size
         if batch_size is None:
             if model.device.type == "cpu" and _plain_right_padded(model):
+                pooling = self._pooling_for_packing()
+                if pooling is not None:
+                    return self._encode_packed(texts, pooling)
                 return self._encode_by_tokens(texts)
             from hrefine.models.device import batch_size_for
 
@@ -229,6 +242,52 @@ class SentenceTransformerEmbedder:
                 i += len(idx)
         return out
 
+    def _pooling_for_packing(self) -> str | None:
+        """The pooling (``"mean"`` or ``"cls"``) to pack texts into shared rows with, or None
+        when this model cannot be: decided once, by comparing packed vectors to ``encode``'s."""
+        if self._packing is False:
+            pooling = _packable_pooling(self.model)
+            if pooling is not None:
+                probe = list(_PACKING_PROBE)
+                packed = self._encode_packed(probe, pooling)
+                alone = self._encode_by_tokens(probe)
+                if not np.allclose(packed, alone, atol=1e-4):
+                    logger.info("%s: packing changes the vectors; texts are not packed", self.name)
+                    pooling = None
+            self._packing = pooling
+        return self._packing if isinstance(self._packing, str) else None
+
+    def _encode_packed(self, texts: list[str], pooling: str) -> np.ndarray:
+        """Embed with several texts per row of the transformer.
+
+        Each text keeps its own positions and attends only to itself (a block-diagonal mask),
+        so its vector is the one it gets alone, while a batch carries almost no padding: on
+        the HtmlRAG pages a length-sorted batch was 13% padding, and tiny texts ran in
+        batches too small to use the CPU well.
+        """
+        model = self.model
+        model.eval()
+        tokenize = getattr(model, "preprocess", None) or model.tokenize
+        out = np.zeros((len(texts), 0), dtype=np.float32)
+        for start in range(0, len(texts), _TOKENIZE_CHUNK):
+            part = texts[start : start + _TOKENIZE_CHUNK]
+            features = tokenize(part)
+            lengths = [int(n) for n in features["attention_mask"].sum(dim=1)]
+            width = max(model.max_seq_length or 0, max(lengths))
+            rows = _pack_rows(lengths, width)
+            rows.sort(key=lambda row: -sum(lengths[k] for k in row))
+            i = 0
+            while i < len(rows):
+                used = sum(lengths[k] for k in rows[i])  # the widest row of this batch
+                batch = rows[i : i + max(1, CPU_BATCH_TOKENS // max(used, 1))]
+                order = [k for row in batch for k in row]
+                vecs = _run_rows(model, features, lengths, batch, used, pooling)
+                if out.shape[1] == 0:
+                    out = np.zeros((len(texts), vecs.shape[1]), dtype=np.float32)
+                out[[start + k for k in order]] = vecs
+                i += len(batch)
+        return out
+
     def _embed_with_prefix(self, texts: Sequence[str], prefix: str) -> np.ndarray:
         if isinstance(texts, str):
             msg = "embed() takes a sequence of texts; use embed_query() for one string"
@@ -270,6 +329,114 @@ def _plain_right_padded(model: Any) -> bool:
         return False
     tokenizer = getattr(model, "tokenizer", None)
     return getattr(tokenizer, "padding_side", "right") == "right"
+
+
+def _packable_pooling(model: Any) -> str | None:
+    """``"mean"`` or ``"cls"`` for a Transformer → Pooling (mean or CLS) [→ Normalize] model whose
+    transformer takes position ids and a 4-d mask (SDPA or eager attention); None otherwise."""
+    import inspect
+
+    modules = list(model._modules.values())
+    if len(modules) not in (2, 3) or type(modules[0]).__name__ != "Transformer":
+        return None
+    if len(modules) == 3 and type(modules[2]).__name__ != "Normalize":
+        return None
+    pooling = modules[1]
+    if type(pooling).__name__ != "Pooling":
+        return None
+    mode = getattr(pooling, "pooling_mode", None)
+    if mode is None:  # sentence-transformers before 6: one flag per mode
+        flags = [k for k, v in vars(pooling).items() if k.startswith("pooling_mode_") and v]
+        mode = {"pooling_mode_mean_tokens": "mean", "pooling_mode_cls_token": "cls"}.get(
+            flags[0] if len(flags) == 1 else ""
+        )
+    auto = getattr(modules[0], "auto_model", None)
+    config = getattr(auto, "config", None)
+    if mode not in ("mean", "cls") or auto is None or config is None:
+        return None
+    if getattr(config, "_attn_implementation", None) not in ("sdpa", "eager"):
+        return None
+    if "position_ids" not in inspect.signature(auto.forward).parameters:
+        return None
+    return str(mode)
+
+
+def _pack_rows(lengths: Sequence[int], width: int) -> list[list[int]]:
+    """Indices of texts grouped into rows of at most ``width`` word pieces: best fit, longest
+    texts first (each text alone fits, as ``width`` is at least the longest)."""
+    order = sorted(range(len(lengths)), key=lambda k: -lengths[k])
+    rows: list[list[int]] = []
+    by_room: list[list[int]] = [[] for _ in range(width + 1)]  # room left -> rows
+    for k in order:
+        need = lengths[k]
+        for room in range(need, width + 1):
+            if by_room[room]:
+                r = by_room[room].pop()
+                break
+        else:
+            r, room = len(rows), width
+            rows.append([])
+        rows[r].append(k)
+        by_room[room - need].append(r)
+    return rows
+
+
+def _run_rows(
+    model: Any,
+    features: dict[str, Any],
+    lengths: Sequence[int],
+    rows: Sequence[Sequence[int]],
+    width: int,
+    pooling: str,
+) -> np.ndarray:
+    """Unit vectors of the texts of ``rows`` (in row order), each row one transformer input."""
+    import torch
+
+    auto = model._modules[next(iter(model._modules))].auto_model
+    ids = features["input_ids"]
+    types = features.get("token_type_ids")
+    n_rows = len(rows)
+    input_ids = torch.zeros((n_rows, width), dtype=ids.dtype)
+    positions = torch.zeros((n_rows, width), dtype=torch.long)
+    type_ids = torch.zeros((n_rows, width), dtype=ids.dtype)
+    segment = torch.full((n_rows, width), -1, dtype=torch.long)  # -1: padding
+    slot = 0
+    for b, row in enumerate(rows):
+        at = 0
+        for k in row:
+            n = lengths[k]
+            input_ids[b, at : at + n] = ids[k, :n]
+            positions[b, at : at + n] = torch.arange(n)
+            if types is not None:
+                type_ids[b, at : at + n] = types[k, :n]
+            segment[b, at : at + n] = slot
+            slot += 1
+            at += n
+    # A token sees the tokens of its own text; a padding position sees itself only (a query
+    # that sees nothing would turn into NaN).
+    allowed = (segment[:, :, None] == segment[:, None, :]) & (segment[:, :, None] >= 0)
+    allowed |= torch.eye(width, dtype=torch.bool)
+    mask = allowed[:, None]
+    if auto.config._attn_implementation == "eager":
+        mask = torch.zeros(mask.shape).masked_fill(~mask, torch.finfo(torch.float32).min)
+    kwargs: dict[str, Any] = {"input_ids": input_ids, "attention_mask": mask}
+    kwargs["position_ids"] = positions
+    if types is not None:
+        kwargs["token_type_ids"] = type_ids
+    with torch.inference_mode():
+        hidden = auto(**kwargs).last_hidden_state.float()
+    flat = hidden.reshape(-1, hidden.shape[-1])
+    seg = segment.reshape(-1)
+    if pooling == "cls":
+        starts = torch.ones_like(seg, dtype=torch.bool)
+        starts[1:] = seg[1:] != seg[:-1]
+        pooled = flat[starts & (seg >= 0)]
+    else:
+        real = seg >= 0
+        pooled = torch.zeros((slot, flat.shape[1]), dtype=flat.dtype)
+        pooled.index_add_(0, seg[real], flat[real])
+        pooled /= torch.bincount(seg[real], minlength=slot).clamp(min=1)[:, None]
+    return torch.nn.functional.normalize(pooled, dim=1).numpy()
 
 
 class CallableEmbedder:
