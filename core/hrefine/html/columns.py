@@ -28,8 +28,11 @@ __all__ = ["ColumnChoice", "TableGrid", "project_columns", "table_grid"]
 # Spans beyond these are treated as malformed (browsers cap them at 1000 and 65534).
 _MAX_COLSPAN = 1000
 _MAX_ROWSPAN = 65534
-# A column's scoring text is cut here: the embedder reads its first 128 word pieces anyway,
-# and its header and first values are what say what the column holds.
+# A column's scoring text is its header and its first values, which say what the column holds.
+# More values only cost embedding: read to 128 word pieces, columns were 16% of the pieces a
+# cold call embeds on WTQ pages; 12 values cut that by 37%, and no strict WTQ answer was lost.
+_COLUMN_VALUES = 12
+# ...and at most this many characters.
 _MAX_COLUMN_CHARS = 2000
 # A cell of digits and punctuation only ("12", "1,000", "4:24.6", "—"): a measure, not a name.
 _NUMERIC = re.compile(r"^[\d\W_]*$")
@@ -155,7 +158,7 @@ def _columns(grid: TableGrid) -> tuple[list[str], list[str], int]:
     key = None
     for c in range(grid.n_cols):
         head = " / ".join(headers[c])
-        body = " | ".join(values[c])
+        body = " | ".join(values[c][:_COLUMN_VALUES])
         texts.append((f"{head}: {body}" if head else body)[:_MAX_COLUMN_CHARS])
         vals = values[c]
         if key is None and vals:

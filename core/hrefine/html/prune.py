@@ -22,7 +22,7 @@ from hrefine.budget import MemoCounter, TokenCounter, get_counter
 from hrefine.errors import BudgetTooSmallError, EmptyInputError, MissingDependencyError
 from hrefine.html._load import parse_document
 from hrefine.html._locate import document_order, positions, traced_positions
-from hrefine.html._text import element_text
+from hrefine.html._text import count_words, element_text
 from hrefine.html.blocks import BlockForest, build_forest, inner_html, serialize_element
 from hrefine.html.clean import clean_document, serialize
 from hrefine.html.columns import ColumnChoice, project_columns
@@ -259,8 +259,7 @@ class HtmlPruner:
         tables = {
             i: t
             for i, t in _enclosing_tables(forest, ids, set(group_ids)).items()
-            if nodes[i].metadata["words"] <= _PROSE_WORDS
-            and not (demoted and nodes[i].metadata.get("back_matter"))
+            if not _is_prose(forest, i) and not (demoted and nodes[i].metadata.get("back_matter"))
         }
         # A row's meaning is its table's (scored as a whole); its words tell rows apart, so an
         # embedder gives rows their table's score and BM25 their own (see _score). Rows are
@@ -353,9 +352,12 @@ class HtmlPruner:
                 if self.lexical_weight is not None:  # asked for explicitly
                     raise
                 logger.debug("bm25s is not installed; block scores use the scorer alone")
-        top = float(bm25.max()) if bm25 is not None and len(bm25) else 0.0
         n = len(texts)
         back = np.zeros(n, dtype=bool) if last is None else np.asarray(last, dtype=bool)
+        # The match is scaled by the best body text's: a citation repeating the question's
+        # words must not shrink the lexical part of every other score.
+        body = bm25[~back] if bm25 is not None and not back.all() else bm25
+        top = float(body.max()) if body is not None and len(body) else 0.0
         source: list[int | None] = [None] * n  # whose dense score text k takes
         if borrow is not None and top > 0 and isinstance(scorer, EmbeddingScorer):
             source = [b if b is not None and not back[b] else None for b in borrow]
@@ -545,6 +547,18 @@ def _scoring_text(forest: BlockForest, node_id: int) -> str:
     node = forest.tree.nodes[node_id]
     context = node.metadata.get("context") or ""
     return f"{context}\n{node.text}" if context else node.text
+
+
+def _is_prose(forest: BlockForest, node_id: int) -> bool:
+    """Whether a block inside a table is prose: more than :data:`_PROSE_WORDS` words in one
+    cell (a row of many short cells is data, however wide)."""
+    node = forest.tree.nodes[node_id]
+    if node.metadata["words"] <= _PROSE_WORDS:
+        return False
+    if node.metadata["tag"] != "tr":
+        return True
+    cells = [c for c in forest.elements[node_id] if c.tag in ("td", "th")]
+    return not cells or max(count_words(element_text(c)) for c in cells) > _PROSE_WORDS
 
 
 def _containers(forest: BlockForest) -> list[int]:

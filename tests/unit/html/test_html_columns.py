@@ -192,3 +192,18 @@ def test_narrowing_never_exceeds_the_budget_on_real_pages(wtq: dict[str, Any]) -
         assert result.tokens <= 512
         seen += bool(result.stats["narrowed_tables"])
     assert seen  # some of these pages have tables bigger than the budget
+
+
+def test_a_column_is_scored_by_its_header_and_first_values() -> None:
+    # Its header and first values say what a column holds; the other 48 values would only
+    # lengthen the text to embed.
+    seen: list[str] = []
+
+    def score(query: str, texts: Sequence[str]) -> np.ndarray:
+        seen.extend(texts)
+        return np.arange(len(texts), dtype=np.float64)
+
+    _project(clean_document(_league()), "points of the league", 300, score)
+    team = next(t for t in seen if t.startswith("Team:"))
+    assert team.startswith("Team: TeamAA | TeamAB")
+    assert "TeamAL" in team and "TeamAM" not in team  # the 12th value, not the 13th

@@ -143,6 +143,24 @@ def test_back_matter_ranks_below_the_body_and_is_not_scored(scorer: str) -> None
         assert not any("Retrieved" in t for t in dense.seen)
 
 
+def test_the_lexical_match_is_scaled_by_the_best_body_text_not_by_a_citation() -> None:
+    # A citation that repeats the question's words must not shrink the lexical part of the
+    # body's scores: the best body match gets the whole lexical weight.
+    flat = KeywordScorer({}, default=0.5)
+    pruner = HtmlPruner(scorer=flat, lexical_weight=0.3)
+    texts = [
+        "The flood of 1795 was the highest.",
+        "Markets and trade of the town.",
+        "Bridges over the water.",
+        "Smith. When was the highest flood on the river recorded? Highest flood river. 2018.",
+    ]
+    query = "when was the highest flood on the river recorded?"
+    scores = pruner._score(query, texts, None, [False, False, False, True])
+    assert scores[0] == pytest.approx(0.5 + 0.3)
+    assert scores[1] == pytest.approx(0.5) and scores[2] == pytest.approx(0.5)
+    assert scores[3] < min(scores[:3])  # the citation stays below the body
+
+
 def test_back_matter_is_scored_like_the_rest_when_asked() -> None:
     query = "when was the highest flood on the river recorded?"
     dense = KeywordScorer({("flood",): 0.9, ("river",): 0.8}, default=0.1)
@@ -186,6 +204,25 @@ def test_prose_in_a_table_is_scored_on_its_own() -> None:
     HtmlPruner(embedder=Recording(dim=64)).prune(page, "season premiere 2018", 300)
     assert sum("Plot word0" in t and "Episode" not in t for t in seen) == 8
     assert not any("Episode 3 May 3" in t and "Episode 8" not in t for t in seen)
+
+
+def test_a_wide_row_of_short_cells_is_data_not_prose() -> None:
+    # 30 cells of three words: 90 words in the row, none of them prose. The row still takes
+    # its table's score; only a cell of more than 64 words makes a row prose.
+    head = "".join(f"<th>Round {c}</th>" for c in range(30))
+    rows = "".join(
+        "<tr>" + "".join(f"<td>Team{r} {c} pts</td>" for c in range(30)) + "</tr>"
+        for r in range(12)
+    )
+    page = (
+        "<html><body><h1>League</h1><p>The league was founded long ago by clubs.</p>"
+        f"<table><tr>{head}</tr>{rows}</table></body></html>"
+    )
+    scorer = KeywordScorer({("Team0", "Team11"): 0.9}, default=0.1)
+    pruner = HtmlPruner(scorer=scorer, lexical_weight=0, narrow_tables=False)
+    result = pruner.prune(page, "league points", 400)
+    rows_scored = [b.stage1_score for b in result.blocks if b.text.startswith("Team5 0 pts")]
+    assert rows_scored == [pytest.approx(0.9)]
 
 
 def test_back_matter_in_a_layout_table_stays_below_the_rest() -> None:
