@@ -65,21 +65,25 @@ def test_default_embedder_reads_its_training_length(embedder: object) -> None:
         SentenceTransformerEmbedder("unused", max_seq_length=0)
 
 
+# Texts of very different lengths and scripts, for the batching and packing tests.
+_MIXED_TEXTS = (
+    "Tournament / Win–Loss: Australian Open | French Open",
+    "",
+    " ".join(["river"] * 300),  # past the read length: a row of its own when packed
+    "東京タワーは何メートルですか",
+    "a",
+    "The Royal Bahamas Defence Force is the navy of The Bahamas. " * 4,
+    "1,000 km²",
+)
+
+
 def test_cpu_token_batches_give_the_vectors_of_fixed_batches(
     embedder: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Batches cut by word pieces (and tokenised in chunks) must not change a vector or its row.
     import hrefine.models.embed as embed_module
 
-    texts = [
-        "Tournament / Win–Loss: Australian Open | French Open",
-        "",
-        " ".join(["river"] * 300),  # past the read length
-        "東京タワーは何メートルですか",
-        "a",
-        "The Royal Bahamas Defence Force is the navy of The Bahamas. " * 4,
-        "1,000 km²",
-    ]
+    texts = list(_MIXED_TEXTS)
     model = embedder.model  # type: ignore[attr-defined]
     assert model.device.type == "cpu"
     fixed = model.encode(texts, batch_size=8, convert_to_numpy=True, normalize_embeddings=True)
@@ -97,16 +101,7 @@ def test_packed_rows_give_each_text_its_own_vector(
     # and no row of the output may change, whatever the rows and batches.
     import hrefine.models.embed as embed_module
 
-    texts = [
-        "Tournament / Win–Loss: Australian Open | French Open",
-        "",
-        " ".join(["river"] * 300),  # past the read length: a row of its own
-        "東京タワーは何メートルですか",
-        "a",
-        "The Royal Bahamas Defence Force is the navy of The Bahamas. " * 4,
-        "1,000 km²",
-        "Year | Team | Goals",
-    ]
+    texts = [*_MIXED_TEXTS, "Year | Team | Goals"]
     model = embedder.model  # type: ignore[attr-defined]
     assert embedder._pooling_for_packing() == "mean"  # type: ignore[attr-defined]
     fixed = model.encode(texts, batch_size=8, convert_to_numpy=True, normalize_embeddings=True)
