@@ -419,8 +419,11 @@ def _run_rows(
     mask = allowed[:, None]
     if auto.config._attn_implementation == "eager":
         mask = torch.zeros(mask.shape).masked_fill(~mask, torch.finfo(torch.float32).min)
-    kwargs: dict[str, Any] = {"input_ids": input_ids, "attention_mask": mask}
-    kwargs["position_ids"] = positions
+    kwargs: dict[str, Any] = {
+        "input_ids": input_ids,
+        "attention_mask": mask,
+        "position_ids": positions,
+    }
     if types is not None:
         kwargs["token_type_ids"] = type_ids
     with torch.inference_mode():
