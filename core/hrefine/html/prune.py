@@ -252,14 +252,18 @@ class HtmlPruner:
         texts = [_scoring_text(forest, i) for i in ids]
         texts += [_group_text(forest, g) for g in group_ids]
         nodes = forest.tree.nodes
-        demoted = self.demote_back_matter
+        flagged = {
+            i
+            for i in (*ids, *group_ids)
+            if self.demote_back_matter and nodes[i].metadata.get("back_matter")
+        }
         # Prose in a table (a plot summary, a note) means what it says, not what its table is
         # about: it is scored on its own, like a paragraph. Back matter in a table (a layout
         # table holding a whole page) stays below the rest.
         tables = {
             i: t
             for i, t in _enclosing_tables(forest, ids, set(group_ids)).items()
-            if not _is_prose(forest, i) and not (demoted and nodes[i].metadata.get("back_matter"))
+            if not _is_prose(forest, i) and i not in flagged
         }
         # A row's meaning is its table's (scored as a whole); its words tell rows apart, so an
         # embedder gives rows their table's score and BM25 their own (see _score). Rows are
@@ -270,7 +274,7 @@ class HtmlPruner:
             index[tables[i]] if i in tables and tag == "tr" else None
             for i, tag in zip(ids, tags, strict=True)
         ]
-        last = [demoted and bool(nodes[i].metadata.get("back_matter")) for i in [*ids, *group_ids]]
+        last = [i in flagged for i in (*ids, *group_ids)]
         all_scores = self._score(query, texts, borrow + [None] * len(group_ids), last)
         group_scores = dict(zip(group_ids, all_scores[len(ids) :].tolist(), strict=True))
         scores1 = _inherit_table_scores(ids, all_scores[: len(ids)], tables, group_scores)
@@ -373,7 +377,8 @@ class HtmlPruner:
         if bm25 is not None and top > 0:
             scores = scores + weight * bm25 / top
         if back.any():
-            match = bm25 if bm25 is not None and top > 0 else scores if lexical else None
+            # Their own match orders them, even when no body text matches at all.
+            match = bm25 if bm25 is not None else scores if lexical else None
             count = int(back.sum())
             scores[back] = _below(scores[~back], None if match is None else match[back], count)
         return scores

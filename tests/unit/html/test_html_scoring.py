@@ -159,6 +159,12 @@ def test_the_lexical_match_is_scaled_by_the_best_body_text_not_by_a_citation() -
     assert scores[0] == pytest.approx(0.5 + 0.3)
     assert scores[1] == pytest.approx(0.5) and scores[2] == pytest.approx(0.5)
     assert scores[3] < min(scores[:3])  # the citation stays below the body
+    # No body text matches: the citations are still ordered by their own match.
+    cites = ["Smith. Highest flood of the river.", "Jones. Markets.", "Lee. Flood."]
+    texts = ["Bridges over the water.", "Trade of the town.", *cites]
+    scores = pruner._score(query, texts, None, [False, False, True, True, True])
+    assert scores[0] == pytest.approx(0.5) and scores[1] == pytest.approx(0.5)
+    assert scores[2] > scores[4] > scores[3] and scores[2] < 0.5
 
 
 def test_back_matter_is_scored_like_the_rest_when_asked() -> None:
