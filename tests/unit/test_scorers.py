@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from hrefine.errors import HrefineError
 from hrefine.models import BM25Scorer, get_scorer, lexical_tokens
+from hrefine.models.lexical import plural_stem
 from hrefine.models.embed import (
     DEFAULT_EMBEDDER_MAX_TOKENS,
     CallableEmbedder,
@@ -23,6 +24,22 @@ def test_bm25_is_case_and_punctuation_insensitive() -> None:
     scores = BM25Scorer().score("who was beaverbrook?", texts)
     assert scores[0] > 0
     assert scores[1] == 0 and scores[2] == 0
+
+
+def test_plural_stem_takes_off_plural_endings_only() -> None:
+    words = "carboxyalkyls floods cities glasses bus 1990s status heroes".split()
+    stems = [plural_stem(w) for w in words]
+    assert stems == ["carboxyalkyl", "flood", "city", "glasse", "bus", "1990s", "status", "heroe"]
+    # The singular of each comes out the same, so the two forms meet.
+    assert [plural_stem(w) for w in ("carboxyalkyl", "flood", "glasse")] == stems[:2] + ["glasse"]
+
+
+def test_bm25_matches_plural_and_singular_unless_told_not_to() -> None:
+    texts = ["Carboxyalkyl: halogenated carboxylic acids.", "Organic esters: acetic acid."]
+    stemmed = BM25Scorer().score("which reagents react with carboxyalkyls?", texts)
+    assert stemmed[0] > 0 and stemmed[1] == 0
+    exact = BM25Scorer(stem=False).score("which reagents react with carboxyalkyls?", texts)
+    assert np.all(exact == 0)
 
 
 def test_bm25_without_query_overlap_scores_zero_not_reverse_order() -> None:

@@ -10,7 +10,7 @@ import numpy as np
 
 from hrefine._optional import require
 
-__all__ = ["BM25Scorer", "lexical_tokens"]
+__all__ = ["BM25Scorer", "lexical_tokens", "plural_stem"]
 
 _WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]|[^\W_]+", re.UNICODE)
 
@@ -26,6 +26,26 @@ def lexical_tokens(text: str) -> list[str]:
     return _WORD.findall(folded)
 
 
+def plural_stem(word: str) -> str:
+    """``word`` with an English plural ending removed (Harman's "S" stemmer, 1991).
+
+    Only the first rule that applies is used: "-ies" -> "-y" (not after "e" or "a"), "-es" ->
+    "-e" (not after "a", "e" or "o"), "-s" -> "" (not after "u" or "s"). Words of three
+    characters or fewer and words holding digits are kept: "bus", "1990s" and "ps" stay.
+    It is deliberately light: "carboxyalkyls" meets "carboxyalkyl" and "floods" "flood",
+    while "news" or "physics" lose at most a final "s" on both sides of a match alike.
+    """
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    if word.endswith("ies") and not word.endswith(("eies", "aies")):
+        return word[:-3] + "y"
+    if word.endswith("es") and not word.endswith(("aes", "ees", "oes")):
+        return word[:-1]
+    if word.endswith("s") and not word.endswith(("us", "ss")):
+        return word[:-1]
+    return word
+
+
 class BM25Scorer:
     """Scores texts against a query with Okapi BM25 over the texts themselves.
 
@@ -36,14 +56,20 @@ class BM25Scorer:
     stopwords:
         ``"en"`` (default) drops English function words, so "who was X?" ranks by X, not by
         "was"; ``None`` keeps every token.
+    stem:
+        Match singular and plural forms (:func:`plural_stem` on the query's and the texts'
+        words): "which airports" finds "airport". False matches words as they are.
     """
 
     name = "bm25"
 
-    def __init__(self, *, k1: float = 1.5, b: float = 0.75, stopwords: str | None = "en") -> None:
+    def __init__(
+        self, *, k1: float = 1.5, b: float = 0.75, stopwords: str | None = "en", stem: bool = True
+    ) -> None:
         self.k1 = k1
         self.b = b
         self.stopwords = stopwords
+        self.stem = stem
 
     def _stop(self) -> frozenset[str]:
         if self.stopwords is None:
@@ -61,8 +87,8 @@ class BM25Scorer:
             return np.zeros(0, dtype=np.float32)
         bm25s = require("bm25s", "models")
         stop = self._stop()
-        corpus = [[w for w in lexical_tokens(t) if w not in stop] or ["\x00"] for t in texts]
-        q = [w for w in lexical_tokens(query) if w not in stop]
+        corpus = [self._words(t, stop) or ["\x00"] for t in texts]
+        q = self._words(query, stop)
         vocab: dict[str, int] = {}
         ids = [[vocab.setdefault(tok, len(vocab)) for tok in doc] for doc in corpus]
         q_ids = [vocab[t] for t in q if t in vocab]
@@ -72,3 +98,7 @@ class BM25Scorer:
         retriever.index(bm25s.tokenization.Tokenized(ids=ids, vocab=vocab), show_progress=False)
         scores = retriever.get_scores(q_ids)
         return np.asarray(scores, dtype=np.float32)
+
+    def _words(self, text: str, stop: frozenset[str]) -> list[str]:
+        words = [w for w in lexical_tokens(text) if w not in stop]
+        return [plural_stem(w) for w in words] if self.stem else words
