@@ -26,7 +26,10 @@ def test_chromium_builds_the_same_dom(tab: Any, shared_data: Path, doctype: str)
     for html in END_TAG_CASES:
         assert _dom(tab, omit_end_tags(html), doctype) == _dom(tab, html, doctype), html
     page = (shared_data / "wtq" / "pages" / "200-11.html").read_bytes()
-    for question in ("who won the most medals?", "which year had the fewest entries?"):
+    for question in (
+        "how many golden globe awards did the film win?",
+        "who was nominated for best actor?",
+    ):
         pruned = HtmlPruner(scorer="bm25", omit_end_tags=False).prune(page, question, 1500).html
         assert "</td>" in pruned
         assert _dom(tab, omit_end_tags(pruned), doctype) == _dom(tab, pruned, doctype)

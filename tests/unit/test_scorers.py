@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 from hrefine.errors import HrefineError
 from hrefine.models import BM25Scorer, get_scorer, lexical_tokens
-from hrefine.models.lexical import plural_stem
 from hrefine.models.embed import (
     DEFAULT_EMBEDDER_MAX_TOKENS,
     CallableEmbedder,
@@ -12,6 +11,7 @@ from hrefine.models.embed import (
     default_embedder_path,
     get_embedder,
 )
+from hrefine.models.lexical import plural_stem
 
 
 def test_lexical_tokens_fold_case_accents_punctuation_and_thousands() -> None:
@@ -27,11 +27,11 @@ def test_bm25_is_case_and_punctuation_insensitive() -> None:
 
 
 def test_plural_stem_takes_off_plural_endings_only() -> None:
-    words = "carboxyalkyls floods cities glasses bus 1990s status heroes".split()
+    words = ["carboxyalkyls", "floods", "cities", "glasses", "bus", "1990s", "status", "heroes"]
     stems = [plural_stem(w) for w in words]
     assert stems == ["carboxyalkyl", "flood", "city", "glasse", "bus", "1990s", "status", "heroe"]
-    # The singular of each comes out the same, so the two forms meet.
-    assert [plural_stem(w) for w in ("carboxyalkyl", "flood", "glasse")] == stems[:2] + ["glasse"]
+    # A singular comes out as itself, so it meets its plural.
+    assert [plural_stem(w) for w in ("carboxyalkyl", "flood", "city")] == stems[:3]
 
 
 def test_bm25_matches_plural_and_singular_unless_told_not_to() -> None:
@@ -131,6 +131,46 @@ def test_packed_rows_give_each_text_its_own_vector(
     lengths = [int(n) for n in model.preprocess(texts)["attention_mask"].sum(dim=1)]
     rows = embed_module._pack_rows(lengths, model.max_seq_length)
     assert len(rows) < len(texts)
+
+
+def test_piece_reader_reads_the_word_pieces_of_the_models_own_tokenizer(
+    embedder: object,
+) -> None:
+    # The Rust tokenizer called directly (and the model's path, its padding taken off) give
+    # the ids the model's own tokenisation gives, cut to the same length.
+    import hrefine.models.embed as embed_module
+
+    texts = list(_MIXED_TEXTS)
+    model = embedder.model  # type: ignore[attr-defined]
+    features = model.preprocess(texts)
+    lengths = features["attention_mask"].sum(dim=1).tolist()
+    want = [row[:n] for row, n in zip(features["input_ids"].tolist(), lengths, strict=True)]
+    got = embed_module._piece_reader(model)(texts)
+    assert got["input_ids"] == want
+    assert max(len(ids) for ids in got["input_ids"]) == model.max_seq_length
+    # A model without a Rust tokenizer is read through its own tokenisation.
+    from types import SimpleNamespace
+
+    bare = SimpleNamespace(
+        _modules={"0": SimpleNamespace(tokenizer=None)},
+        max_seq_length=model.max_seq_length,
+        preprocess=model.preprocess,
+    )
+    assert embed_module._piece_reader(bare)(texts)["input_ids"] == want
+
+
+def test_query_and_documents_in_one_pass_give_the_separate_vectors() -> None:
+    from hrefine.models.embed import SentenceTransformerEmbedder, default_embedder_path
+
+    fresh = SentenceTransformerEmbedder(str(default_embedder_path()), max_seq_length=128)
+    texts = ["Year | Team | Goals", "The Trent flooded in February 1795.", "a"]
+    query, docs = fresh.embed_query_and_documents("when was the highest flood?", texts)
+    fresh._cache._data.clear()
+    np.testing.assert_allclose(query, fresh.embed_query("when was the highest flood?"), atol=1e-6)
+    np.testing.assert_allclose(docs, fresh.embed(texts), atol=1e-6)
+    assert docs.shape == (3, 384)
+    with pytest.raises(TypeError, match="sequence of texts"):
+        fresh.embed_query_and_documents("q", "not a list")
 
 
 def test_pack_rows_fill_rows_without_overflow_or_loss() -> None:

@@ -157,6 +157,7 @@ class SentenceTransformerEmbedder:
         self._cache = _Cache(cache_size)
         self._model: Any = None
         self._packing: str | bool | None = False  # False: not checked yet; None: do not pack
+        self._pieces_fn: Callable[[list[str]], dict[str, list[list[int]]]] | None = None
 
     @property
     def model(self) -> Any:
@@ -257,6 +258,14 @@ class SentenceTransformerEmbedder:
             self._packing = pooling
         return self._packing if isinstance(self._packing, str) else None
 
+    def _pieces(self) -> Callable[[list[str]], dict[str, list[list[int]]]]:
+        """Texts -> their word-piece ids (and token type ids), unpadded, as the model reads
+        them. The Rust tokenizer is called directly where there is one: the tokenizer's Python
+        wrapper walked every id to pad and convert the batch, 4% of pruning a page."""
+        if self._pieces_fn is None:
+            self._pieces_fn = _piece_reader(self.model)
+        return self._pieces_fn
+
     def _encode_packed(self, texts: list[str], pooling: str) -> np.ndarray:
         """Embed with several texts per row of the transformer.
 
@@ -267,12 +276,12 @@ class SentenceTransformerEmbedder:
         """
         model = self.model
         model.eval()
-        tokenize = getattr(model, "preprocess", None) or model.tokenize
         out = np.zeros((len(texts), 0), dtype=np.float32)
+        pieces = self._pieces()
         for start in range(0, len(texts), _TOKENIZE_CHUNK):
             part = texts[start : start + _TOKENIZE_CHUNK]
-            features = tokenize(part)
-            lengths = [int(n) for n in features["attention_mask"].sum(dim=1)]
+            features = pieces(part)
+            lengths = [len(ids) for ids in features["input_ids"]]
             width = max(model.max_seq_length or 0, max(lengths))
             rows = _pack_rows(lengths, width)
             rows.sort(key=lambda row: -sum(lengths[k] for k in row))
@@ -288,11 +297,8 @@ class SentenceTransformerEmbedder:
                 i += len(batch)
         return out
 
-    def _embed_with_prefix(self, texts: Sequence[str], prefix: str) -> np.ndarray:
-        if isinstance(texts, str):
-            msg = "embed() takes a sequence of texts; use embed_query() for one string"
-            raise TypeError(msg)
-        full = [prefix + t for t in texts]
+    def _embed_full(self, full: list[str]) -> np.ndarray:
+        """Unit vectors of texts that already carry their prefix (cached per text)."""
         keys = [_key(t) for t in full]
         out: list[np.ndarray | None] = [self._cache.get(k) for k in keys]
         missing = [i for i, v in enumerate(out) if v is None]
@@ -314,11 +320,74 @@ class SentenceTransformerEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed documents as unit rows (cached per text)."""
-        return self._embed_with_prefix(texts, self.document_prefix)
+        _check_texts(texts)
+        return self._embed_full([self.document_prefix + t for t in texts])
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query as a unit vector."""
-        return self._embed_with_prefix([text], self.query_prefix)[0]
+        return self._embed_full([self.query_prefix + text])[0]
+
+    def embed_query_and_documents(
+        self, query: str, texts: Sequence[str]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`embed_query` and :meth:`embed` in one pass of the model.
+
+        The same vectors as the two calls, but a new query rides in the documents' batch
+        instead of running alone, which costs a pass of its own (about 15 ms on 2 CPU cores,
+        a fifth of pruning a page whose blocks are cached).
+        """
+        _check_texts(texts)
+        full = [self.query_prefix + query, *(self.document_prefix + t for t in texts)]
+        vecs = self._embed_full(full)
+        return vecs[0], vecs[1:]
+
+
+def _check_texts(texts: Sequence[str]) -> None:
+    if isinstance(texts, str):
+        msg = "embed() takes a sequence of texts; use embed_query() for one string"
+        raise TypeError(msg)
+
+
+def _piece_reader(model: Any) -> Callable[[list[str]], dict[str, list[list[int]]]]:
+    """A function from texts to unpadded ``input_ids`` (and ``token_type_ids``) lists, cut to
+    the model's ``max_seq_length`` as its own tokenisation cuts them.
+
+    It calls a copy of the model's Rust tokenizer (the text lower-cased first when the model
+    says so); a model without one goes through its own tokenisation, padding taken off. The
+    packing check (:meth:`SentenceTransformerEmbedder._pooling_for_packing`) compares the
+    vectors either gives with those of the model's own path.
+    """
+    first = model._modules[next(iter(model._modules))]
+    backend = getattr(getattr(first, "tokenizer", None), "backend_tokenizer", None)
+    limit = model.max_seq_length
+    lower = bool(getattr(first, "do_lower_case", False))
+    if backend is None or not limit:
+        tokenize = getattr(model, "preprocess", None) or model.tokenize
+
+        def by_model(texts: list[str]) -> dict[str, list[list[int]]]:
+            features = tokenize(texts)
+            lengths = features["attention_mask"].sum(dim=1).tolist()
+            return {
+                k: [row[:n] for row, n in zip(v.tolist(), lengths, strict=True)]
+                for k, v in features.items()
+                if k in ("input_ids", "token_type_ids")
+            }
+
+        return by_model
+    from tokenizers import Tokenizer
+
+    rust = Tokenizer.from_str(backend.to_str())
+    rust.no_padding()
+    rust.enable_truncation(max_length=int(limit))
+
+    def by_rust(texts: list[str]) -> dict[str, list[list[int]]]:
+        encodings = rust.encode_batch([t.lower() for t in texts] if lower else texts)
+        return {
+            "input_ids": [e.ids for e in encodings],
+            "token_type_ids": [e.type_ids for e in encodings],
+        }
+
+    return by_rust
 
 
 def _plain_right_padded(model: Any) -> bool:
@@ -393,25 +462,32 @@ def _run_rows(
     import torch
 
     auto = model._modules[next(iter(model._modules))].auto_model
-    ids = features["input_ids"]
-    types = features.get("token_type_ids")
-    n_rows = len(rows)
-    input_ids = torch.zeros((n_rows, width), dtype=ids.dtype)
-    positions = torch.zeros((n_rows, width), dtype=torch.long)
-    type_ids = torch.zeros((n_rows, width), dtype=ids.dtype)
-    segment = torch.full((n_rows, width), -1, dtype=torch.long)  # -1: padding
+    ids: Sequence[Sequence[int]] = features["input_ids"]
+    types: Sequence[Sequence[int]] | None = features.get("token_type_ids")
+    cols: dict[str, list[list[int]]] = {"ids": [], "pos": [], "types": [], "seg": []}
     slot = 0
-    for b, row in enumerate(rows):
-        at = 0
+    for row in rows:
+        r_ids: list[int] = []
+        r_pos: list[int] = []
+        r_types: list[int] = []
+        r_seg: list[int] = []
         for k in row:
             n = lengths[k]
-            input_ids[b, at : at + n] = ids[k, :n]
-            positions[b, at : at + n] = torch.arange(n)
+            r_ids += ids[k][:n]
+            r_pos += range(n)
             if types is not None:
-                type_ids[b, at : at + n] = types[k, :n]
-            segment[b, at : at + n] = slot
+                r_types += types[k][:n]
+            r_seg += [slot] * n
             slot += 1
-            at += n
+        pad = width - len(r_ids)
+        cols["ids"].append(r_ids + [0] * pad)
+        cols["pos"].append(r_pos + [0] * pad)
+        cols["types"].append(r_types + [0] * (width - len(r_types)))
+        cols["seg"].append(r_seg + [-1] * pad)  # -1: padding
+    input_ids = torch.tensor(cols["ids"], dtype=torch.long)
+    positions = torch.tensor(cols["pos"], dtype=torch.long)
+    type_ids = torch.tensor(cols["types"], dtype=torch.long)
+    segment = torch.tensor(cols["seg"], dtype=torch.long)
     # A token sees the tokens of its own text; a padding position sees itself only (a query
     # that sees nothing would turn into NaN).
     allowed = (segment[:, :, None] == segment[:, None, :]) & (segment[:, :, None] >= 0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -20,12 +21,15 @@ def lexical_tokens(text: str) -> list[str]:
 
     Numbers keep their digits and lose thousands separators ("1,000" and "1000" match).
     """
-    folded = unicodedata.normalize("NFKD", text.casefold())
-    folded = "".join(ch for ch in folded if not unicodedata.combining(ch))
+    folded = text.casefold()
+    if not folded.isascii():  # ASCII has no accents to fold: most pages' text skips this
+        folded = unicodedata.normalize("NFKD", folded)
+        folded = "".join(ch for ch in folded if not unicodedata.combining(ch))
     folded = re.sub(r"(?<=\d)[,\u00a0\u202f](?=\d{3}\b)", "", folded)
     return _WORD.findall(folded)
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def plural_stem(word: str) -> str:
     """``word`` with an English plural ending removed (Harman's "S" stemmer, 1991).
 

@@ -40,8 +40,12 @@ class EmbeddingScorer:
         """Cosine similarity of each text to ``query``."""
         if not texts:
             return np.zeros(0, dtype=np.float32)
-        q = self.embedder.embed_query(query)
-        docs = self.embedder.embed(list(texts))
+        both = getattr(self.embedder, "embed_query_and_documents", None)
+        if callable(both):  # one model pass for a new query and the texts
+            q, docs = both(query, list(texts))
+        else:
+            q = self.embedder.embed_query(query)
+            docs = self.embedder.embed(list(texts))
         return np.asarray(docs @ q, dtype=np.float32)
 
 
