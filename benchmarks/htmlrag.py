@@ -351,7 +351,7 @@ def score_quality(
     for method, per_item in outputs.items():
         cont: dict[str, list[float]] = defaultdict(list)
         toks: dict[str, list[int]] = defaultdict(list)
-        over = errors = missing = 0
+        over = errors = missing = unscorable = 0
         for it in items:
             for b in budgets:
                 rec = per_item.get(it.id, {}).get(b)
@@ -363,7 +363,10 @@ def score_quality(
                 over += n_tok > b
                 toks[str(b)].append(n_tok)
                 text = html_to_text(rec["output"]) if method in HTML_OUTPUT else rec["output"]
-                score = answer_containment(text, it.answers, mode=it.answer_mode) or 0.0
+                score = answer_containment(text, it.answers, mode=it.answer_mode)
+                if score is None:  # a yes/no answer: containment cannot judge it, for any method
+                    unscorable += 1
+                    continue
                 cont[str(b)].append(score)
                 hits[it.id].setdefault(method, {})[str(b)] = score
         table[method] = {
@@ -373,6 +376,7 @@ def score_quality(
             "over_budget": over,
             "errors": errors,
             "missing": missing,
+            "unscorable": unscorable,
         }
     for row in rows:
         row["hits"] = hits[row["id"]]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -280,7 +280,13 @@ class HtmlPruner:
             for i, tag in zip(ids, tags, strict=True)
         ]
         last = [i in flagged for i in (*ids, *group_ids)]
-        all_scores = self._score(query, texts, borrow + [None] * len(group_ids), last)
+        # A row's words are matched apart from its header (see _match).
+        split = {
+            k: (nodes[i].text, nodes[i].metadata.get("context") or "")
+            for k, i in enumerate(ids)
+            if borrow[k] is not None
+        }
+        all_scores = self._score(query, texts, borrow + [None] * len(group_ids), last, split)
         group_scores = dict(zip(group_ids, all_scores[len(ids) :].tolist(), strict=True))
         scores1 = _inherit_table_scores(ids, all_scores[: len(ids)], tables, group_scores)
         fit1 = fill(
@@ -337,14 +343,17 @@ class HtmlPruner:
         texts: list[str],
         borrow: Sequence[int | None] | None = None,
         last: Sequence[bool] | None = None,
+        split: Mapping[int, tuple[str, str]] | None = None,
     ) -> np.ndarray:
         """Stage-1 scores: the scorer's, plus the weighted BM25 match for dense scorers.
 
         ``borrow[k] = j`` lets text ``k`` take the dense score of text ``j`` instead of being
         embedded, when the scorer is an embedding and the BM25 match is applied (it is then
-        what tells such texts apart); otherwise every text is scored. Texts with ``last[k]``
-        true (back matter) are not given to the (dense) scorer: they score below every other
-        text, ordered among themselves by their lexical match, or equal without one.
+        what tells such texts apart); otherwise every text is scored. ``split[k] = (own,
+        shared)`` matches text ``k`` lexically as ``own``'s match plus ``shared``'s (see
+        ``_match``). Texts with ``last[k]`` true (back matter) are not given to the (dense)
+        scorer: they score below every other text, ordered among themselves by their lexical
+        match, or equal without one.
         """
         if not texts:
             return np.zeros(0, dtype=np.float64)
@@ -356,7 +365,7 @@ class HtmlPruner:
         bm25: np.ndarray | None = None
         if weight > 0:
             try:
-                bm25 = np.asarray(self._bm25().score(query, texts), dtype=np.float64)
+                bm25 = _match(self._bm25(), query, texts, split)
             except MissingDependencyError:
                 if self.lexical_weight is not None:  # asked for explicitly
                     raise
@@ -374,8 +383,11 @@ class HtmlPruner:
         own = [k for k in range(n) if source[k] is None and (lexical or not back[k])]
         scores = np.full(n, np.nan, dtype=np.float64)
         if own:
-            found = scorer.score(query, [texts[k] for k in own])
-            scores[own] = np.asarray(found, dtype=np.float64)
+            if lexical and split:
+                scores[own] = _match(scorer, query, texts, split)[own]
+            else:
+                found = scorer.score(query, [texts[k] for k in own])
+                scores[own] = np.asarray(found, dtype=np.float64)
         for k, b in enumerate(source):
             if b is not None:
                 scores[k] = scores[b]
@@ -537,6 +549,31 @@ class HtmlPruner:
             forest, [w for w, _ in sources], [r for _, r in sources], cleaned_order
         )
         return fit, reports(forest, ids, costs, fit, inherited, result.scores, located)
+
+
+def _match(
+    bm25: BM25Scorer, query: str, texts: Sequence[str], split: Mapping[int, tuple[str, str]] | None
+) -> np.ndarray:
+    """BM25 match of each text, in one index; a text ``k`` of ``split`` matches as its own
+    words' match plus its shared context's (a table row: its cells, then its headings and
+    table header).
+
+    Scored together, a context repeated in every row would favour the rows with the fewest
+    words (BM25's length norm): a ranked table's last rows would outrank its first. Apart,
+    rows that match only through their header tie, and document order decides.
+    """
+    corpus = list(texts)
+    shared: dict[str, int] = {}
+    for k, (own, context) in (split or {}).items():
+        corpus[k] = own
+        if context:
+            shared.setdefault(context, len(shared))
+    found = np.asarray(bm25.score(query, corpus + list(shared)), dtype=np.float64)
+    out = found[: len(texts)]
+    for k, (_, context) in (split or {}).items():
+        if context:
+            out[k] += found[len(texts) + shared[context]]
+    return out
 
 
 def _below(others: np.ndarray, match: np.ndarray | None, count: int) -> np.ndarray:

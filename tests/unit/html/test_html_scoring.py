@@ -90,6 +90,42 @@ def test_bm25_match_breaks_ties_of_a_dense_scorer() -> None:
     assert result.tokens <= 40
 
 
+def _ranked_page() -> str:
+    # The first rows have the longest names: BM25's length norm favours the short ones.
+    names = [
+        "London Heathrow International Terminal Five",
+        "London Gatwick North And South Terminals",
+        "Manchester Airport Terminal Two",
+        *(f"Town{i}" for i in range(4, 41)),
+    ]
+    rows = "".join(
+        f"<tr><td>{i}</td><td>{name}</td><td>{900_000 - 20_000 * i}</td></tr>"
+        for i, name in enumerate(names, start=1)
+    )
+    return (
+        "<html><body><h2>Busiest routes</h2>"
+        f"<table><tr><th>Rank</th><th>Airport</th><th>Passengers</th></tr>{rows}</table>"
+        "</body></html>"
+    )
+
+
+@pytest.mark.parametrize("scorer", ["bm25", "keywords"])
+def test_rows_matching_only_through_their_header_are_kept_from_the_top(scorer: str) -> None:
+    # Every row matches "airport" through the table header alone: they tie, and the first
+    # rows of the ranked table are kept, not its shortest.
+    flat = KeywordScorer({}, default=0.5)
+    pruner = HtmlPruner(scorer="bm25" if scorer == "bm25" else flat)
+    result = pruner.prune(_ranked_page(), "which airport is the busiest?", 120)
+    assert "London Heathrow" in result.html
+    assert "Town40" not in result.html
+    assert result.tokens <= 120
+
+
+def test_a_row_matching_in_its_own_cells_still_outranks_the_top_rows() -> None:
+    result = HtmlPruner(scorer="bm25").prune(_ranked_page(), "passengers at the Town37 airport", 60)
+    assert "Town37" in result.html
+
+
 def test_lexical_weight_must_not_be_negative() -> None:
     with pytest.raises(ValueError, match="lexical_weight"):
         HtmlPruner(lexical_weight=-0.1)
