@@ -126,6 +126,12 @@ def _quality_md(title: str, q: dict[str, Any], budgets: Sequence[int]) -> list[s
         "visible text, normalised). Budgets count Llama-3.2 tokens of the output as given to the "
         "reader: HTML outputs pay for their tags, plain-text outputs do not.",
     ]
+    skipped = max((t.get("unscorable", 0) for t in table.values()), default=0) // len(budgets)
+    if skipped:
+        lines[-1] += (
+            f" Left out for every method: {skipped} question(s) whose gold answer is yes/no,"
+            " which containment cannot judge."
+        )
     partial = [m for m in (M_REF_EMBED,) if m in table and table[m].get("missing")]
     sub = q.get("reference_subset")
     if partial and sub:

@@ -373,9 +373,15 @@ class HtmlPruner:
         n = len(texts)
         back = np.zeros(n, dtype=bool) if last is None else np.asarray(last, dtype=bool)
         # The match is scaled by the best body text's: a citation repeating the question's
-        # words must not shrink the lexical part of every other score.
-        body = bm25[~back] if bm25 is not None and not back.all() else bm25
-        top = float(body.max()) if body is not None and len(body) else 0.0
+        # words must not shrink the lexical part of every other score. Nor must a row's two
+        # added matches (see _match), where any text matched as a whole.
+        body = ~back if not back.all() else np.ones(n, dtype=bool)
+        if bm25 is not None and split:
+            whole = body.copy()
+            whole[list(split)] = False
+            if (bm25[whole] > 0).any():
+                body = whole
+        top = float(bm25[body].max()) if bm25 is not None and body.any() else 0.0
         source: list[int | None] = [None] * n  # whose dense score text k takes
         if borrow is not None and top > 0 and isinstance(scorer, EmbeddingScorer):
             source = [b if b is not None and not back[b] else None for b in borrow]

@@ -126,6 +126,20 @@ def test_a_row_matching_in_its_own_cells_still_outranks_the_top_rows() -> None:
     assert "Town37" in result.html
 
 
+def test_a_rows_two_added_matches_do_not_set_the_lexical_scale() -> None:
+    flat = KeywordScorer({}, default=0.5)
+    pruner = HtmlPruner(scorer=flat)
+    query = "busiest airport passengers"
+    row = "Busiest Town3 airport 900 passengers"
+    texts = ["The busiest airport by passengers.", row]
+    split = {1: (row, "Busiest airport | Rank | Airport | Passengers")}
+    scores = pruner._score(query, texts, split=split)
+    # The paragraph is the best text matched whole: its lexical part is the full weight,
+    # however high the row's own match plus its header's adds up.
+    assert scores[0] == pytest.approx(0.5 + 0.3)
+    assert scores[1] > scores[0]
+
+
 def test_lexical_weight_must_not_be_negative() -> None:
     with pytest.raises(ValueError, match="lexical_weight"):
         HtmlPruner(lexical_weight=-0.1)
