@@ -388,12 +388,11 @@ class HtmlPruner:
         # A lexical scorer is cheap: it scores back matter too, to order it.
         own = [k for k in range(n) if source[k] is None and (lexical or not back[k])]
         scores = np.full(n, np.nan, dtype=np.float64)
-        if own:
-            if lexical and split:
-                scores[own] = _match(scorer, query, texts, split)[own]
-            else:
-                found = scorer.score(query, [texts[k] for k in own])
-                scores[own] = np.asarray(found, dtype=np.float64)
+        if lexical:  # every text (own is all of them), rows apart from their header
+            scores = _match(scorer, query, texts, split)
+        elif own:
+            found = scorer.score(query, [texts[k] for k in own])
+            scores[own] = np.asarray(found, dtype=np.float64)
         for k, b in enumerate(source):
             if b is not None:
                 scores[k] = scores[b]
@@ -408,10 +407,10 @@ class HtmlPruner:
 
     def _bm25(self) -> BM25Scorer:
         if self._lexical is None:
-            # Plural endings off: a block is a row, a cell, a heading, where "opponents" in a
-            # question must meet "Opponent" in a header (on all 320 WTQ and NQ questions this
-            # found 4 more answers over the three budgets than it lost; on long text chunks it
-            # lost more, so BM25Scorer's default stays exact).
+            # Plural endings taken off: a block is a row, a cell, a heading, where "opponents"
+            # in a question must meet "Opponent" in a header (on all 320 WTQ and NQ questions
+            # this found 4 more answers over the three budgets than it lost; on long text
+            # chunks it lost more, so BM25Scorer's default stays exact).
             self._lexical = BM25Scorer(stem=True)
         return self._lexical
 
