@@ -55,7 +55,7 @@ class HtmlRagNodePostprocessor(BaseNodePostprocessor):
     The settings are those of ``langchain_hrefine.HtmlRagCompressor`` (``max_tokens``,
     ``scorer``, ``tokenizer``, ``generative``, ``lm``, ``max_words``, ``boilerplate``,
     ``omit_end_tags``, ``lexical_weight``, ``narrow_tables``, ``demote_back_matter``,
-    ``prune_together``), with
+    ``read_words``, ``prune_together``), with
     ``embed_model`` (a LlamaIndex ``BaseEmbedding`` or an hrefine ``Embedder``) in place of
     ``embeddings``.
 
@@ -117,6 +117,14 @@ class HtmlRagNodePostprocessor(BaseNodePostprocessor):
     demote_back_matter: bool = Field(
         default=True,
         description="Rank references, notes, external links and 'see also' after the body.",
+    )
+    read_words: int | None = Field(
+        default=None,
+        ge=1,
+        description=(
+            "Words of a block a dense scorer reads (its start, or the window holding most of "
+            "the query's words); None: whole blocks."
+        ),
     )
     prune_together: bool = Field(
         default=True,

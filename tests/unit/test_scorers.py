@@ -11,7 +11,7 @@ from hrefine.models.embed import (
     default_embedder_path,
     get_embedder,
 )
-from hrefine.models.lexical import plural_stem
+from hrefine.models.lexical import plural_stem, query_window
 
 
 def test_lexical_tokens_fold_case_accents_punctuation_and_thousands() -> None:
@@ -259,3 +259,37 @@ def test_unknown_scorer_names_are_rejected() -> None:
         get_scorer("tfidf")
     with pytest.raises(TypeError, match="no score"):
         get_scorer(3)
+
+
+def test_query_window_reads_the_start_unless_more_query_words_fall_later() -> None:
+    words = [f"w{i}" for i in range(100)]
+    text = " ".join(words)
+    terms = BM25Scorer(stem=True).terms("the final electron acceptor")
+    assert terms == {"final", "electron", "acceptor"}
+    assert query_window("a short text", terms, 10) == "a short text"
+    assert query_window(text, terms, 10) == " ".join(words[:10])  # no query word: the start
+    late = " ".join([*words[:60], "the final Électron acceptors", *words[60:]])
+    window = query_window(late, terms, 12, stem=True)
+    assert window in late and "final Électron acceptors" in window  # case, accents, plural
+    assert len(window.split()) == 12
+    assert window.startswith("w54 ")  # the earliest start, in steps of 3, that holds all 3
+    # As many query words at the start as later: the start.
+    both = f"final {text} final"
+    assert query_window(both, terms, 10) == "final " + " ".join(words[:9])
+    with pytest.raises(ValueError, match="size"):
+        query_window(text, terms, 0)
+
+
+def test_query_window_finds_the_sentence_past_a_paragraphs_start() -> None:
+    # A real NQ paragraph of 101 words: the sentence naming the question's subject starts
+    # at word 45, past what 45 words from the start would read.
+    from hrefine.eval.loaders import load_dataset
+    from hrefine.html import build_block_tree
+
+    item = next(it for it in load_dataset("leval-nq") if it.id == "nq_12_q01")
+    tree = build_block_tree(item.document, max_words=256)
+    text = next(n.text for n in tree.nodes if "as final electron acceptors" in n.text)
+    terms = BM25Scorer(stem=True).terms(item.question)
+    window = query_window(text, terms, 45, stem=True)
+    assert "as final electron acceptors" in window and window in text
+    assert "as final electron acceptors" not in query_window(text, frozenset(), 45)

@@ -49,6 +49,7 @@ PRUNER_SETTINGS = (
     "lexical_weight",
     "narrow_tables",
     "demote_back_matter",
+    "read_words",
 )
 
 

@@ -11,8 +11,9 @@ import numpy as np
 
 from hrefine._optional import require
 
-__all__ = ["BM25Scorer", "lexical_tokens", "plural_stem"]
+__all__ = ["BM25Scorer", "lexical_tokens", "plural_stem", "query_window"]
 
+_SPACED = re.compile(r"\S+")
 _WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]|[^\W_]+", re.UNICODE)
 
 
@@ -27,6 +28,42 @@ def lexical_tokens(text: str) -> list[str]:
         folded = "".join(ch for ch in folded if not unicodedata.combining(ch))
     folded = re.sub(r"(?<=\d)[,\u00a0\u202f](?=\d{3}\b)", "", folded)
     return _WORD.findall(folded)
+
+
+def query_window(text: str, terms: frozenset[str], size: int, *, stem: bool = False) -> str:
+    """The part of ``text`` a reader of at most ``size`` words should read for a query.
+
+    ``terms`` are the query's words as :meth:`BM25Scorer.terms` gives them (``stem`` as that
+    scorer's). A text of at most ``size`` words (runs of non-space characters) is returned
+    whole. A longer one gives its first ``size`` words, unless a window of ``size`` words,
+    starting at a multiple of a quarter window, holds more distinct query words than the start
+    does: then the one that holds the most (the earliest among equals). An embedder cut at its
+    length limit reads a paragraph's start only; this reads the part that names the
+    question's subject, where it falls.
+    """
+    if size < 1:
+        msg = f"size must be >= 1, got {size}"
+        raise ValueError(msg)
+    spans = [m.span() for m in _SPACED.finditer(text)]
+    if len(spans) <= size:
+        return text
+    found: list[frozenset[str]] = []
+    if terms:
+        for a, b in spans:
+            words = lexical_tokens(text[a:b])
+            if stem:
+                words = [plural_stem(w) for w in words]
+            found.append(terms.intersection(words))
+    best = best_found = 0
+    if any(found):
+        step = max(1, size // 4)
+        last = len(spans) - size
+        for start in sorted({*range(0, last, step), last}):
+            n = len(frozenset().union(*found[start : start + size]))
+            if n > best_found:  # strictly more: the earliest window wins ties
+                best, best_found = start, n
+    begin = 0 if best == 0 else spans[best][0]
+    return text[begin : spans[best + size - 1][1]]
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -104,6 +141,10 @@ class BM25Scorer:
         retriever.index(bm25s.tokenization.Tokenized(ids=ids, vocab=vocab), show_progress=False)
         scores = retriever.get_scores(q_ids)
         return np.asarray(scores, dtype=np.float32)
+
+    def terms(self, query: str) -> frozenset[str]:
+        """The distinct words of ``query`` this scorer matches (stopwords out, stemmed if set)."""
+        return frozenset(self._words(query, self._stop()))
 
     def _words(self, text: str, stop: frozenset[str]) -> list[str]:
         words = [w for w in lexical_tokens(text) if w not in stop]

@@ -65,7 +65,8 @@ def test_a_table_that_fits_is_scored_as_a_whole() -> None:
 
 def test_rows_of_a_table_too_big_to_keep_inherit_its_score() -> None:
     scorer = KeywordScorer({("Alpha", "Omega"): 0.9, ("Beta",): 0.5})
-    pruner = HtmlPruner(scorer=scorer, lexical_weight=0)
+    # Reading whole texts: only the whole table holds both its first and last names.
+    pruner = HtmlPruner(scorer=scorer, lexical_weight=0, read_words=None)
     result = pruner.prune(_page(60), "which name got the most votes?", 200)
     assert "Beta sentence" not in result.html
     assert "<tr><td>1<td>Alpha<td>1000<tr><td>2<td>Name1" in result.html  # rows, in order
@@ -241,7 +242,8 @@ def test_prose_in_a_table_is_scored_on_its_own() -> None:
     )
     # The table as a whole matches the question best, a summary on its own not at all.
     scorer = KeywordScorer({("Episode 1", "Episode 8"): 0.9, ("premiered",): 0.5}, default=0.1)
-    result = HtmlPruner(scorer=scorer, lexical_weight=0).prune(page, "season premiere", 300)
+    pruner = HtmlPruner(scorer=scorer, lexical_weight=0, read_words=None)  # whole texts
+    result = pruner.prune(page, "season premiere", 300)
     score = {b.text: b.stage1_score for b in result.blocks if b.stage1_score is not None}
     summaries = [s for t, s in score.items() if t.startswith("Plot word0")]
     data_rows = [s for t, s in score.items() if t.startswith("1 Episode 1")]
@@ -275,7 +277,7 @@ def test_a_wide_row_of_short_cells_is_data_not_prose() -> None:
         f"<table><tr>{head}</tr>{rows}</table></body></html>"
     )
     scorer = KeywordScorer({("Team0", "Team11"): 0.9}, default=0.1)
-    pruner = HtmlPruner(scorer=scorer, lexical_weight=0, narrow_tables=False)
+    pruner = HtmlPruner(scorer=scorer, lexical_weight=0, narrow_tables=False, read_words=None)
     result = pruner.prune(page, "league points", 400)
     rows_scored = [b.stage1_score for b in result.blocks if b.text.startswith("Team5 0 pts")]
     assert rows_scored == [pytest.approx(0.9)]
@@ -295,3 +297,46 @@ def test_back_matter_in_a_layout_table_stays_below_the_rest() -> None:
     others = [b.stage1_score for b in scored if not b.text.startswith(("Smith", "References"))]
     assert len(cited) == 30 and max(cited) < min(others)
     assert "founded in 1795" in result.html
+
+
+def test_a_dense_scorer_reads_a_window_of_a_long_block() -> None:
+    filler = " ".join(f"Filler{i} says little." for i in range(40))  # 120 words
+    page = (
+        "<html><body><h1>Notes</h1>"
+        f"<p>{filler} The harbour of Zanzibar opened in 1850.</p>"
+        "<p>A short paragraph.</p></body></html>"
+    )
+    scorer = KeywordScorer({("Zanzibar",): 0.9}, default=0.1)
+    pruner = HtmlPruner(scorer=scorer, lexical_weight=0, read_words=45)
+    result = pruner.prune(page, "Zanzibar harbour", 30)
+    read = next(t for t in scorer.seen if "Filler" in t)
+    assert read.startswith("Notes\n")  # headings first, then the window
+    assert len(read.removeprefix("Notes\n").split()) == 45
+    assert "Zanzibar opened in 1850" in read and "Filler0 " not in read
+    score = {b.text[:7]: b.stage1_score for b in result.blocks if b.tag_path.endswith(">p")}
+    assert score == {"Filler0": pytest.approx(0.9), "A short": pytest.approx(0.1)}
+
+    # No query word in the block: it reads its start; by default it reads it whole.
+    scorer = KeywordScorer({}, default=0.1)
+    HtmlPruner(scorer=scorer, lexical_weight=0, read_words=45).prune(page, "volcano", 30)
+    assert next(t for t in scorer.seen if "Filler" in t).startswith("Notes\nFiller0 says")
+    scorer = KeywordScorer({}, default=0.1)
+    HtmlPruner(scorer=scorer, lexical_weight=0).prune(page, "volcano", 30)  # the default
+    assert any(filler in t and "1850" in t for t in scorer.seen)
+    with pytest.raises(ValueError, match="read_words"):
+        HtmlPruner(read_words=0)
+
+
+def test_bm25_reads_whole_texts_whatever_the_dense_scorer_reads() -> None:
+    filler = " ".join(f"Filler{i} says little." for i in range(40))
+    page = (
+        f"<html><body><p>{filler} Harbour news.</p><p>{filler} Quiet.</p>"
+        "<p>Nothing here.</p></body></html>"
+    )
+    scores = []
+    for read_words in (3, None):
+        flat = KeywordScorer({}, default=0.0)  # the dense part adds nothing
+        pruner = HtmlPruner(scorer=flat, read_words=read_words)
+        result = pruner.prune(page, "harbour", 20)
+        scores.append(sorted(b.stage1_score for b in result.blocks if b.block_id >= 0))
+    assert scores[0] == scores[1] and max(scores[0]) > 0
