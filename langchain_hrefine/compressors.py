@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hrefine.html.outcome import (
+    READ_WORDS_HELP,
     DocumentOutcome,
     aprune_documents,
     build_pruner,
@@ -130,14 +131,7 @@ class HtmlRagCompressor(BaseDocumentCompressor):
         default=True,
         description="Rank references, notes, external links and 'see also' after the body.",
     )
-    read_words: int | None = Field(
-        default=None,
-        ge=1,
-        description=(
-            "Words of a block a dense scorer reads (its start, or the window holding most of "
-            "the query's words); None: whole blocks."
-        ),
-    )
+    read_words: int | None = Field(default=None, ge=1, description=READ_WORDS_HELP)
     prune_together: bool = Field(
         default=True,
         description="Prune all documents against one budget (True) or each on its own (False).",

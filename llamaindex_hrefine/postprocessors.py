@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from hrefine.html.outcome import (
+    READ_WORDS_HELP,
     DocumentOutcome,
     aprune_documents,
     build_pruner,
@@ -118,14 +119,7 @@ class HtmlRagNodePostprocessor(BaseNodePostprocessor):
         default=True,
         description="Rank references, notes, external links and 'see also' after the body.",
     )
-    read_words: int | None = Field(
-        default=None,
-        ge=1,
-        description=(
-            "Words of a block a dense scorer reads (its start, or the window holding most of "
-            "the query's words); None: whole blocks."
-        ),
-    )
+    read_words: int | None = Field(default=None, ge=1, description=READ_WORDS_HELP)
     prune_together: bool = Field(
         default=True,
         description=(

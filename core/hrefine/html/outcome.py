@@ -24,6 +24,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "PRUNER_SETTINGS",
+    "READ_WORDS_HELP",
     "DocumentOutcome",
     "aprune_documents",
     "build_pruner",
@@ -50,6 +51,13 @@ PRUNER_SETTINGS = (
     "narrow_tables",
     "demote_back_matter",
     "read_words",
+)
+
+
+#: The adapters' description of their ``read_words`` field.
+READ_WORDS_HELP = (
+    "Words of a block a dense scorer reads (its start, or the window holding most of the "
+    "query's words); None: whole blocks."
 )
 
 
