@@ -49,7 +49,6 @@ _MAX_GROUP_CHARS = 200_000
 # Words of a table or list scored as a whole a dense scorer reads with read_words set: its
 # headings, caption, header row and first rows.
 _GROUP_READ_WORDS = 30
-_NONE: frozenset[str] = frozenset()
 # A block whose HTML would take more than this share of the budget is split into its children.
 _BLOCK_SHARE = 0.25
 _MIN_SPLIT_TOKENS = 64
@@ -457,11 +456,9 @@ class HtmlPruner:
         def read(k: int) -> str:
             if k >= len(ids):  # a table or list as a whole: its headings, caption, first rows
                 group = _group_text(forest, group_ids[k - len(ids)])
-                return query_window(group, _NONE, min(size, _GROUP_READ_WORDS))
-            node = nodes[ids[k]]
-            text = query_window(node.text, terms, size, stem=True)
-            context = node.metadata.get("context") or ""
-            return f"{context}\n{text}" if context else text
+                return query_window(group, frozenset(), min(size, _GROUP_READ_WORDS))
+            window = query_window(nodes[ids[k]].text, terms, size, stem=True)
+            return _scoring_text(forest, ids[k], window)
 
         return read
 
@@ -650,10 +647,12 @@ def _same(html: str) -> str:
     return html
 
 
-def _scoring_text(forest: BlockForest, node_id: int) -> str:
+def _scoring_text(forest: BlockForest, node_id: int, text: str | None = None) -> str:
+    """A block's headings (its context), then its text (or ``text``, a part of it)."""
     node = forest.tree.nodes[node_id]
     context = node.metadata.get("context") or ""
-    return f"{context}\n{node.text}" if context else node.text
+    text = node.text if text is None else text
+    return f"{context}\n{text}" if context else text
 
 
 def _is_prose(forest: BlockForest, node_id: int) -> bool:
