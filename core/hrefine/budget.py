@@ -21,6 +21,7 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 import numpy as np
 
 from hrefine._optional import available
+from hrefine._pieces import PieceCounts
 from hrefine.errors import BudgetTooSmallError, HrefineError
 
 __all__ = [
@@ -103,6 +104,9 @@ class EncodeCounter:
             hasattr(tokenizer, "encode_batch") and hasattr(tokenizer, "post_processor")
         ):
             self._kwargs = {"add_special_tokens": False}
+        # A byte-level BPE's counts are sums over its pieces: counted from remembered pieces,
+        # three times faster (see hrefine._pieces), for the texts that allows.
+        self._pieces = PieceCounts.for_tokenizer(tokenizer) if self._kwargs else None
 
     def _ids(self, out: Any) -> Sequence[int]:
         return out.ids if hasattr(out, "ids") else out
@@ -111,13 +115,25 @@ class EncodeCounter:
         """Number of tokens in ``text``."""
         if not text:
             return 0
+        if self._pieces is not None:
+            n = self._pieces.count(text)
+            if n is not None:
+                return n
         return len(self._ids(self._tok.encode(text, **self._kwargs)))
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         """Token counts of ``texts`` (batched when the tokenizer supports it)."""
-        if self._batch and texts and self._kwargs:
-            return [len(e.ids) for e in self._tok.encode_batch(list(texts), **self._kwargs)]
-        return [self.count(t) for t in texts]
+        if not (self._batch and texts and self._kwargs):
+            return [self.count(t) for t in texts]
+        out: list[int | None] = [None] * len(texts)
+        if self._pieces is not None:
+            out = [self._pieces.count(t) for t in texts]
+        rest = [k for k, n in enumerate(out) if n is None]
+        if rest:
+            encoded = self._tok.encode_batch([texts[k] for k in rest], **self._kwargs)
+            for k, e in zip(rest, encoded, strict=True):
+                out[k] = len(e.ids)
+        return [n or 0 for n in out]
 
 
 class CallableCounter:
