@@ -84,6 +84,8 @@ class PieceCounts:
         model = spec.get("model") or {}
         if pattern is None or model.get("type") != "BPE" or model.get("dropout"):
             return None
+        if spec.get("truncation") or spec.get("padding"):  # its encodings are not plain counts
+            return None
         try:
             return cls(tokenizer, pattern, [a.get("content", "") for a in spec["added_tokens"]])
         except Exception:  # a pattern the regex package cannot compile: the tokenizer counts

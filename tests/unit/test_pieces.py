@@ -97,5 +97,8 @@ def test_other_tokenizers_are_not_counted_by_pieces(embedder) -> None:  # type: 
     bpe.normalizer = normalizers.NFC()  # a normalizer changes the text before it is split
     assert PieceCounts.for_tokenizer(bpe) is None
     bpe.normalizer = None
+    bpe.enable_truncation(8)  # a truncating tokenizer's counts stop at its limit
+    assert PieceCounts.for_tokenizer(bpe) is None
+    bpe.no_truncation()
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel()  # GPT-2's built-in pattern: not read here
     assert PieceCounts.for_tokenizer(bpe) is None
