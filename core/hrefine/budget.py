@@ -125,9 +125,8 @@ class EncodeCounter:
         """Token counts of ``texts`` (batched when the tokenizer supports it)."""
         if not (self._batch and texts and self._kwargs):
             return [self.count(t) for t in texts]
-        out: list[int | None] = [None] * len(texts)
-        if self._pieces is not None:
-            out = [self._pieces.count(t) for t in texts]
+        pieces = self._pieces
+        out = [None if pieces is None else pieces.count(t) for t in texts]
         rest = [k for k, n in enumerate(out) if n is None]
         if rest:
             encoded = self._tok.encode_batch([texts[k] for k in rest], **self._kwargs)
