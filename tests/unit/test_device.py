@@ -50,11 +50,25 @@ def test_cpu_map_errors_reach_the_caller() -> None:
 
 def test_cpu_map_makes_new_threads_after_a_fork(monkeypatch: pytest.MonkeyPatch) -> None:
     # A forked child has the parent's pool object but none of its threads.
+    torch = pytest.importorskip("torch")
     device.cpu_map(abs, [-1, -2], 2)
-    pool = device._pools[2]
+    key = (2, torch.get_num_threads())
+    pool = device._pools[key]
     monkeypatch.setattr(device.os, "getpid", lambda: pool.pid + 1)
     assert device.cpu_map(abs, [-1, -2], 2) == [1, 2]
-    assert device._pools[2] is not pool
+    assert device._pools[key] is not pool
+
+
+def test_cpu_map_follows_a_changed_torch_thread_count() -> None:
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(4)
+        counts = device.cpu_map(lambda _: torch.get_num_threads(), list(range(8)), 2)
+        assert set(counts) == {2}
+    finally:
+        torch.set_num_threads(before)
+    assert torch.get_num_threads() == before
 
 
 def test_cpu_workers_default_and_bad_counts() -> None:

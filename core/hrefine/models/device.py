@@ -124,10 +124,9 @@ def cpu_workers(requested: int | None = None) -> int:
 class _Pool:
     """Worker threads, each with its share of torch's intra-op threads."""
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, threads: int) -> None:
         import torch
 
-        threads = torch.get_num_threads()
         self.pid = os.getpid()
         self.threads = max(1, threads // workers)
         ready = threading.Barrier(workers + 1)
@@ -150,7 +149,7 @@ class _Pool:
             torch.set_num_threads(threads)
 
 
-_pools: dict[int, _Pool] = {}
+_pools: dict[tuple[int, int], _Pool] = {}  # by workers and the caller's thread count
 _pools_lock = threading.Lock()
 
 
@@ -159,15 +158,19 @@ def cpu_map(fn: Callable[[_T], _R], items: Sequence[_T], workers: int) -> list[_
 
     Each worker thread gives torch an equal share of the caller's intra-op threads, so batches
     of a CPU model run side by side instead of one after another with all threads: on 2 cores,
-    two MiniLM batches at a time on one thread each embedded the HtmlRAG benchmark pages 6-9%
-    faster than one at a time on two threads, as small matrix products split poorly over
-    threads. ``fn`` must be safe to call from several threads (a torch forward in inference
-    mode is). The threads are shared by the process and made again after a fork.
+    two MiniLM batches at a time on one thread each pruned the HtmlRAG benchmark's cold pages
+    5-10% faster than one at a time on two threads, as small matrix products split poorly
+    over threads. ``fn`` must be safe to call from several threads (a torch forward in
+    inference mode is) and must not call ``cpu_map`` itself. The threads are shared by the
+    process, made again after a fork or when the caller's torch thread count has changed.
     """
     if workers <= 1 or len(items) < 2:
         return [fn(x) for x in items]
+    import torch
+
+    key = (workers, torch.get_num_threads())
     with _pools_lock:
-        pool = _pools.get(workers)
+        pool = _pools.get(key)
         if pool is None or pool.pid != os.getpid():
-            pool = _pools[workers] = _Pool(workers)
+            pool = _pools[key] = _Pool(*key)
     return list(pool.executor.map(fn, items))
