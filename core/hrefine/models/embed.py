@@ -491,20 +491,15 @@ def _batch_bounds(widths: Sequence[int], tokens: int, workers: int) -> list[tupl
     are shared out evenly by word pieces, so that no thread is left running a last batch alone.
     """
     n = len(widths)
-    count = 0
+    serial: list[tuple[int, int]] = []  # batches filled one after another
     i = 0
-    while i < n:  # batches filled one after another
-        i += max(1, tokens // max(widths[i], 1))
-        count += 1
-    if workers <= 1 or count == 0:
-        bounds = []
-        i = 0
-        while i < n:
-            step = max(1, tokens // max(widths[i], 1))
-            bounds.append((i, min(n, i + step)))
-            i += step
-        return bounds
-    count = min(n, -(-count // workers) * workers)
+    while i < n:
+        step = max(1, tokens // max(widths[i], 1))
+        serial.append((i, min(n, i + step)))
+        i += step
+    if workers <= 1 or not serial:
+        return serial
+    count = min(n, -(-len(serial) // workers) * workers)
     total = sum(widths)
     cuts = [0]
     seen = 0
