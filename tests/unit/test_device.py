@@ -24,18 +24,28 @@ def test_cpu_map_keeps_order_and_runs_on_worker_threads() -> None:
     assert seen == {threading.current_thread().name}
 
 
-def test_cpu_map_workers_split_torch_threads_and_leave_the_callers_count() -> None:
+def _fresh_thread_count(torch: object) -> int:
+    """The torch thread count a newly started thread gets."""
+    return device._in_fresh_thread(torch.get_num_threads)  # type: ignore[attr-defined]
+
+
+def test_cpu_map_workers_split_torch_threads_and_leave_the_counts_as_they_were(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     torch = pytest.importorskip("torch")
+    monkeypatch.setattr(device, "_pools", {})  # the pool is made in this test
     before = torch.get_num_threads()
-    counts = device.cpu_map(lambda _: torch.get_num_threads(), list(range(8)), 2)
-    assert set(counts) == {max(1, before // 2)}
-    assert torch.get_num_threads() == before
-    # A thread started afterwards gets the process's count, not a worker's.
-    later: list[int] = []
-    t = threading.Thread(target=lambda: later.append(torch.get_num_threads()))
-    t.start()
-    t.join()
-    assert later == [before]
+    try:
+        torch.set_num_threads(4)  # the caller's count, and the default of new threads
+        device._in_fresh_thread(lambda: torch.set_num_threads(3))  # the default alone
+        assert (torch.get_num_threads(), _fresh_thread_count(torch)) == (4, 3)
+        counts = device.cpu_map(lambda _: torch.get_num_threads(), list(range(8)), 2)
+        assert set(counts) == {2}  # each worker has half of the caller's 4
+        # Neither the caller's count nor the one new threads start with has changed.
+        assert torch.get_num_threads() == 4
+        assert _fresh_thread_count(torch) == 3
+    finally:
+        torch.set_num_threads(before)
 
 
 def test_cpu_map_errors_reach_the_caller() -> None:
@@ -63,12 +73,43 @@ def test_cpu_map_follows_a_changed_torch_thread_count() -> None:
     torch = pytest.importorskip("torch")
     before = torch.get_num_threads()
     try:
-        torch.set_num_threads(4)
-        counts = device.cpu_map(lambda _: torch.get_num_threads(), list(range(8)), 2)
-        assert set(counts) == {2}
+        for threads, share in ((4, 2), (6, 3)):
+            torch.set_num_threads(threads)
+            counts = device.cpu_map(lambda _: torch.get_num_threads(), list(range(8)), 2)
+            assert set(counts) == {share}
     finally:
         torch.set_num_threads(before)
-    assert torch.get_num_threads() == before
+
+
+def test_cpu_map_called_from_a_worker_runs_there() -> None:
+    # A worker waiting on its own pool could wait for ever: the inner call runs in place.
+    def inner(_: int) -> str:
+        return threading.current_thread().name
+
+    def outer(_: int) -> tuple[str, set[str]]:
+        return threading.current_thread().name, set(device.cpu_map(inner, [1, 2, 3], 2))
+
+    for name, inside in device.cpu_map(outer, [1, 2, 3, 4], 2):
+        assert name.startswith("hrefine-cpu")
+        assert inside == {name}
+
+
+def test_cpu_map_runs_in_the_caller_when_no_thread_can_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def no_threads(*_: object) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(device, "_pools", {})
+    monkeypatch.setattr(device, "_Pool", no_threads)
+    names: set[str] = set()
+
+    def square(x: int) -> int:
+        names.add(threading.current_thread().name)
+        return x * x
+
+    assert device.cpu_map(square, [1, 2, 3], 2) == [1, 4, 9]
+    assert names == {threading.current_thread().name}
 
 
 def test_cpu_workers_default_and_bad_counts() -> None:

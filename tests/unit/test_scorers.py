@@ -203,9 +203,9 @@ def test_batch_bounds_cover_every_row_once_and_even_out_over_workers() -> None:
         assert all(a < b for a, b in bounds)
         assert all(b == c for (_, b), (c, _) in pairwise(bounds))
         assert len(bounds) % workers == 0  # 5 batches' worth of rows, shared in 6
-        sizes = [sum(widths[a:b]) for a, b in bounds]
-        assert max(sizes) <= 512 and min(sizes) >= 0.5 * max(sizes)
-    # Fewer rows than workers: one row each. No rows: no batches.
+        padded = [widths[a] * (b - a) for a, b in bounds]  # rows × the first, widest row
+        assert max(padded) <= 512 and min(padded) >= 0.5 * max(padded)
+    # No more rows than workers: one row each. No rows: no batches.
     assert _batch_bounds([40, 30], 512, 2) == [(0, 1), (1, 2)]
     assert _batch_bounds([128], 512, 2) == [(0, 1)]
     assert _batch_bounds([], 512, 2) == []

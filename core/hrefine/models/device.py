@@ -121,6 +121,15 @@ def cpu_workers(requested: int | None = None) -> int:
     return 2 if torch.get_num_threads() >= 2 else 1
 
 
+def _in_fresh_thread(fn: Callable[[], _R]) -> _R:
+    """``fn()`` run in a new, short-lived thread (torch's per-thread state left untouched)."""
+    out: list[_R] = []
+    t = threading.Thread(target=lambda: out.append(fn()), name="hrefine-cpu-setup")
+    t.start()
+    t.join()
+    return out[0]
+
+
 class _Pool:
     """Worker threads, each with its share of torch's intra-op threads."""
 
@@ -129,12 +138,20 @@ class _Pool:
 
         self.pid = os.getpid()
         self.threads = max(1, threads // workers)
+        # The count a new thread starts with (torch.set_num_threads in a worker changes it
+        # for the whole process; it is put back below). The caller's own count is untouched.
+        default = _in_fresh_thread(torch.get_num_threads)
         ready = threading.Barrier(workers + 1)
 
         def init() -> None:
-            torch.get_num_threads()  # the thread's own lazy set-up, before its count changes
-            torch.set_num_threads(self.threads)
-            ready.wait(timeout=60)
+            _local.worker = True
+            try:
+                torch.get_num_threads()  # the thread's own lazy set-up, before its count changes
+                torch.set_num_threads(self.threads)
+                ready.wait(timeout=60)
+            except BaseException:
+                ready.abort()
+                raise
 
         self.executor = ThreadPoolExecutor(
             max_workers=workers, thread_name_prefix="hrefine-cpu", initializer=init
@@ -143,14 +160,17 @@ class _Pool:
             for _ in range(workers):  # starts every thread now, each held at the barrier
                 self.executor.submit(int)
             ready.wait(timeout=60)
+        except BaseException:
+            ready.abort()
+            self.executor.shutdown(wait=True, cancel_futures=True)
+            raise
         finally:
-            # torch.set_num_threads also sets the count later threads start with: put back the
-            # caller's (the workers keep theirs, their set-up is done).
-            torch.set_num_threads(threads)
+            _in_fresh_thread(lambda: torch.set_num_threads(default))
 
 
 _pools: dict[tuple[int, int], _Pool] = {}  # by workers and the caller's thread count
 _pools_lock = threading.Lock()
+_local = threading.local()  # .worker: this thread is one of a pool's
 
 
 def cpu_map(fn: Callable[[_T], _R], items: Sequence[_T], workers: int) -> list[_R]:
@@ -161,16 +181,22 @@ def cpu_map(fn: Callable[[_T], _R], items: Sequence[_T], workers: int) -> list[_
     two MiniLM batches at a time on one thread each pruned the HtmlRAG benchmark's cold pages
     5-10% faster than one at a time on two threads, as small matrix products split poorly
     over threads. ``fn`` must be safe to call from several threads (a torch forward in
-    inference mode is) and must not call ``cpu_map`` itself. The threads are shared by the
-    process, made again after a fork or when the caller's torch thread count has changed.
+    inference mode is). A call from a worker thread, once the interpreter is shutting down,
+    or when the threads cannot start, runs in the calling thread. The threads are shared by
+    the process, made again after a fork, and one set is kept per thread count of callers.
     """
-    if workers <= 1 or len(items) < 2:
+    if workers <= 1 or len(items) < 2 or getattr(_local, "worker", False):
         return [fn(x) for x in items]
     import torch
 
     key = (workers, torch.get_num_threads())
-    with _pools_lock:
-        pool = _pools.get(key)
-        if pool is None or pool.pid != os.getpid():
-            pool = _pools[key] = _Pool(*key)
-    return list(pool.executor.map(fn, items))
+    try:
+        with _pools_lock:
+            pool = _pools.get(key)
+            if pool is None or pool.pid != os.getpid():
+                pool = _pools[key] = _Pool(*key)
+        futures = [pool.executor.submit(fn, x) for x in items]
+    except RuntimeError as exc:  # shutting down, or no thread could start: no pool
+        logger.debug("running %d items in the calling thread: %s", len(items), exc)
+        return [fn(x) for x in items]
+    return [f.result() for f in futures]

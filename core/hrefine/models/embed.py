@@ -484,11 +484,12 @@ def _pack_rows(lengths: Sequence[int], width: int) -> list[list[int]]:
 
 
 def _batch_bounds(widths: Sequence[int], tokens: int, workers: int) -> list[tuple[int, int]]:
-    """``(start, end)`` of consecutive batches of rows of ``widths`` (longest first), each
-    about ``tokens`` word pieces (rows × its first, widest row).
+    """``(start, end)`` of consecutive batches of rows of ``widths`` (longest first).
 
-    With several workers, the batch count is rounded up to a multiple of theirs and the rows
-    are shared out evenly by word pieces, so that no thread is left running a last batch alone.
+    One worker: each batch holds about ``tokens`` word pieces, padding to its first (widest)
+    row counted. Several: as many batches as that, rounded up to a multiple of the workers,
+    with about equal word pieces each (padding not counted; packed rows are nearly full), so
+    that no thread is left running a last batch alone.
     """
     n = len(widths)
     serial: list[tuple[int, int]] = []  # batches filled one after another
