@@ -205,6 +205,12 @@ def test_batch_bounds_cover_every_row_once_and_even_out_over_workers() -> None:
         assert len(bounds) % workers == 0  # 5 batches' worth of rows, shared in 6
         padded = [widths[a] * (b - a) for a, b in bounds]  # rows × the first, widest row
         assert max(padded) <= 512 and min(padded) >= 0.5 * max(padded)
+    # A wide row then many narrow ones (texts not packed): no batch is padded past the budget.
+    widths = [100] + [1] * 1000
+    for workers in (1, 2):
+        bounds = _batch_bounds(widths, 512, workers)
+        assert [i for a, b in bounds for i in range(a, b)] == list(range(len(widths)))
+        assert all(widths[a] * (b - a) <= 512 for a, b in bounds)
     # No more rows than workers: one row each. No rows: no batches.
     assert _batch_bounds([40, 30], 512, 2) == [(0, 1), (1, 2)]
     assert _batch_bounds([128], 512, 2) == [(0, 1)]

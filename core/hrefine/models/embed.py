@@ -234,18 +234,17 @@ class SentenceTransformerEmbedder:
         # ``preprocess`` in sentence-transformers 5+, ``tokenize`` before.
         tokenize = getattr(model, "preprocess", None) or model.tokenize
         out = np.zeros((len(texts), 0), dtype=np.float32)
+        workers = cpu_workers(self.cpu_workers)
         for start in range(0, len(texts), _TOKENIZE_CHUNK):
             part = texts[start : start + _TOKENIZE_CHUNK]
             features = tokenize(part)
             lengths = features["attention_mask"].sum(dim=1)
             order = torch.argsort(lengths, descending=True, stable=True)
-            batches: list[tuple[Any, int]] = []
-            i = 0
-            while i < len(order):
-                width = int(lengths[order[i]])  # the longest text of this batch
-                idx = order[i : i + max(1, CPU_BATCH_TOKENS // max(width, 1))]
-                batches.append((idx, width))
-                i += len(idx)
+            widths = lengths[order].tolist()
+            batches = [
+                (order[a:b], widths[a])  # padded to its first, longest text
+                for a, b in _batch_bounds(widths, CPU_BATCH_TOKENS, workers)
+            ]
 
             def run(batch: tuple[Any, int], features: Any = features) -> np.ndarray:
                 idx, width = batch
@@ -257,7 +256,7 @@ class SentenceTransformerEmbedder:
                     vecs = model(inputs)["sentence_embedding"]
                 return torch.nn.functional.normalize(vecs.float(), dim=1).numpy()
 
-            found = cpu_map(run, batches, cpu_workers(self.cpu_workers))
+            found = cpu_map(run, batches, workers)
             for (idx, _), vecs in zip(batches, found, strict=True):
                 if out.shape[1] == 0:
                     out = np.zeros((len(texts), vecs.shape[1]), dtype=np.float32)
@@ -484,12 +483,12 @@ def _pack_rows(lengths: Sequence[int], width: int) -> list[list[int]]:
 
 
 def _batch_bounds(widths: Sequence[int], tokens: int, workers: int) -> list[tuple[int, int]]:
-    """``(start, end)`` of consecutive batches of rows of ``widths`` (longest first).
+    """``(start, end)`` of consecutive batches of rows of ``widths`` (longest first), none
+    over ``tokens`` word pieces with the padding to its first (widest) row (but a row alone).
 
-    One worker: each batch holds about ``tokens`` word pieces, padding to its first (widest)
-    row counted. Several: as many batches as that, rounded up to a multiple of the workers,
-    with about equal word pieces each (padding not counted; packed rows are nearly full), so
-    that no thread is left running a last batch alone.
+    One worker: each batch is filled to that. Several: there are as many batches, rounded up
+    to a multiple of the workers, with about equal word pieces each, so that no thread is
+    left running a last batch alone.
     """
     n = len(widths)
     serial: list[tuple[int, int]] = []  # batches filled one after another
@@ -506,12 +505,14 @@ def _batch_bounds(widths: Sequence[int], tokens: int, workers: int) -> list[tupl
     seen = 0
     for k, w in enumerate(widths[:-1]):
         seen += w
-        # Cut after row k once this batch holds its share (and leave a row for each after it).
-        if (
+        # Cut after row k once this batch holds its share (and leave a row for each after
+        # it), or when the next row would take it, padded, over ``tokens``.
+        share = (
             seen >= total * len(cuts) / count
             and len(cuts) < count
             and n - (k + 1) >= count - len(cuts)
-        ):
+        )
+        if share or widths[cuts[-1]] * (k + 2 - cuts[-1]) > tokens:
             cuts.append(k + 1)
     cuts.append(n)
     return list(pairwise(cuts))
