@@ -155,6 +155,7 @@ def _speed_md(res: dict[str, Any]) -> list[str]:
     for key, label in (
         ("clean_tree", "clean + block tree (per page)"),
         ("embed_prune", "embedding pruning, cold (first question of a page, one budget)"),
+        ("embed_prune_e2e", "embedding pruning, cold, end to end (their cleaning and tree too)"),
         ("embed_prune_warm", "embedding pruning, block vectors cached"),
         ("bm25_prune", "our BM25 pruning vs their embedding pruning"),
     ):

@@ -611,6 +611,7 @@ def _speed(
         "clean_tree": _speed_pair(merged("clean_tree_s"), ref_speed["clean_tree_s"]),
         "clean_only": _speed_pair(merged("clean_s"), ref_speed["clean_s"]),
         "embed_prune": _speed_pair(merged("prune_s"), ref_speed["prune_s"]),
+        "embed_prune_e2e": _speed_pair(merged("prune_s"), ref_speed.get("prune_e2e_s", {})),
         "embed_prune_warm": _speed_pair(merged("prune_warm_s"), ref_speed["prune_only_s"]),
         "bm25_prune": _speed_pair(merged("prune_bm25_s"), ref_speed["prune_s"]),
         "reference_rank_s": _summary(list(ref_speed["rank_s"].values())),
@@ -624,6 +625,9 @@ def _speed(
             "fill), for the first question of a page at one budget (rotating over pages); "
             "theirs = EmbedHTMLPruner.calculate_block_rankings + prune_HTML at that budget, "
             "with its cleaning and block tree not counted.",
+            "embedding pruning, cold, end to end: the same calls of ours; theirs adds the "
+            "page's clean_html + build_block_tree, which a user of the reference runs before "
+            "ranking (ours does both inside prune()).",
             "embedding pruning, block vectors cached: ours = a prune() call whose page's block "
             "vectors are already in the cache (cleaning, block tree and fill included); theirs "
             "= prune_HTML alone at that budget, its ranking of the same question reused (it "

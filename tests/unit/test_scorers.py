@@ -326,3 +326,37 @@ def test_query_window_finds_the_sentence_past_a_paragraphs_start() -> None:
     window = query_window(text, terms, 45, stem=True)
     assert "as final electron acceptors" in window and window in text
     assert "as final electron acceptors" not in query_window(text, frozenset(), 45)
+
+
+def _bm25s_scores(scorer: BM25Scorer, query: str, texts: list[str]) -> np.ndarray:
+    """The same scores from a bm25s index of the texts (the library's own computation)."""
+    import bm25s
+
+    stop = scorer._stop()
+    corpus = [scorer._words(t, stop) or ["\x00"] for t in texts]
+    vocab: dict[str, int] = {}
+    ids = [[vocab.setdefault(w, len(vocab)) for w in doc] for doc in corpus]
+    q_ids = [vocab[w] for w in scorer._words(query, stop) if w in vocab]
+    if not q_ids:
+        return np.zeros(len(texts), dtype=np.float32)
+    index = bm25s.BM25(k1=scorer.k1, b=scorer.b)
+    index.index(bm25s.tokenization.Tokenized(ids=ids, vocab=vocab), show_progress=False)
+    return np.asarray(index.get_scores(q_ids), dtype=np.float32)
+
+
+@pytest.mark.parametrize(("stem", "stopwords"), [(False, "en"), (True, "en"), (True, None)])
+def test_bm25_gives_bm25s_scores_on_a_real_pages_blocks(stem: bool, stopwords: str | None) -> None:
+    from hrefine.eval.loaders import load_dataset
+    from hrefine.html import build_block_tree
+
+    item = next(it for it in load_dataset("leval-nq") if it.id == "nq_12_q01")
+    tree = build_block_tree(item.document, max_words=64)
+    texts = [n.text for n in tree.nodes if n.text] + ["", "the of and"]
+    assert len(texts) > 50
+    scorer = BM25Scorer(stem=stem, stopwords=stopwords)
+    # A repeated query word counts twice, as in bm25s; the second call reads remembered counts.
+    for query in (item.question, "electron electron chain", item.question):
+        ours = scorer.score(query, texts)
+        assert ours.dtype == np.float32 and (ours > 0).sum() > 3
+        np.testing.assert_allclose(ours, _bm25s_scores(scorer, query, texts), rtol=1e-5)
+    assert scorer.score("zebra quagga", texts).tolist() == [0.0] * len(texts)

@@ -1,10 +1,12 @@
-"""BM25 scoring (bm25s) with a case- and punctuation-insensitive, unicode-aware tokenizer."""
+"""BM25 scoring (the Lucene variant, as bm25s scores it) with a case- and punctuation-insensitive,
+unicode-aware tokenizer."""
 
 from __future__ import annotations
 
 import functools
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -115,31 +117,45 @@ class BM25Scorer:
         self.stem = stem
 
     def _stop(self) -> frozenset[str]:
-        if self.stopwords is None:
-            return frozenset()
-        if self.stopwords != "en":
+        if self.stopwords not in (None, "en"):
             msg = f"unknown stopword list {self.stopwords!r}; use 'en' or None"
             raise ValueError(msg)
-        from bm25s.stopwords import STOPWORDS_EN
-
-        return frozenset(STOPWORDS_EN)
+        return _stopwords(self.stopwords)
 
     def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
-        """BM25 score of each text for ``query`` (0 where no query term occurs)."""
+        """BM25 score of each text for ``query`` (0 where no query term occurs).
+
+        The texts are the whole collection (document frequencies and the mean length come from
+        them). Scores are bm25s' default (Lucene) BM25: a query word that occurs twice counts
+        twice, and a text with no words counts as one word long.
+        """
         if not texts:
             return np.zeros(0, dtype=np.float32)
-        bm25s = require("bm25s", "models")
         stop = self._stop()
-        corpus = [self._words(t, stop) or ["\x00"] for t in texts]
         q = self._words(query, stop)
-        vocab: dict[str, int] = {}
-        ids = [[vocab.setdefault(tok, len(vocab)) for tok in doc] for doc in corpus]
-        q_ids = [vocab[t] for t in q if t in vocab]
-        if not q_ids:
+        if not q:
             return np.zeros(len(texts), dtype=np.float32)
-        retriever = bm25s.BM25(k1=self.k1, b=self.b)
-        retriever.index(bm25s.tokenization.Tokenized(ids=ids, vocab=vocab), show_progress=False)
-        scores = retriever.get_scores(q_ids)
+        # Only the query's words are counted in each text, so no index of the whole vocabulary
+        # is built: a pruner scores each page's blocks once per question.
+        key = (self.stopwords, self.stem)
+        wanted = sorted(set(q))
+        tf = np.zeros((len(wanted), len(texts)), dtype=np.float64)
+        lengths = np.empty(len(texts), dtype=np.float64)
+        for k, text in enumerate(texts):
+            counts, n = _term_counts(text, key)
+            lengths[k] = max(n, 1)
+            for j, word in enumerate(wanted):
+                tf[j, k] = counts.get(word, 0)
+        df = (tf > 0).sum(axis=1)
+        present = df > 0
+        if not present.any():
+            return np.zeros(len(texts), dtype=np.float32)
+        n_docs = len(texts)
+        idf = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+        norm = self.k1 * ((1.0 - self.b) + self.b * lengths / lengths.mean())
+        per_word = idf[:, None] * tf / (tf + norm[None, :])
+        times = np.asarray([q.count(w) for w in wanted], dtype=np.float64)
+        scores = (times[present, None] * per_word[present]).sum(axis=0)
         return np.asarray(scores, dtype=np.float32)
 
     def terms(self, query: str) -> frozenset[str]:
@@ -147,5 +163,38 @@ class BM25Scorer:
         return frozenset(self._words(query, self._stop()))
 
     def _words(self, text: str, stop: frozenset[str]) -> list[str]:
-        words = [w for w in lexical_tokens(text) if w not in stop]
-        return [plural_stem(w) for w in words] if self.stem else words
+        return _scored_words(text, stop, stem=self.stem)
+
+
+def _scored_words(text: str, stop: frozenset[str], *, stem: bool) -> list[str]:
+    words = [w for w in lexical_tokens(text) if w not in stop]
+    return [plural_stem(w) for w in words] if stem else words
+
+
+@functools.lru_cache(maxsize=2)
+def _stopwords(name: str | None) -> frozenset[str]:
+    """The stopword list ``name`` (``"en"``: bm25s' English list), or none for None."""
+    if name is None:
+        return frozenset()
+    stopwords = require("bm25s.stopwords", "models")
+    return frozenset(stopwords.STOPWORDS_EN)
+
+
+# A page's blocks are scored again for every question and budget: their word counts are kept
+# (keyed by the text and the scorer's settings), so a repeated call only counts the query.
+# Long texts (whole chunks, pages) are counted each time: they would hold the memory.
+_CACHED_CHARS = 4096
+
+
+def _term_counts(text: str, key: tuple[str | None, bool]) -> tuple[dict[str, int], int]:
+    if len(text) > _CACHED_CHARS:
+        return _count_terms(text, key)
+    return _count_terms_cached(text, key)
+
+
+def _count_terms(text: str, key: tuple[str | None, bool]) -> tuple[dict[str, int], int]:
+    words = _scored_words(text, _stopwords(key[0]), stem=key[1])
+    return Counter(words), len(words)
+
+
+_count_terms_cached = functools.lru_cache(maxsize=1 << 13)(_count_terms)
