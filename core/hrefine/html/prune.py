@@ -14,12 +14,13 @@ import asyncio
 import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from hrefine.budget import MemoCounter, TokenCounter, get_counter
 from hrefine.errors import BudgetTooSmallError, EmptyInputError, MissingDependencyError
+from hrefine.html._cleancache import CleanedCache
 from hrefine.html._load import parse_document
 from hrefine.html._locate import document_order, positions, traced_positions
 from hrefine.html._text import count_words, element_text
@@ -192,6 +193,8 @@ class HtmlPruner:
         self._scorer: Any = None
         self._lexical: BM25Scorer | None = None
         self._counter: TokenCounter | None = None
+        # Pages pruned again (another question or budget) are not cleaned again.
+        self._cleaned = CleanedCache()
 
     # -- lazily resolved models ------------------------------------------------------------
     @property
@@ -249,8 +252,16 @@ class HtmlPruner:
             No page was given, every page is empty, or the query is empty.
         BudgetTooSmallError
             ``max_tokens`` is below :data:`MIN_BUDGET`, or not even one word fits.
+        TypeError
+            ``html`` is not text, bytes or a sequence of them.
         """
-        docs = [html] if isinstance(html, (str, bytes, bytearray)) else list(html)
+        if isinstance(html, (str, bytes, bytearray)):
+            docs = [html]
+        elif isinstance(html, Sequence):
+            docs = list(cast("Sequence[str | bytes]", html))  # not bytes: that is one page
+        else:
+            msg = f"expected HTML as str or bytes, or a sequence of them, got {type(html).__name__}"
+            raise TypeError(msg)
         if not docs:
             raise EmptyInputError("no HTML documents were given")
         if not isinstance(query, str) or not query.strip():
@@ -468,17 +479,30 @@ class HtmlPruner:
         cleaned: list[str] = []
         errors: list[str] = []
         for d, doc in enumerate(docs):
-            try:
-                root = clean_document(doc, boilerplate=self.boilerplate)
-            except EmptyInputError as exc:
-                if len(docs) == 1:
-                    raise
-                errors.append(f"document {d}: {exc}")
-                cleaned.append("")
-                continue
+            # Anything but text or bytes goes to the cleaner, which says what it expected.
+            key = (
+                CleanedCache.key(doc, self.boilerplate)
+                if isinstance(doc, (str, bytes, bytearray))
+                else None
+            )
+            hit = None if key is None else self._cleaned.get(key)
+            if hit is None:
+                try:
+                    root = clean_document(doc, boilerplate=self.boilerplate)
+                except EmptyInputError as exc:
+                    if len(docs) == 1:
+                        raise
+                    errors.append(f"document {d}: {exc}")
+                    cleaned.append("")
+                    continue
+                html = serialize(root)
+                if key is not None:
+                    self._cleaned.put(key, doc, root, html)
+            else:
+                root, html = hit
             roots.append(root)
             doc_ids.append(d)
-            cleaned.append(serialize(root))
+            cleaned.append(html)
         if not roots:
             msg = f"all {len(docs)} documents are empty: " + "; ".join(errors)
             raise EmptyInputError(msg)

@@ -129,3 +129,13 @@ def test_cjk_page_prunes_to_budget(pages: Path) -> None:
     result = pruner.prune((pages / "cjk.html").read_bytes(), "東京タワー", 40)
     assert 0 < result.tokens <= 40
     assert "東京タワー" in result.html
+
+
+@pytest.mark.parametrize("bad", [123, None, 4.5])
+def test_pruner_names_the_types_it_takes(bad: object) -> None:
+    from hrefine.html import HtmlPruner
+
+    with pytest.raises(TypeError, match="str or bytes, or a sequence of them, got"):
+        HtmlPruner(scorer="bm25").prune(bad, "q", 100)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="str or bytes"):  # inside a list: the cleaner's error
+        HtmlPruner(scorer="bm25").prune(["<p>a page</p>", bad], "q", 100)  # type: ignore[list-item]

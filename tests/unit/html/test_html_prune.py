@@ -264,3 +264,59 @@ def test_citations_no_longer_crowd_out_the_article(embedder: Any) -> None:
     assert top_citations(demoted) == 0
     assert "August 27 , 2017" in demoted.html  # the season's last episode, the answer
     assert "August 27 , 2017" not in as_text.html
+
+
+def test_a_page_pruned_again_is_cleaned_once_and_prunes_as_fresh(
+    wtq: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hrefine.html.prune as prune_module
+
+    calls: list[int] = []
+    real = prune_module.clean_document
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(prune_module, "clean_document", counting)
+    q = next(q for q in wtq["questions"] if q["question"] == "who played ricky ryan?")
+    page = wtq["page"](q["doc"])
+    pruner = HtmlPruner(scorer="bm25")
+    first = pruner.prune(page, q["question"], 512)
+    # The call narrowed a table in place: the cached tree must not have been narrowed with it.
+    assert first.stats["narrowed_tables"]
+    other = pruner.prune(page, "what is the total of the last column", 512)
+    again = pruner.prune(page, q["question"], 512)
+    assert len(calls) == 1
+    assert again.html == first.html and again.cleaned == first.cleaned
+    fresh = HtmlPruner(scorer="bm25").prune(page, "what is the total of the last column", 512)
+    assert other.html == fresh.html
+    # Text and bytes of the same page are cleaned apart (bytes go through encoding detection).
+    pruner.prune(page.decode("utf-8"), q["question"], 512)
+    assert len(calls) == 3  # the fresh pruner's, and the text's
+
+
+def test_cleaned_cache_is_bounded_by_pages_and_size() -> None:
+    from hrefine.html._cleancache import CleanedCache
+
+    cache = CleanedCache(max_pages=2, max_chars=100)
+    docs = [f"<p>page {k}</p>" for k in range(3)]
+    keys = [CleanedCache.key(d, True) for d in docs]
+    assert CleanedCache.key(docs[0], False) != keys[0]
+    assert CleanedCache.key(docs[0].encode(), True) != keys[0]
+    for d, k in zip(docs, keys, strict=True):
+        cache.put(k, d, clean_document(d), clean_html(d))
+    assert cache.get(keys[0]) is None  # the oldest went first
+    hit = cache.get(keys[2])
+    assert hit is not None and hit[1] == clean_html(docs[2])
+    hit[0].find(".//p").text = "changed"  # a copy: the kept tree is untouched
+    again = cache.get(keys[2])
+    assert again is not None and again[0].find(".//p").text == "page 2"
+    big = "<p>" + "x" * 200 + "</p>"
+    cache.put(CleanedCache.key(big), big, clean_document(big), clean_html(big))
+    assert cache.get(CleanedCache.key(big)) is None  # longer than max_chars alone
+    cache.put(keys[0], "y" * 90, clean_document(docs[0]), clean_html(docs[0]))
+    assert cache.get(keys[0]) is not None and cache.get(keys[1]) is None  # size bound
+    cache.clear()
+    assert cache.get(keys[0]) is None
+    assert CleanedCache(max_pages=0).get(keys[0]) is None
