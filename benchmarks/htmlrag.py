@@ -191,8 +191,10 @@ class Ours:
         self.embed_chunks = ChunkCompressor("embedding", embedder=embedder(), name=M_EMBED_CHUNKS)
 
     def clear_vectors(self) -> None:
-        """Empty the embedder's per-text vector cache, so the next call is timed cold."""
+        """Empty the embedder's per-text vector cache and the pruner's cleaned pages (the
+        warm-up pruned one of the pages), so the next call is timed cold."""
         self.embedder._cache._data.clear()
+        self.pruner_embed._cleaned.clear()
 
     def warm_up(self, html: str) -> None:
         """Load every model and warm the parsers outside the timings."""

@@ -360,3 +360,23 @@ def test_bm25_gives_bm25s_scores_on_a_real_pages_blocks(stem: bool, stopwords: s
         assert ours.dtype == np.float32 and (ours > 0).sum() > 3
         np.testing.assert_allclose(ours, _bm25s_scores(scorer, query, texts), rtol=1e-5)
     assert scorer.score("zebra quagga", texts).tolist() == [0.0] * len(texts)
+    # Texts too long to have their counts remembered are counted each time, to the same scores.
+    long_texts = [t * (2000 // max(1, len(t)) + 1) for t in texts[:20]]
+    assert min(len(t) for t in long_texts) > 1024
+    np.testing.assert_allclose(
+        scorer.score(item.question, long_texts),
+        _bm25s_scores(scorer, item.question, long_texts),
+        rtol=1e-5,
+    )
+
+
+def test_bm25_parameters_at_their_limits_and_outside() -> None:
+    texts = ["cat dog", "dog", "cat cat", ""]
+    for k1, b in ((0.0, 0.75), (1.5, 0.0), (1.5, 1.0)):
+        scorer = BM25Scorer(k1=k1, b=b)
+        ours = scorer.score("cat", texts)
+        assert np.isfinite(ours).all() and ours[1] == 0.0 and ours[3] == 0.0
+        np.testing.assert_allclose(ours, _bm25s_scores(scorer, "cat", texts), rtol=1e-5)
+    for k1, b in ((-0.1, 0.75), (1.5, 1.1), (1.5, -0.1)):
+        with pytest.raises(ValueError, match="k1 >= 0"):
+            BM25Scorer(k1=k1, b=b)

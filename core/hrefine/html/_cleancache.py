@@ -4,8 +4,8 @@ A RAG app prunes the same retrieved page for several questions, and a caller may
 budgets: cleaning and writing the cleaned HTML was about a fifth of such a call once the block
 vectors were cached. The cache holds each page's cleaned tree and its HTML, keyed by a hash of
 the input and the cleaning settings, and hands out a copy of the tree (the pruner narrows
-tables in place). A cleaned tree took about three times its input's size in memory on the
-benchmark's pages, so the default bound of 8 million input characters holds about 25 MB.
+tables in place). A cleaned tree took three to six times its input's size in memory on the
+benchmark's pages, so the default bound of 4 million input characters holds 12 to 25 MB.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class CleanedCache:
         than this on its own is not kept.
     """
 
-    def __init__(self, max_pages: int = 64, max_chars: int = 8_000_000) -> None:
+    def __init__(self, max_pages: int = 64, max_chars: int = 4_000_000) -> None:
         self.max_pages = max_pages
         self.max_chars = max_chars
         self._data: OrderedDict[bytes, tuple[Any, str, int]] = OrderedDict()

@@ -95,7 +95,7 @@ class BM25Scorer:
     Parameters
     ----------
     k1, b:
-        The BM25 parameters.
+        The BM25 parameters (``k1 >= 0``, ``0 <= b <= 1``; ValueError otherwise).
     stopwords:
         ``"en"`` (default) drops English function words, so "who was X?" ranks by X, not by
         "was"; ``None`` keeps every token.
@@ -111,6 +111,9 @@ class BM25Scorer:
     def __init__(
         self, *, k1: float = 1.5, b: float = 0.75, stopwords: str | None = "en", stem: bool = False
     ) -> None:
+        if k1 < 0 or not 0 <= b <= 1:
+            msg = f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}"
+            raise ValueError(msg)
         self.k1 = k1
         self.b = b
         self.stopwords = stopwords
@@ -153,7 +156,9 @@ class BM25Scorer:
         n_docs = len(texts)
         idf = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
         norm = self.k1 * ((1.0 - self.b) + self.b * lengths / lengths.mean())
-        per_word = idf[:, None] * tf / (tf + norm[None, :])
+        # A text without the word scores 0 for it (0/0 when k1 is 0).
+        part = np.divide(tf, tf + norm[None, :], out=np.zeros_like(tf), where=tf > 0)
+        per_word = idf[:, None] * part
         times = np.asarray([q.count(w) for w in wanted], dtype=np.float64)
         scores = (times[present, None] * per_word[present]).sum(axis=0)
         return np.asarray(scores, dtype=np.float32)
@@ -182,8 +187,10 @@ def _stopwords(name: str | None) -> frozenset[str]:
 
 # A page's blocks are scored again for every question and budget: their word counts are kept
 # (keyed by the text and the scorer's settings), so a repeated call only counts the query.
-# Long texts (whole chunks, pages) are counted each time: they would hold the memory.
-_CACHED_CHARS = 4096
+# Long texts (whole chunks, pages, tables) are counted each time: they would hold the memory.
+# Bounded so: at most about 30 MB (most blocks are far shorter, a few MB).
+_CACHED_CHARS = 1024
+_CACHED_TEXTS = 4096
 
 
 def _term_counts(text: str, key: tuple[str | None, bool]) -> tuple[dict[str, int], int]:
@@ -197,4 +204,4 @@ def _count_terms(text: str, key: tuple[str | None, bool]) -> tuple[dict[str, int
     return Counter(words), len(words)
 
 
-_count_terms_cached = functools.lru_cache(maxsize=1 << 13)(_count_terms)
+_count_terms_cached = functools.lru_cache(maxsize=_CACHED_TEXTS)(_count_terms)

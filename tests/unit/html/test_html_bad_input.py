@@ -135,7 +135,19 @@ def test_cjk_page_prunes_to_budget(pages: Path) -> None:
 def test_pruner_names_the_types_it_takes(bad: object) -> None:
     from hrefine.html import HtmlPruner
 
-    with pytest.raises(TypeError, match="str or bytes, or a sequence of them, got"):
+    with pytest.raises(TypeError, match="str, bytes or bytearray, or an iterable of them, got"):
         HtmlPruner(scorer="bm25").prune(bad, "q", 100)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="str or bytes"):  # inside a list: the cleaner's error
         HtmlPruner(scorer="bm25").prune(["<p>a page</p>", bad], "q", 100)  # type: ignore[list-item]
+
+
+def test_pruner_takes_pages_from_any_iterable_and_a_memoryview_as_one_page() -> None:
+    from hrefine.html import HtmlPruner
+
+    pruner = HtmlPruner(scorer="bm25")
+    pages = ["<p>cats purr</p>", "<p>dogs bark</p>"]
+    listed = pruner.prune(pages, "dogs", 100).html
+    assert pruner.prune(iter(pages), "dogs", 100).html == listed
+    assert pruner.prune((p for p in pages), "dogs", 100).html == listed
+    one = pruner.prune(memoryview(b"<p>cats purr</p>"), "cats", 100)
+    assert "cats purr" in one.html and len(one.documents) == 1

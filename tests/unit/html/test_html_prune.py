@@ -319,4 +319,16 @@ def test_cleaned_cache_is_bounded_by_pages_and_size() -> None:
     assert cache.get(keys[0]) is not None and cache.get(keys[1]) is None  # size bound
     cache.clear()
     assert cache.get(keys[0]) is None
-    assert CleanedCache(max_pages=0).get(keys[0]) is None
+    off = CleanedCache(max_pages=0)
+    off.put(keys[0], docs[0], clean_document(docs[0]), clean_html(docs[0]))
+    assert off.get(keys[0]) is None
+
+
+def test_the_cleaned_cache_can_be_turned_off(wtq: dict) -> None:
+    q = wtq["questions"][0]
+    page = wtq["page"](q["doc"])
+    off = HtmlPruner(scorer="bm25", cleaned_cache=0)
+    assert off.prune(page, q["question"], 512).html == off.prune(page, q["question"], 512).html
+    assert not off._cleaned._data
+    with pytest.raises(ValueError, match="cleaned_cache"):
+        HtmlPruner(cleaned_cache=-1)
