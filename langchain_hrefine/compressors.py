@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hrefine.html.outcome import (
+    CLEANED_CACHE_HELP,
     READ_WORDS_HELP,
     DocumentOutcome,
     aprune_documents,
@@ -83,6 +84,10 @@ class HtmlRagCompressor(BaseDocumentCompressor):
         Words of each block the embedding (or cross-encoder) reads: its first ones, or the
         window holding most of the query's words when those fall later (45 makes a cold call
         about a fifth faster); None (default) reads whole blocks. BM25 always reads them whole.
+    cleaned_cache:
+        Pages whose cleaned tree the pruner keeps (default 64, at most 4 million input
+        characters in all), so a page pruned again for another query or budget is not cleaned
+        again; 0 keeps none.
     prune_together:
         True (as in the paper): all documents compete for one budget, and a document with no
         block in the best set is left out. False: each document is pruned to ``max_tokens`` on
@@ -132,6 +137,7 @@ class HtmlRagCompressor(BaseDocumentCompressor):
         description="Rank references, notes, external links and 'see also' after the body.",
     )
     read_words: int | None = Field(default=None, ge=1, description=READ_WORDS_HELP)
+    cleaned_cache: int = Field(default=64, ge=0, description=CLEANED_CACHE_HELP)
     prune_together: bool = Field(
         default=True,
         description="Prune all documents against one budget (True) or each on its own (False).",

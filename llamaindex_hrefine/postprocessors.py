@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from hrefine.html.outcome import (
+    CLEANED_CACHE_HELP,
     READ_WORDS_HELP,
     DocumentOutcome,
     aprune_documents,
@@ -56,7 +57,7 @@ class HtmlRagNodePostprocessor(BaseNodePostprocessor):
     The settings are those of ``langchain_hrefine.HtmlRagCompressor`` (``max_tokens``,
     ``scorer``, ``tokenizer``, ``generative``, ``lm``, ``max_words``, ``boilerplate``,
     ``omit_end_tags``, ``lexical_weight``, ``narrow_tables``, ``demote_back_matter``,
-    ``read_words``, ``prune_together``), with
+    ``read_words``, ``cleaned_cache``, ``prune_together``), with
     ``embed_model`` (a LlamaIndex ``BaseEmbedding`` or an hrefine ``Embedder``) in place of
     ``embeddings``.
 
@@ -120,6 +121,7 @@ class HtmlRagNodePostprocessor(BaseNodePostprocessor):
         description="Rank references, notes, external links and 'see also' after the body.",
     )
     read_words: int | None = Field(default=None, ge=1, description=READ_WORDS_HELP)
+    cleaned_cache: int = Field(default=64, ge=0, description=CLEANED_CACHE_HELP)
     prune_together: bool = Field(
         default=True,
         description=(

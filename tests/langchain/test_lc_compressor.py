@@ -216,3 +216,7 @@ def test_every_pruner_setting_is_a_field_that_reaches_the_pruner() -> None:
     compressor.demote_back_matter = False
     assert compressor._get_pruner() is not first
     assert compressor._get_pruner().demote_back_matter is False
+    compressor.cleaned_cache = 0
+    assert compressor._get_pruner()._cleaned.max_pages == 0
+    with pytest.raises(ValidationError, match="cleaned_cache"):
+        HtmlRagCompressor(cleaned_cache=-1)

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "CLEANED_CACHE_HELP",
     "PRUNER_SETTINGS",
     "READ_WORDS_HELP",
     "DocumentOutcome",
@@ -51,6 +52,7 @@ PRUNER_SETTINGS = (
     "narrow_tables",
     "demote_back_matter",
     "read_words",
+    "cleaned_cache",
 )
 
 
@@ -58,6 +60,11 @@ PRUNER_SETTINGS = (
 READ_WORDS_HELP = (
     "Words of a block a dense scorer reads (its start, or the window holding most of the "
     "query's words); None: whole blocks."
+)
+
+CLEANED_CACHE_HELP = (
+    "Pages whose cleaned tree is kept, so a page pruned again (another query or budget) is not "
+    "cleaned again; 0 keeps none."
 )
 
 

@@ -202,6 +202,7 @@ class HtmlPruner:
         if cleaned_cache < 0:
             msg = f"cleaned_cache must be >= 0, got {cleaned_cache}"
             raise ValueError(msg)
+        self.cleaned_cache = cleaned_cache
         self._cleaned = CleanedCache(max_pages=cleaned_cache)
 
     # -- lazily resolved models ------------------------------------------------------------
