@@ -191,10 +191,13 @@ class Ours:
         self.embed_chunks = ChunkCompressor("embedding", embedder=embedder(), name=M_EMBED_CHUNKS)
 
     def clear_vectors(self) -> None:
-        """Empty the embedder's per-text vector cache and the pruner's cleaned pages (the
-        warm-up pruned one of the pages), so the next call is timed cold."""
+        """Empty the embedder's per-text vector cache, the pruner's cleaned pages (the warm-up
+        pruned one of the pages) and the BM25 word counts, so the next call is timed cold."""
+        from hrefine.models import lexical
+
         self.embedder._cache._data.clear()
         self.pruner_embed._cleaned.clear()
+        lexical._count_terms_cached.cache_clear()
 
     def warm_up(self, html: str) -> None:
         """Load every model and warm the parsers outside the timings."""
