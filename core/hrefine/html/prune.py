@@ -55,6 +55,8 @@ _BLOCK_SHARE = 0.25
 _MIN_SPLIT_TOKENS = 64
 # Largest share of the budget a table too big for it keeps when narrowed to its best columns.
 _NARROW_SHARE = 0.5
+# What prune() takes as one page (anything else is a collection of pages).
+_PAGE_TYPES = (str, bytes, bytearray, memoryview)
 # Structures whose parts make most sense together: kept whole when they fit.
 _GROUP_TAGS = frozenset({"table", "ul", "ol", "dl"})
 # Elements that hold one unit of text; split only when they alone exceed the budget.
@@ -265,7 +267,7 @@ class HtmlPruner:
             ``html`` is not text, bytes or an iterable of them.
         """
         docs: list[Any]  # each is checked by the cleaner
-        if isinstance(html, (str, bytes, bytearray, memoryview)):
+        if isinstance(html, _PAGE_TYPES):
             docs = [html]
         elif isinstance(html, Iterable):
             docs = list(html)
@@ -493,11 +495,7 @@ class HtmlPruner:
         errors: list[str] = []
         for d, doc in enumerate(docs):
             # Anything but text or bytes goes to the cleaner, which says what it expected.
-            key = (
-                CleanedCache.key(doc, self.boilerplate)
-                if isinstance(doc, (str, bytes, bytearray, memoryview))
-                else None
-            )
+            key = CleanedCache.key(doc, self.boilerplate) if isinstance(doc, _PAGE_TYPES) else None
             hit = None if key is None else self._cleaned.get(key)
             if hit is None:
                 try:

@@ -233,7 +233,7 @@ class SentenceTransformerEmbedder:
         model.eval()  # as encode() does
         # ``preprocess`` in sentence-transformers 5+, ``tokenize`` before.
         tokenize = getattr(model, "preprocess", None) or model.tokenize
-        out = np.zeros((len(texts), 0), dtype=np.float32)
+        placed: list[tuple[np.ndarray, np.ndarray]] = []  # (text positions, their vectors)
         workers = cpu_workers(self.cpu_workers)
         for start in range(0, len(texts), _TOKENIZE_CHUNK):
             part = texts[start : start + _TOKENIZE_CHUNK]
@@ -257,11 +257,8 @@ class SentenceTransformerEmbedder:
                 return torch.nn.functional.normalize(vecs.float(), dim=1).numpy()
 
             found = cpu_map(run, batches, workers)
-            for (idx, _), vecs in zip(batches, found, strict=True):
-                if out.shape[1] == 0:
-                    out = np.zeros((len(texts), vecs.shape[1]), dtype=np.float32)
-                out[start + idx.numpy()] = vecs
-        return out
+            placed += [(start + idx.numpy(), v) for (idx, _), v in zip(batches, found, strict=True)]
+        return _gather(len(texts), placed)
 
     def _pooling_for_packing(self) -> str | None:
         """The pooling (``"mean"`` or ``"cls"``) to pack texts into shared rows with, or None
@@ -298,7 +295,7 @@ class SentenceTransformerEmbedder:
 
         model = self.model
         model.eval()
-        out = np.zeros((len(texts), 0), dtype=np.float32)
+        placed: list[tuple[np.ndarray, np.ndarray]] = []  # (text positions, their vectors)
         pieces = self._pieces()
         workers = cpu_workers(self.cpu_workers)
         for start in range(0, len(texts), _TOKENIZE_CHUNK):
@@ -322,12 +319,11 @@ class SentenceTransformerEmbedder:
                 return _run_rows(model, features, lengths, batch[0], batch[1], pooling)
 
             found = cpu_map(run, batches, workers)
-            for (batch, _), vecs in zip(batches, found, strict=True):
-                order = [k for row in batch for k in row]
-                if out.shape[1] == 0:
-                    out = np.zeros((len(texts), vecs.shape[1]), dtype=np.float32)
-                out[[start + k for k in order]] = vecs
-        return out
+            placed += [
+                (np.asarray([start + k for row in batch for k in row]), v)
+                for (batch, _), v in zip(batches, found, strict=True)
+            ]
+        return _gather(len(texts), placed)
 
     def _embed_full(self, full: list[str]) -> np.ndarray:
         """Unit vectors of texts that already carry their prefix (cached per text)."""
@@ -480,6 +476,15 @@ def _pack_rows(lengths: Sequence[int], width: int) -> list[list[int]]:
         rows[r].append(k)
         by_room[room - need].append(r)
     return rows
+
+
+def _gather(n: int, placed: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """The ``(n, dim)`` vectors of batches that each cover the text positions given with them."""
+    dim = placed[0][1].shape[1] if placed else 0
+    out = np.zeros((n, dim), dtype=np.float32)
+    for positions, vecs in placed:
+        out[positions] = vecs
+    return out
 
 
 def _batch_bounds(widths: Sequence[int], tokens: int, workers: int) -> list[tuple[int, int]]:
