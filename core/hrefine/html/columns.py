@@ -185,19 +185,32 @@ def _project(grid: TableGrid, kept: set[int]) -> None:
             drop_tree(row)
 
 
+@dataclass
+class _Candidate:
+    """A table too big for the budget whose cells lie on a grid, before its columns are scored."""
+
+    grid: TableGrid
+    cells: list[tuple[Any, int, int]]
+    cell_tokens: list[float]
+    texts: list[str]
+    headers: list[str]
+    key: int
+    tokens: int
+
+
 def project_columns(
-    root: Any,
+    roots: Sequence[Any],
     query: str,
     *,
     budget: int,
     share: float,
-    score: Callable[[str, list[str]], np.ndarray],
+    score_groups: Callable[[str, list[list[str]]], Sequence[np.ndarray]],
     match: Callable[[str, list[str]], np.ndarray],
     count_many: Callable[[Sequence[str]], list[int]],
     serialize: Callable[[Any], str],
     before_change: Callable[[], None] | None = None,
 ) -> list[ColumnChoice]:
-    """Narrow each table of ``root`` whose HTML exceeds ``budget`` tokens, in place.
+    """Narrow each table of ``roots`` whose HTML exceeds ``budget`` tokens, in place.
 
     A table keeps its key column (the one naming its rows) and its best-scored column, then
     its next best columns while the narrowed table's estimated tokens stay within
@@ -213,16 +226,18 @@ def project_columns(
 
     Parameters
     ----------
-    root:
-        A cleaned document.
+    roots:
+        Cleaned documents.
     query:
         What the columns are scored against.
     budget:
         Token budget of the pruning.
     share:
         Largest share of ``budget`` a narrowed table may take.
-    score:
-        ``(query, texts) -> scores``: the pruner's stage-1 scorer.
+    score_groups:
+        ``(query, groups) -> one score array per group``: the pruner's stage-1 scorer, given
+        the column texts of every big table at once (one group per table), so that a model
+        scores them in one batch.
     match:
         ``(query, texts) -> scores``: a lexical match (BM25), 0 for no shared word.
     count_many:
@@ -230,39 +245,26 @@ def project_columns(
     serialize:
         An element's HTML as the budget sees it (without its tail).
     before_change:
-        Called before a table is changed (so a caller can record the document as it was,
-        only when it will change).
+        Called before a table is changed (so a caller can record the documents as they were,
+        only when they will change).
 
     Returns
     -------
     list[ColumnChoice]
-        One per narrowed table.
+        One per narrowed table, in document order.
     """
-    big: list[tuple[Any, str]] = []
-    for table in list(root.iter("table")):
-        html = serialize(table)
-        # A token covers at least one byte: a table of no more bytes than the budget fits.
-        if len(html.encode("utf-8")) > budget:
-            big.append((table, html))
-    if not big:
+    found = _candidates(roots, budget, count_many, serialize)
+    if not found:
         return []
+    # Candidates never nest (a table holding another has no grid), so narrowing one leaves
+    # the others' cells, texts and counts as they were collected.
+    groups = score_groups(query, [c.texts for c in found])
     out: list[ColumnChoice] = []
-    for (table, _), tokens in zip(big, count_many([h for _, h in big]), strict=True):
-        if tokens <= budget:
-            continue
-        grid = table_grid(table)
-        if grid is None:
-            continue
-        cells = [(cell, first, last) for row in grid.cells for cell, first, last in row]
-        # Each cell's share of the table's tokens: cells counted alone carry end tags and
-        # their row's tags are not counted, so the parts are scaled to sum to the whole.
-        alone = count_many([serialize(cell) for cell, _, _ in cells])
-        scale = tokens / max(1, sum(alone))
-        cell_tokens = [n * scale for n in alone]
-        texts, headers, key = _columns(grid)
-        scores = np.asarray(score(query, texts), dtype=np.float64)
+    for cand, raw in zip(found, groups, strict=True):
+        grid, cells, cell_tokens = cand.grid, cand.cells, cand.cell_tokens
+        scores = np.asarray(raw, dtype=np.float64)
         scores = np.where(np.isnan(scores), -np.inf, scores)
-        kept = _choose(scores, key, cells, cell_tokens, int(share * budget))
+        kept = _choose(scores, cand.key, cells, cell_tokens, int(share * budget))
         if kept is None or len(kept) >= grid.n_cols:
             continue
         heads = _header_rows(grid)
@@ -278,14 +280,49 @@ def project_columns(
             ColumnChoice(
                 kept=sorted(kept),
                 dropped=[c for c in range(grid.n_cols) if c not in kept],
-                headers=headers,
-                tokens_before=tokens,
+                headers=cand.headers,
+                tokens_before=cand.tokens,
                 tokens_after=round(_cost(cells, cell_tokens, kept)),
                 scores=[float(s) for s in scores],
                 whole_rows=named,
             )
         )
     return out
+
+
+def _candidates(
+    roots: Sequence[Any],
+    budget: int,
+    count_many: Callable[[Sequence[str]], list[int]],
+    serialize: Callable[[Any], str],
+) -> list[_Candidate]:
+    """The tables of ``roots`` over ``budget`` tokens whose cells lie on a grid."""
+    big: list[tuple[Any, str]] = []
+    for root in roots:
+        for table in list(root.iter("table")):
+            html = serialize(table)
+            # A token covers at least one byte: a table of no more bytes than the budget fits.
+            if len(html.encode("utf-8")) > budget:
+                big.append((table, html))
+    if not big:
+        return []
+    found: list[_Candidate] = []
+    for (table, _), tokens in zip(big, count_many([h for _, h in big]), strict=True):
+        if tokens <= budget:
+            continue
+        grid = table_grid(table)
+        if grid is None:
+            continue
+        cells = [(cell, first, last) for row in grid.cells for cell, first, last in row]
+        # Each cell's share of the table's tokens: cells counted alone carry end tags and
+        # their row's tags are not counted, so the parts are scaled to sum to the whole.
+        alone = count_many([serialize(cell) for cell, _, _ in cells])
+        scale = tokens / max(1, sum(alone))
+        texts, headers, key = _columns(grid)
+        found.append(
+            _Candidate(grid, cells, [n * scale for n in alone], texts, headers, key, tokens)
+        )
+    return found
 
 
 def _cost(cells: list[tuple[Any, int, int]], cell_tokens: list[float], cols: set[int]) -> float:

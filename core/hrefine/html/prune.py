@@ -393,6 +393,7 @@ class HtmlPruner:
         last: Sequence[bool] | None = None,
         split: Mapping[int, tuple[str, str]] | None = None,
         read: Callable[[int], str] | None = None,
+        dense: np.ndarray | None = None,
     ) -> np.ndarray:
         """Stage-1 scores: the scorer's, plus the weighted BM25 match for dense scorers.
 
@@ -403,7 +404,8 @@ class HtmlPruner:
         ``_match``). Texts with ``last[k]`` true (back matter) are not given to the (dense)
         scorer: they score below every other text, ordered among themselves by their lexical
         match, or equal without one. A dense scorer reads ``read(k)`` for text ``k`` where
-        given (see ``read_words``); BM25 reads ``texts``.
+        given (see ``read_words``); BM25 reads ``texts``. ``dense``: the scorer's scores of
+        every text, when the caller has them already (see :meth:`_score_groups`).
         """
         if not texts:
             return np.zeros(0, dtype=np.float64)
@@ -441,8 +443,11 @@ class HtmlPruner:
         if lexical:  # every text (own is all of them), rows apart from their header
             scores = _match(scorer, query, texts, split)
         elif own:
-            shown = [texts[k] if read is None else read(k) for k in own]
-            found = scorer.score(query, shown)
+            if dense is None:
+                shown = [texts[k] if read is None else read(k) for k in own]
+                found = scorer.score(query, shown)
+            else:
+                found = dense[own]
             scores[own] = np.asarray(found, dtype=np.float64)
         for k, b in enumerate(source):
             if b is not None:
@@ -455,6 +460,25 @@ class HtmlPruner:
             count = int(back.sum())
             scores[back] = _below(scores[~back], None if match is None else match[back], count)
         return scores
+
+    def _score_groups(self, query: str, groups: list[list[str]]) -> list[np.ndarray]:
+        """:meth:`_score` of each group of texts, with one scorer call for all of them.
+
+        Each group's lexical match is scaled on its own, as if scored alone; only the model
+        pass is shared. Narrowing a page's big tables scores each table's columns: one call
+        per table ran many small batches that kept one of two CPU threads idle.
+        """
+        dense: np.ndarray | None = None
+        flat = [t for g in groups for t in g]
+        if flat and not isinstance(self.scorer, BM25Scorer):
+            dense = np.asarray(self.scorer.score(query, flat), dtype=np.float64)
+        out: list[np.ndarray] = []
+        start = 0
+        for g in groups:
+            part = None if dense is None else dense[start : start + len(g)]
+            out.append(self._score(query, g, dense=part))
+            start += len(g)
+        return out
 
     def _bm25(self) -> BM25Scorer:
         if self._lexical is None:
@@ -540,19 +564,17 @@ class HtmlPruner:
                 for root in roots:
                     index.update(document_order(root))
 
-        choices: list[ColumnChoice] = []
-        for root in roots:
-            choices += project_columns(
-                root,
-                query,
-                budget=budget,
-                share=_NARROW_SHARE,
-                score=self._score,
-                match=self._bm25().score,
-                count_many=self.counter.count_many,
-                serialize=lambda el: compact(serialize_element(el)),
-                before_change=record_order,
-            )
+        choices = project_columns(
+            roots,
+            query,
+            budget=budget,
+            share=_NARROW_SHARE,
+            score_groups=self._score_groups,
+            match=self._bm25().score,
+            count_many=self.counter.count_many,
+            serialize=lambda el: compact(serialize_element(el)),
+            before_change=record_order,
+        )
         return (index if choices else None), choices
 
     def _forest(

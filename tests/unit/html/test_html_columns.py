@@ -50,11 +50,11 @@ def _no_match(query: str, texts: Sequence[str]) -> np.ndarray:
 def _project(root: Any, query: str, budget: int, score: Any, match: Any = _no_match) -> list:
     counter = get_counter(None)
     return project_columns(
-        root,
+        [root],
         query,
         budget=budget,
         share=0.5,
-        score=score,
+        score_groups=lambda q, groups: [score(q, g) for g in groups],
         match=match,
         count_many=counter.count_many,
         serialize=lambda el: omit_end_tags(serialize_element(el)),
@@ -172,6 +172,66 @@ def test_reports_still_point_into_the_cleaned_page() -> None:
         el = elements[report.element]
         assert el.tag == report.tag_path.split(">")[-1]
         assert report.text.split()[0] in el.text_content()
+
+
+def test_the_columns_of_every_big_table_are_scored_in_one_call() -> None:
+    # One model call for all tables (one batch), each table's scores still its own.
+    league = _league().split("<body>")[1].split("</body>")[0]
+    root = clean_document(f"<html><body>{league}<p>Between.</p>{league}</body></html>")
+    calls: list[list[list[str]]] = []
+    score = _keyword_score({"Points": 1})
+
+    def groups(query: str, texts: list[list[str]]) -> list[np.ndarray]:
+        calls.append(texts)
+        return [score(query, g) for g in texts]
+
+    counter = get_counter(None)
+    choices = project_columns(
+        [root],
+        "which team has the most points?",
+        budget=1500,
+        share=0.5,
+        score_groups=groups,
+        match=_no_match,
+        count_many=counter.count_many,
+        serialize=lambda el: omit_end_tags(serialize_element(el)),
+    )
+    assert len(calls) == 1 and len(calls[0]) == 2 and len(calls[0][0]) == 4
+    assert [c.kept for c in choices] == [[1, 3], [1, 3]]
+    assert all(_cells(t)[0] == ["Team", "Points"] for t in root.findall(".//table"))
+
+
+def test_pruner_scores_a_pages_big_tables_in_one_model_call(
+    wtq: dict[str, Any], embedder: Any
+) -> None:
+    # WTQ nu-717's page has several tables narrowed at 512 tokens. Scoring their columns in
+    # one call gives what scoring them table by table gives (the BM25 part scaled per table).
+    q = next(q for q in wtq["questions"] if q["id"] == "nu-717")
+    page = wtq["page"](q["doc"])
+    pruner = HtmlPruner(embedder=embedder)
+    texts_per_call: list[int] = []
+    inner = pruner.scorer.score
+
+    def counted(query: str, texts: Sequence[str]) -> np.ndarray:
+        texts_per_call.append(len(texts))
+        return inner(query, texts)
+
+    pruner.scorer.score = counted  # type: ignore[method-assign]
+    together = pruner.prune(page, q["question"], 512)
+    tables = together.stats["narrowed_tables"]
+    assert len(tables) >= 3
+    # One call for the columns of every big table, one for the blocks.
+    assert len(texts_per_call) == 2
+    assert texts_per_call[0] >= sum(len(t["headers"]) for t in tables)
+
+    def one_by_one(query: str, groups: list[list[str]]) -> list[np.ndarray]:
+        return [pruner._score(query, g) for g in groups]
+
+    pruner._score_groups = one_by_one  # type: ignore[method-assign]
+    apart = pruner.prune(page, q["question"], 512)
+    assert apart.html == together.html
+    assert [t["kept"] for t in apart.stats["narrowed_tables"]] == [t["kept"] for t in tables]
+    assert len(texts_per_call) > 2 + len(tables)  # a call per big table, then the blocks
 
 
 def test_a_superlative_over_a_real_table(wtq: dict[str, Any], embedder: Any) -> None:
