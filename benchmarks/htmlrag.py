@@ -104,19 +104,24 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 
 
 def _speed_pair(ours: dict[str, float], theirs: dict[str, float]) -> dict[str, Any]:
-    """Both sides' timings on the keys they share, and the speed-ups."""
+    """Both sides' timings on the keys they share, and the speed-ups.
+
+    ``per_item`` keeps every pair (seconds, ours then theirs), so that a move between runs
+    can be traced to pages.
+    """
     keys = sorted(set(ours) & set(theirs))
     o = [ours[k] for k in keys]
     t = [theirs[k] for k in keys]
     so, st = _summary(o), _summary(t)
-    per_item = [b / a for a, b in zip(o, t, strict=True) if a > 0]
+    ratios = [b / a for a, b in zip(o, t, strict=True) if a > 0]
     return {
         "n": len(keys),
         "ours_s": so,
         "theirs_s": st,
         "speedup_of_medians": _ratio(st["median"], so["median"]),
         "speedup_p90": _ratio(st["p90"], so["p90"]),
-        "speedup_median_per_item": statistics.median(per_item) if per_item else None,
+        "speedup_median_per_item": statistics.median(ratios) if ratios else None,
+        "per_item": {k: [round(a, 5), round(b, 5)] for k, a, b in zip(keys, o, t, strict=True)},
     }
 
 
