@@ -7,6 +7,7 @@ from typing import Any
 from hrefine.html.outcome import (
     CLEANED_CACHE_HELP,
     READ_WORDS_HELP,
+    SPLIT_PARAGRAPHS_HELP,
     DocumentOutcome,
     aprune_documents,
     build_pruner,
@@ -56,8 +57,8 @@ class HtmlRagNodePostprocessor(BaseNodePostprocessor):
 
     The settings are those of ``langchain_hrefine.HtmlRagCompressor`` (``max_tokens``,
     ``scorer``, ``tokenizer``, ``generative``, ``lm``, ``max_words``, ``boilerplate``,
-    ``omit_end_tags``, ``lexical_weight``, ``narrow_tables``, ``demote_back_matter``,
-    ``read_words``, ``cleaned_cache``, ``prune_together``), with
+    ``omit_end_tags``, ``lexical_weight``, ``narrow_tables``, ``split_paragraphs``,
+    ``demote_back_matter``, ``read_words``, ``cleaned_cache``, ``prune_together``), with
     ``embed_model`` (a LlamaIndex ``BaseEmbedding`` or an hrefine ``Embedder``) in place of
     ``embeddings``.
 
@@ -116,6 +117,7 @@ class HtmlRagNodePostprocessor(BaseNodePostprocessor):
         default=True,
         description="Narrow a table bigger than the budget to its best columns, every row kept.",
     )
+    split_paragraphs: bool = Field(default=False, description=SPLIT_PARAGRAPHS_HELP)
     demote_back_matter: bool = Field(
         default=True,
         description="Rank references, notes, external links and 'see also' after the body.",

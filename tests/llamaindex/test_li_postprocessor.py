@@ -188,9 +188,16 @@ def test_every_pruner_setting_is_a_field_that_reaches_the_pruner() -> None:
     from hrefine.html.outcome import PRUNER_SETTINGS
 
     assert set(PRUNER_SETTINGS) <= set(HtmlRagNodePostprocessor.model_fields)
-    post = _post(max_tokens=100, demote_back_matter=False, narrow_tables=False, cleaned_cache=3)
+    post = _post(
+        max_tokens=100,
+        demote_back_matter=False,
+        narrow_tables=False,
+        split_paragraphs=True,
+        cleaned_cache=3,
+    )
     pruner = post._get_pruner()
     assert pruner.demote_back_matter is False and pruner.narrow_tables is False
+    assert pruner.split_paragraphs is True
     assert pruner._cleaned.max_pages == 3
     post.demote_back_matter = True
     assert post._get_pruner() is not pruner and post._get_pruner().demote_back_matter

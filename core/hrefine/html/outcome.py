@@ -26,6 +26,7 @@ __all__ = [
     "CLEANED_CACHE_HELP",
     "PRUNER_SETTINGS",
     "READ_WORDS_HELP",
+    "SPLIT_PARAGRAPHS_HELP",
     "DocumentOutcome",
     "aprune_documents",
     "build_pruner",
@@ -50,6 +51,7 @@ PRUNER_SETTINGS = (
     "omit_end_tags",
     "lexical_weight",
     "narrow_tables",
+    "split_paragraphs",
     "demote_back_matter",
     "read_words",
     "cleaned_cache",
@@ -60,6 +62,11 @@ PRUNER_SETTINGS = (
 READ_WORDS_HELP = (
     "Words of a block a dense scorer reads (its start, or the window holding most of the "
     "query's words); None: whole blocks."
+)
+
+SPLIT_PARAGRAPHS_HELP = (
+    "True: split a paragraph over a quarter of the budget at sentence ends, so the part that "
+    "answers can be kept without the rest; False: paragraphs stay whole."
 )
 
 CLEANED_CACHE_HELP = (

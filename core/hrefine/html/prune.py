@@ -28,6 +28,7 @@ from hrefine.html.blocks import BlockForest, build_forest, inner_html, serialize
 from hrefine.html.clean import clean_document, serialize
 from hrefine.html.columns import ColumnChoice, project_columns
 from hrefine.html.fill import Fit, fill, inherit_scores, reports
+from hrefine.html.paragraphs import split_long_paragraphs
 from hrefine.html.render import Renderer, omit_end_tags
 from hrefine.html.result import EMPTY, BlockReport, PruneResult
 from hrefine.html.tokentree import build_prompt, path_scores
@@ -130,6 +131,17 @@ class HtmlPruner:
         and best column alone exceed half the budget is left as it is
         (:func:`hrefine.html.columns.project_columns`). ``stats["narrowed_tables"]`` says
         what each table kept. False keeps tables' columns as they are.
+    split_paragraphs:
+        True: a paragraph (``<p>``) over a quarter of the stage-1 budget (at least 64 tokens)
+        is split at sentence ends into pieces of about equal length, each a ``<p>`` and a
+        block of its own, so the part that answers can be kept without the rest; whole, such
+        a paragraph is skipped by the fill once a few smaller blocks are in
+        (:func:`hrefine.html.paragraphs.split_long_paragraphs`). Over all 240 WTQ and 78 NQ
+        questions it found 3 more WTQ answers at 512 tokens and 1 more NQ answer at 1024
+        (5 won and 5 lost on NQ at 512, the rest unchanged), for about 2% more time on a cold
+        page. ``stats["split_paragraphs"]`` counts them. False (default) keeps paragraphs
+        whole. In :meth:`PruneResult.to_html` a split paragraph is one element, marked by a
+        kept piece when there is one.
     demote_back_matter:
         Blocks under a heading naming back matter ("References", "Notes", "External links",
         "Further reading", "See also"...) rank after every other block, ordered by their BM25
@@ -171,6 +183,7 @@ class HtmlPruner:
         omit_end_tags: bool = True,
         lexical_weight: float | None = None,
         narrow_tables: bool = True,
+        split_paragraphs: bool = False,
         demote_back_matter: bool = True,
         read_words: int | None = None,
         cleaned_cache: int = 64,
@@ -196,6 +209,7 @@ class HtmlPruner:
             raise ValueError(msg)
         self.lexical_weight = lexical_weight
         self.narrow_tables = narrow_tables
+        self.split_paragraphs = split_paragraphs
         self.demote_back_matter = demote_back_matter
         self.read_words = read_words
         self._scorer: Any = None
@@ -295,6 +309,7 @@ class HtmlPruner:
         )
         stage1_budget = max(stage1_budget, max_tokens)
         cleaned_order, narrowed = self._narrow(roots, query, stage1_budget)
+        cleaned_order, n_split = self._split(roots, stage1_budget, cleaned_order)
         forest, costs, groups = self._forest(roots, doc_ids, self.max_words, stage1_budget)
         ids = forest.block_ids()
         # Tables and lists are also scored as a whole, in the same call (one embedding batch,
@@ -346,6 +361,7 @@ class HtmlPruner:
             "truncated": fit1.truncated,
             "scorer": getattr(self.scorer, "name", type(self.scorer).__name__),
             "narrowed_tables": [vars(c) for c in narrowed],
+            "split_paragraphs": n_split,
             "back_matter_blocks": sum(last[: len(ids)]),
         }
         located = positions(forest, cleaned_order)
@@ -576,6 +592,37 @@ class HtmlPruner:
             before_change=record_order,
         )
         return (index if choices else None), choices
+
+    def _split(
+        self, roots: Sequence[Any], budget: int, index: dict[Any, int] | None
+    ) -> tuple[dict[Any, int] | None, int]:
+        """Paragraphs over their share of ``budget`` split in place (see split_paragraphs).
+
+        Returns the element indexes of the documents before any change (``index`` when the
+        tables changed first; each piece gets its paragraph's), and how many were split.
+        """
+        if not self.split_paragraphs:
+            return index, 0
+        compact = omit_end_tags if self.omit_end_tags else _same
+        recorded: dict[Any, int] = {} if index is None else index
+
+        def record_order() -> None:  # once, before the first change
+            if not recorded:
+                for root in roots:
+                    recorded.update(document_order(root))
+
+        origin = split_long_paragraphs(
+            roots,
+            max(int(budget * _BLOCK_SHARE), _MIN_SPLIT_TOKENS),
+            count_many=self.counter.count_many,
+            serialize=lambda el: compact(serialize_element(el)),
+            before_change=record_order,
+        )
+        if not origin:
+            return index, 0
+        for piece, paragraph in origin.items():
+            recorded[piece] = recorded[paragraph]
+        return recorded, len(set(origin.values()))
 
     def _forest(
         self, roots: Sequence[Any], doc_ids: Sequence[int], max_words: int, budget: int

@@ -428,7 +428,12 @@ class _PageWriter:
         name, cls = self._tag(tag, parent, in_heading)
         classes = [cls] if cls else []
         attrs = ""
-        primary = leaf[0] if leaf else (own[0] if own else None)
+        # Several blocks of one element (the pieces of a split paragraph): a kept one marks it.
+        primary = (
+            next((i for i in leaf if self.blocks[i].kept), leaf[0])
+            if leaf
+            else (own[0] if own else None)
+        )
         if primary is not None:
             if not self.kept_only:
                 self.placed.append(primary)

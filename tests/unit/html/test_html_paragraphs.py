@@ -1,0 +1,127 @@
+"""Paragraph splitting (hrefine.html.paragraphs, HtmlPruner(split_paragraphs=...))."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import lxml.etree
+import lxml.html
+import pytest
+from hrefine.budget import get_counter
+from hrefine.eval.metrics import answer_containment
+from hrefine.html import HtmlPruner
+from hrefine.html._text import normalize_space
+from hrefine.html.blocks import serialize_element
+from hrefine.html.clean import clean_document
+from hrefine.html.paragraphs import split_long_paragraphs
+
+
+def _sentences(n: int, start: int = 0) -> str:
+    return " ".join(
+        f"Sentence {i} says that <b>item {i}</b> weighs {i} kilograms." for i in range(start, n)
+    )
+
+
+def _split(root: Any, limit: int) -> dict[Any, Any]:
+    return split_long_paragraphs(
+        [root],
+        limit,
+        count_many=get_counter(None).count_many,
+        serialize=serialize_element,
+    )
+
+
+def _text(el: Any) -> str:
+    return normalize_space("".join(el.itertext()))
+
+
+def test_a_long_paragraph_becomes_pieces_of_whole_sentences() -> None:
+    root = lxml.html.document_fromstring(  # not cleaned: the attributes stay
+        f"<html><body><p>Before.</p><div><p id='a' class='x'>{_sentences(40)}</p>after"
+        "</div></body></html>"
+    )
+    before = _text(root.find(".//div/p"))
+    origin = _split(root, 100)
+    pieces = root.findall(".//div/p")
+    assert len(pieces) == len(origin) >= 3
+    # Every word and inline child is still there, in order, and the text after the paragraph.
+    assert " ".join(_text(p) for p in pieces) == before
+    assert sum(len(p.findall("b")) for p in pieces) == 40
+    counter = get_counter(None)
+    for piece in pieces:
+        text = _text(piece)
+        assert text.startswith("Sentence") and text.endswith("kilograms.")
+        assert counter.count(serialize_element(piece)) <= 130  # about equal shares of the limit
+    assert [p.get("id") for p in pieces].count("a") == 1  # an id stays unique
+    assert all(p.get("class") == "x" for p in pieces)
+    assert root.find(".//div").xpath("string(p[last()]/following-sibling::text())") == "after"
+    assert len({id(v) for v in origin.values()}) == 1
+
+
+def test_paragraphs_that_fit_or_cannot_be_cut_are_left_alone() -> None:
+    no_end = " ".join(f"word{i}" for i in range(300))
+    root = clean_document(f"<html><body><p>{_sentences(3)}</p><p>{no_end}</p></body></html>")
+    before = lxml.html.tostring(root)
+    assert _split(root, 100) == {}
+    assert lxml.html.tostring(root) == before
+    # A paragraph holding a block element (built directly: a parser would close the <p>).
+    body = lxml.html.fromstring("<html><body></body></html>").find("body")
+    para = lxml.html.Element("p")
+    para.text = lxml.html.fromstring(f"<p>{_sentences(20)}</p>").text_content()
+    lxml.etree.SubElement(lxml.etree.SubElement(para, "ul"), "li").text = "x"
+    body.append(para)
+    assert _split(body.getparent(), 100) == {}
+    assert len(body.findall("p")) == 1
+
+
+def test_a_limit_below_one_is_refused() -> None:
+    with pytest.raises(ValueError, match="limit"):
+        _split(clean_document("<p>x</p>"), 0)
+
+
+def test_pruner_keeps_the_piece_that_answers(shared_data: Any, embedder: Any) -> None:
+    # L-Eval NQ: "who got the most super bowls in nfl". The answer opens a 469-token paragraph
+    # ranked second; whole, it did not fit 512 tokens next to the first block.
+    from hrefine.eval.loaders import load_dataset
+
+    it = next(i for i in load_dataset("leval-nq") if i.id == "nq_04_q05")
+    split = HtmlPruner(embedder=embedder, split_paragraphs=True).prune(
+        it.document, it.question, 512
+    )
+    whole = HtmlPruner(embedder=embedder).prune(it.document, it.question, 512)
+    assert split.stats["split_paragraphs"] > 0 and whole.stats["split_paragraphs"] == 0
+    assert split.tokens <= 512 and whole.tokens <= 512
+    plain = normalize_space(lxml.html.fromstring(split.html).text_content())
+    assert answer_containment(plain, it.answers) == 1.0
+    assert (
+        answer_containment(
+            normalize_space(lxml.html.fromstring(whole.html).text_content()), it.answers
+        )
+        == 0.0
+    )
+    # Reports of the pieces point to their paragraph in the unsplit cleaned page.
+    elements = [e for e in lxml.html.fromstring(split.cleaned[0]).iter() if isinstance(e.tag, str)]
+    kept = [
+        r for r in split.blocks if r.kept and r.element is not None and r.tag_path.endswith("p")
+    ]
+    assert kept
+    for report in kept:
+        assert normalize_space(report.text)[:40] in normalize_space(
+            elements[report.element].text_content()
+        )
+
+
+def test_the_report_marks_a_split_paragraph_by_its_kept_piece() -> None:
+    sentences = " ".join(f"Sentence number {i} talks about thing{i} and more." for i in range(60))
+    html = f"<html><body><h1>T</h1><p>{sentences}</p></body></html>"
+    result = HtmlPruner(scorer="bm25", split_paragraphs=True).prune(html, "what of thing45", 64)
+    pieces = [i for i, b in enumerate(result.blocks) if b.tag_path.endswith(">p")]
+    kept = [i for i in pieces if result.blocks[i].kept]
+    assert len(pieces) > 2 and len(kept) == 1 and kept[0] != pieces[0]
+    assert "thing45" in result.html and "thing0 " not in result.html
+    assert {result.blocks[i].element for i in pieces} == {result.blocks[pieces[0]].element}
+    marked = re.findall(r'class="p-p hb ([^"]*)" data-b="(\d+)"', result.to_html())
+    # Drawn in the full and the kept view, both times as the kept piece.
+    assert marked and {b for _, b in marked} == {str(kept[0])}
+    assert all(cls.startswith("kept") for cls, _ in marked)
