@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Sequence
+from itertools import accumulate
 from typing import Any
 
 __all__ = ["split_long_paragraphs"]
@@ -131,13 +132,8 @@ def _plan(el: Any, pieces: int) -> list[list[_Atom]] | None:
     cuts_at = [k for k, a in enumerate(atoms[:-1]) if a[2]]  # cut after atom k
     if pieces < 2 or not cuts_at:
         return None
-    words = [_words(a) for a in atoms]
-    total = sum(words)
-    running = [0] * len(atoms)  # words up to and including atom k
-    seen = 0
-    for k, w in enumerate(words):
-        seen += w
-        running[k] = seen
+    running = list(accumulate(_words(a) for a in atoms))  # words up to and including atom k
+    total = running[-1]
     chosen: list[int] = []
     for j in range(1, pieces):
         target = total * j / pieces
