@@ -308,8 +308,18 @@ class HtmlPruner:
             4 * max_tokens if self.generative else max_tokens
         )
         stage1_budget = max(stage1_budget, max_tokens)
-        cleaned_order, narrowed = self._narrow(roots, query, stage1_budget)
-        cleaned_order, n_split = self._split(roots, stage1_budget, cleaned_order)
+        # Element indexes of the documents as cleaned, taken before the first in-place change
+        # (narrowed tables, split paragraphs), which the block reports refer to.
+        order: dict[Any, int] = {}
+
+        def record_order() -> None:
+            if not order:
+                for root in roots:
+                    order.update(document_order(root))
+
+        narrowed = self._narrow(roots, query, stage1_budget, record_order)
+        n_split = self._split(roots, stage1_budget, order, record_order)
+        cleaned_order = order or None
         forest, costs, groups = self._forest(roots, doc_ids, self.max_words, stage1_budget)
         ids = forest.block_ids()
         # Tables and lists are also scored as a whole, in the same call (one embedding batch,
@@ -562,25 +572,13 @@ class HtmlPruner:
         return roots, doc_ids, cleaned
 
     def _narrow(
-        self, roots: Sequence[Any], query: str, budget: int
-    ) -> tuple[dict[Any, int] | None, list[ColumnChoice]]:
-        """Column projection of the tables too big for ``budget`` (in place, see narrow_tables).
-
-        Returns the element indexes of the documents as cleaned (before any cell was removed;
-        None when nothing changed), which the block reports refer to, and what each narrowed
-        table kept.
-        """
+        self, roots: Sequence[Any], query: str, budget: int, before_change: Callable[[], None]
+    ) -> list[ColumnChoice]:
+        """Column projection of the tables too big for ``budget`` (in place, see narrow_tables);
+        what each narrowed table kept."""
         if not self.narrow_tables:
-            return None, []
-        compact = omit_end_tags if self.omit_end_tags else _same
-        index: dict[Any, int] = {}
-
-        def record_order() -> None:  # once, before the first table changes
-            if not index:
-                for root in roots:
-                    index.update(document_order(root))
-
-        choices = project_columns(
+            return []
+        return project_columns(
             roots,
             query,
             budget=budget,
@@ -588,41 +586,36 @@ class HtmlPruner:
             score_groups=self._score_groups,
             match=self._bm25().score,
             count_many=self.counter.count_many,
-            serialize=lambda el: compact(serialize_element(el)),
-            before_change=record_order,
+            serialize=self._counted_html,
+            before_change=before_change,
         )
-        return (index if choices else None), choices
 
     def _split(
-        self, roots: Sequence[Any], budget: int, index: dict[Any, int] | None
-    ) -> tuple[dict[Any, int] | None, int]:
-        """Paragraphs over their share of ``budget`` split in place (see split_paragraphs).
-
-        Returns the element indexes of the documents before any change (``index`` when the
-        tables changed first; each piece gets its paragraph's), and how many were split.
-        """
+        self,
+        roots: Sequence[Any],
+        budget: int,
+        order: dict[Any, int],
+        before_change: Callable[[], None],
+    ) -> int:
+        """Paragraphs over their share of ``budget`` split in place (see split_paragraphs);
+        how many were split. Each piece takes its paragraph's index in ``order``."""
         if not self.split_paragraphs:
-            return index, 0
-        compact = omit_end_tags if self.omit_end_tags else _same
-        recorded: dict[Any, int] = {} if index is None else index
-
-        def record_order() -> None:  # once, before the first change
-            if not recorded:
-                for root in roots:
-                    recorded.update(document_order(root))
-
+            return 0
         origin = split_long_paragraphs(
             roots,
             max(int(budget * _BLOCK_SHARE), _MIN_SPLIT_TOKENS),
             count_many=self.counter.count_many,
-            serialize=lambda el: compact(serialize_element(el)),
-            before_change=record_order,
+            serialize=self._counted_html,
+            before_change=before_change,
         )
-        if not origin:
-            return index, 0
         for piece, paragraph in origin.items():
-            recorded[piece] = recorded[paragraph]
-        return recorded, len(set(origin.values()))
+            order[piece] = order[paragraph]
+        return len(set(origin.values()))
+
+    def _counted_html(self, el: Any) -> str:
+        """An element's HTML as the budget counts it (without its tail)."""
+        html = serialize_element(el)
+        return omit_end_tags(html) if self.omit_end_tags else html
 
     def _forest(
         self, roots: Sequence[Any], doc_ids: Sequence[int], max_words: int, budget: int
