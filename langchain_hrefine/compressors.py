@@ -78,8 +78,9 @@ class HtmlRagCompressor(BaseDocumentCompressor):
         A table bigger than the budget keeps every row of the columns that score best for the
         query (and the rows the query names whole); False keeps whole rows only.
     split_paragraphs:
-        True: a paragraph over a quarter of the budget is split at sentence ends into pieces,
-        each kept or dropped on its own score; False (default) keeps paragraphs whole.
+        True (default): a paragraph over a quarter of the budget is split at sentence ends
+        into pieces, so the part that answers is kept where the paragraph ranks; False keeps
+        paragraphs whole.
     demote_back_matter:
         Blocks under a "References", "Notes", "External links", "Further reading" or "See also"
         heading rank after every other block (and are not embedded); False scores them like
@@ -136,7 +137,7 @@ class HtmlRagCompressor(BaseDocumentCompressor):
         default=True,
         description="Narrow a table bigger than the budget to its best columns, every row kept.",
     )
-    split_paragraphs: bool = Field(default=False, description=SPLIT_PARAGRAPHS_HELP)
+    split_paragraphs: bool = Field(default=True, description=SPLIT_PARAGRAPHS_HELP)
     demote_back_matter: bool = Field(
         default=True,
         description="Rank references, notes, external links and 'see also' after the body.",

@@ -117,7 +117,7 @@ class HtmlRagNodePostprocessor(BaseNodePostprocessor):
         default=True,
         description="Narrow a table bigger than the budget to its best columns, every row kept.",
     )
-    split_paragraphs: bool = Field(default=False, description=SPLIT_PARAGRAPHS_HELP)
+    split_paragraphs: bool = Field(default=True, description=SPLIT_PARAGRAPHS_HELP)
     demote_back_matter: bool = Field(
         default=True,
         description="Rank references, notes, external links and 'see also' after the body.",

@@ -218,8 +218,8 @@ def test_every_pruner_setting_is_a_field_that_reaches_the_pruner() -> None:
     assert compressor._get_pruner().demote_back_matter is False
     compressor.cleaned_cache = 0
     assert compressor._get_pruner()._cleaned.max_pages == 0
-    assert compressor._get_pruner().split_paragraphs is False
-    compressor.split_paragraphs = True
     assert compressor._get_pruner().split_paragraphs is True
+    compressor.split_paragraphs = False
+    assert compressor._get_pruner().split_paragraphs is False
     with pytest.raises(ValidationError, match="cleaned_cache"):
         HtmlRagCompressor(cleaned_cache=-1)

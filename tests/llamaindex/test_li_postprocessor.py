@@ -192,12 +192,12 @@ def test_every_pruner_setting_is_a_field_that_reaches_the_pruner() -> None:
         max_tokens=100,
         demote_back_matter=False,
         narrow_tables=False,
-        split_paragraphs=True,
+        split_paragraphs=False,
         cleaned_cache=3,
     )
     pruner = post._get_pruner()
     assert pruner.demote_back_matter is False and pruner.narrow_tables is False
-    assert pruner.split_paragraphs is True
+    assert pruner.split_paragraphs is False
     assert pruner._cleaned.max_pages == 3
     post.demote_back_matter = True
     assert post._get_pruner() is not pruner and post._get_pruner().demote_back_matter

@@ -65,8 +65,8 @@ READ_WORDS_HELP = (
 )
 
 SPLIT_PARAGRAPHS_HELP = (
-    "True: split a paragraph over a quarter of the budget at sentence ends, so the part that "
-    "answers can be kept without the rest; False: paragraphs stay whole."
+    "True (default): split a paragraph over a quarter of the budget at sentence ends, so the "
+    "part that answers can be kept without the rest; False: paragraphs stay whole."
 )
 
 CLEANED_CACHE_HELP = (

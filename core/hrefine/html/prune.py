@@ -132,16 +132,17 @@ class HtmlPruner:
         (:func:`hrefine.html.columns.project_columns`). ``stats["narrowed_tables"]`` says
         what each table kept. False keeps tables' columns as they are.
     split_paragraphs:
-        True: a paragraph (``<p>``) over a quarter of the stage-1 budget (at least 64 tokens)
-        is split at sentence ends into pieces of about equal length, each a ``<p>`` and a
-        block of its own, so the part that answers can be kept without the rest; whole, such
-        a paragraph is skipped by the fill once a few smaller blocks are in
-        (:func:`hrefine.html.paragraphs.split_long_paragraphs`). Over all 240 WTQ and 78 NQ
-        questions it found 3 more WTQ answers at 512 tokens and 1 more NQ answer at 1024
-        (5 won and 5 lost on NQ at 512, the rest unchanged), for about 2% more time on a cold
-        page. ``stats["split_paragraphs"]`` counts them. False (default) keeps paragraphs
-        whole. In :meth:`PruneResult.to_html` a split paragraph is one element, marked by a
-        kept piece when there is one.
+        A paragraph (``<p>``) over a quarter of the stage-1 budget (at least 64 tokens) is
+        split at sentence ends into pieces of about equal length, each a ``<p>`` and a block
+        of its own (:func:`hrefine.html.paragraphs.split_long_paragraphs`). Whole, such a
+        paragraph is skipped by the fill once a few smaller blocks are in, however well it
+        scores. The paragraph is still scored as a whole; its pieces take its dense score and
+        are told apart by their own BM25 match, so the part that answers is kept where the
+        paragraph ranks. Over all 240 WTQ and 78 NQ questions this found 3 more NQ answers at
+        512 tokens and 2 more at 1024, with none lost on WTQ, at no measurable cost on a cold
+        page. ``stats["split_paragraphs"]`` counts them. False keeps paragraphs whole. In
+        :meth:`PruneResult.to_html` a split paragraph is one element, marked by a kept piece
+        when there is one.
     demote_back_matter:
         Blocks under a heading naming back matter ("References", "Notes", "External links",
         "Further reading", "See also"...) rank after every other block, ordered by their BM25
@@ -183,7 +184,7 @@ class HtmlPruner:
         omit_end_tags: bool = True,
         lexical_weight: float | None = None,
         narrow_tables: bool = True,
-        split_paragraphs: bool = False,
+        split_paragraphs: bool = True,
         demote_back_matter: bool = True,
         read_words: int | None = None,
         cleaned_cache: int = 64,
@@ -318,7 +319,7 @@ class HtmlPruner:
                     order.update(document_order(root))
 
         narrowed = self._narrow(roots, query, stage1_budget, record_order)
-        n_split = self._split(roots, stage1_budget, order, record_order)
+        pieces = self._split(roots, stage1_budget, order, record_order)
         cleaned_order = order or None
         forest, costs, groups = self._forest(roots, doc_ids, self.max_words, stage1_budget)
         ids = forest.block_ids()
@@ -329,9 +330,13 @@ class HtmlPruner:
         texts = [_scoring_text(forest, i) for i in ids]
         texts += [_group_text(forest, g) for g in group_ids]
         nodes = forest.tree.nodes
+        # A split paragraph is also scored as a whole, as it would be unsplit (see _split).
+        wholes = _split_paragraphs(forest, ids, pieces)
+        texts += [_scoring_text(forest, ids[ks[0]], text) for ks, text in wholes]
+        extra: list[int | None] = [None] * (len(group_ids) + len(wholes))
         flagged = {
             i
-            for i in (*ids, *group_ids)
+            for i in (*ids, *group_ids, *(ids[ks[0]] for ks, _ in wholes))
             if self.demote_back_matter and nodes[i].metadata.get("back_matter")
         }
         # Prose in a table (a plot summary, a note) means what it says, not what its table is
@@ -351,16 +356,23 @@ class HtmlPruner:
             index[tables[i]] if i in tables and tag == "tr" else None
             for i, tag in zip(ids, tags, strict=True)
         ]
+        # Pieces of a paragraph take its dense score and are told apart by their words.
+        for w, (ks, _) in enumerate(wholes):
+            for k in ks:
+                borrow[k] = len(ids) + len(group_ids) + w
         last = [i in flagged for i in (*ids, *group_ids)]
+        last += [ids[ks[0]] in flagged for ks, _ in wholes]
         # A row's words are matched apart from its header (see _match).
         split = {
             k: (nodes[i].text, nodes[i].metadata.get("context") or "")
             for k, i in enumerate(ids)
             if borrow[k] is not None
         }
-        read = self._reader(query, forest, ids, group_ids)
-        all_scores = self._score(query, texts, borrow + [None] * len(group_ids), last, split, read)
-        group_scores = dict(zip(group_ids, all_scores[len(ids) :].tolist(), strict=True))
+        read = self._reader(query, forest, ids, group_ids, wholes)
+        all_scores = self._score(query, texts, borrow + extra, last, split, read)
+        group_scores = dict(
+            zip(group_ids, all_scores[len(ids) : len(ids) + len(group_ids)].tolist(), strict=True)
+        )
         scores1 = _inherit_table_scores(ids, all_scores[: len(ids)], tables, group_scores)
         fit1 = fill(
             forest, ids, costs, scores1, stage1_budget, counter, len(docs), groups, group_scores
@@ -371,7 +383,7 @@ class HtmlPruner:
             "truncated": fit1.truncated,
             "scorer": getattr(self.scorer, "name", type(self.scorer).__name__),
             "narrowed_tables": [vars(c) for c in narrowed],
-            "split_paragraphs": n_split,
+            "split_paragraphs": len(set(pieces.values())),
             "back_matter_blocks": sum(last[: len(ids)]),
         }
         located = positions(forest, cleaned_order)
@@ -516,10 +528,16 @@ class HtmlPruner:
         return self._lexical
 
     def _reader(
-        self, query: str, forest: BlockForest, ids: Sequence[int], group_ids: Sequence[int]
+        self,
+        query: str,
+        forest: BlockForest,
+        ids: Sequence[int],
+        group_ids: Sequence[int],
+        wholes: Sequence[tuple[list[int], str]] = (),
     ) -> Callable[[int], str] | None:
-        """What a dense scorer reads of text ``k`` (blocks ``ids``, then groups ``group_ids``);
-        None: the whole texts. Only the texts given to the scorer are windowed."""
+        """What a dense scorer reads of text ``k`` (blocks ``ids``, then groups ``group_ids``,
+        then split paragraphs ``wholes``); None: the whole texts. Only the texts given to the
+        scorer are windowed."""
         size = self.read_words
         if size is None or isinstance(self.scorer, BM25Scorer):
             return None
@@ -530,6 +548,10 @@ class HtmlPruner:
         nodes = forest.tree.nodes
 
         def read(k: int) -> str:
+            if k >= len(ids) + len(group_ids):
+                ks, whole = wholes[k - len(ids) - len(group_ids)]
+                window = query_window(whole, terms, size, stem=True)
+                return _scoring_text(forest, ids[ks[0]], window)
             if k >= len(ids):  # a table or list as a whole: its headings, caption, first rows
                 group = _group_text(forest, group_ids[k - len(ids)])
                 return query_window(group, frozenset(), min(size, _GROUP_READ_WORDS))
@@ -596,11 +618,11 @@ class HtmlPruner:
         budget: int,
         order: dict[Any, int],
         before_change: Callable[[], None],
-    ) -> int:
+    ) -> dict[Any, Any]:
         """Paragraphs over their share of ``budget`` split in place (see split_paragraphs);
-        how many were split. Each piece takes its paragraph's index in ``order``."""
+        each piece → its paragraph. Each piece takes its paragraph's index in ``order``."""
         if not self.split_paragraphs:
-            return 0
+            return {}
         origin = split_long_paragraphs(
             roots,
             max(int(budget * _BLOCK_SHARE), _MIN_SPLIT_TOKENS),
@@ -610,7 +632,7 @@ class HtmlPruner:
         )
         for piece, paragraph in origin.items():
             order[piece] = order[paragraph]
-        return len(set(origin.values()))
+        return origin
 
     def _counted_html(self, el: Any) -> str:
         """An element's HTML as the budget counts it (without its tail)."""
@@ -762,6 +784,22 @@ def _is_prose(forest: BlockForest, node_id: int) -> bool:
         return True
     cells = [c for c in forest.elements[node_id] if c.tag in ("td", "th")]
     return not cells or max(count_words(element_text(c)) for c in cells) > _PROSE_WORDS
+
+
+def _split_paragraphs(
+    forest: BlockForest, ids: Sequence[int], pieces: Mapping[Any, Any]
+) -> list[tuple[list[int], str]]:
+    """The paragraphs split into blocks: the positions in ``ids`` of each one's pieces, and
+    its whole text."""
+    if not pieces:
+        return []
+    found: dict[Any, list[int]] = {}
+    for k, i in enumerate(ids):
+        paragraph = pieces.get(forest.elements[i])
+        if paragraph is not None:
+            found.setdefault(paragraph, []).append(k)
+    nodes = forest.tree.nodes
+    return [(ks, " ".join(nodes[ids[k]].text for k in ks)) for ks in found.values() if len(ks) > 1]
 
 
 def _containers(forest: BlockForest) -> list[int]:

@@ -427,13 +427,11 @@ class _PageWriter:
         out = self.out
         name, cls = self._tag(tag, parent, in_heading)
         classes = [cls] if cls else []
+        if len(leaf) > 1:  # the pieces of a split paragraph
+            self._pieces(name, cls, leaf)
+            return
         attrs = ""
-        # Several blocks of one element (the pieces of a split paragraph): a kept one marks it.
-        primary = (
-            next((i for i in leaf if self.blocks[i].kept), leaf[0])
-            if leaf
-            else (own[0] if own else None)
-        )
+        primary = leaf[0] if leaf else (own[0] if own else None)
         if primary is not None:
             if not self.kept_only:
                 self.placed.append(primary)
@@ -476,6 +474,22 @@ class _PageWriter:
             if text_shown:
                 self._text(child.tail, own_id, own_cls)
         out.append(f"</{name}>")
+
+    def _pieces(self, name: str, cls: str, pieces: Sequence[int]) -> None:
+        """A split paragraph: each piece a marked span of its text (inline tags not drawn)."""
+        attrs = f' class="{cls}"' if cls else ""
+        spans = []
+        for i in pieces:
+            b = self.blocks[i]
+            if self.kept_only and not b.kept:
+                continue
+            if not self.kept_only:
+                self.placed.append(i)
+            marks = ["hb", *self._classes(i)]
+            if not b.kept and (cls or name) in _BADGED:
+                marks.append("bdg")
+            spans.append(f'<span class="{" ".join(marks)}" data-b="{i}">{_esc(b.text)}</span>')
+        self.out.append(f"<{name}{attrs}>{' '.join(spans)}</{name}>")
 
     def _text(self, text: str | None, own_id: int | None, own_cls: str) -> None:
         if not text:

@@ -13,6 +13,7 @@ import pytest
 from hrefine.budget import get_counter
 from hrefine.errors import BudgetTooSmallError, EmptyInputError
 from hrefine.html import BlockReport, HtmlPruner, PruneResult, clean_html
+from hrefine.html._locate import document_order
 from hrefine.html.blocks import build_forest
 from hrefine.html.clean import clean_document
 from hrefine.html.render import Renderer
@@ -57,9 +58,11 @@ def test_bm25_pruner_keeps_the_case_insensitive_match(bm25_pruner: HtmlPruner) -
     assert result.tokens <= 60
 
 
-def test_output_fills_the_budget_with_best_blocks_not_the_head(bm25_pruner: HtmlPruner) -> None:
+def test_output_fills_the_budget_with_best_blocks_not_the_head() -> None:
     page = _story_page()
-    result = bm25_pruner.prune(page, "Beaverbrook Daily Express", 80)
+    # Paragraphs whole: split, the fill would top up with the head's first sentences.
+    pruner = HtmlPruner(scorer="bm25", split_paragraphs=False)
+    result = pruner.prune(page, "Beaverbrook Daily Express", 80)
     assert "Beaverbrook" in result.html
     assert "Filler0 sentence number 0" not in result.html  # the head of the page is not kept
     best = min(result.blocks, key=lambda b: b.rank)
@@ -89,7 +92,9 @@ def test_no_room_left_that_the_next_best_block_would_fit(wtq: dict) -> None:
         kept = {b.block_id for b in result.kept_blocks}
         assert result.tokens <= budget
         # Rebuild the same forest the pruner used, and try adding every dropped block.
-        forest2, _, _ = pruner._forest([clean_document(wtq["page"](q["doc"]))], [0], 256, budget)
+        root2 = clean_document(wtq["page"](q["doc"]))
+        pruner._split([root2], budget, document_order(root2), lambda: None)
+        forest2, _, _ = pruner._forest([root2], [0], 256, budget)
         r2 = Renderer(forest2)
         for b in result.blocks:
             if b.kept:

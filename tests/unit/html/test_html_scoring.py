@@ -307,7 +307,8 @@ def test_a_dense_scorer_reads_a_window_of_a_long_block() -> None:
         "<p>A short paragraph.</p></body></html>"
     )
     scorer = KeywordScorer({("Zanzibar",): 0.9}, default=0.1)
-    pruner = HtmlPruner(scorer=scorer, lexical_weight=0, read_words=45)
+    # Paragraphs whole: the point is what is read of one long block.
+    pruner = HtmlPruner(scorer=scorer, lexical_weight=0, read_words=45, split_paragraphs=False)
     result = pruner.prune(page, "Zanzibar harbour", 30)
     read = next(t for t in scorer.seen if "Filler" in t)
     assert read.startswith("Notes\n")  # headings first, then the window
@@ -318,10 +319,11 @@ def test_a_dense_scorer_reads_a_window_of_a_long_block() -> None:
 
     # No query word in the block: it reads its start; by default it reads it whole.
     scorer = KeywordScorer({}, default=0.1)
-    HtmlPruner(scorer=scorer, lexical_weight=0, read_words=45).prune(page, "volcano", 30)
+    whole = {"lexical_weight": 0, "split_paragraphs": False}
+    HtmlPruner(scorer=scorer, read_words=45, **whole).prune(page, "volcano", 30)
     assert next(t for t in scorer.seen if "Filler" in t).startswith("Notes\nFiller0 says")
     scorer = KeywordScorer({}, default=0.1)
-    HtmlPruner(scorer=scorer, lexical_weight=0).prune(page, "volcano", 30)  # the default
+    HtmlPruner(scorer=scorer, **whole).prune(page, "volcano", 30)  # reading whole texts
     assert any(filler in t and "1850" in t for t in scorer.seen)
     with pytest.raises(ValueError, match="read_words"):
         HtmlPruner(read_words=0)
