@@ -330,8 +330,11 @@ class HtmlPruner:
         texts = [_scoring_text(forest, i) for i in ids]
         texts += [_group_text(forest, g) for g in group_ids]
         nodes = forest.tree.nodes
-        # A split paragraph is also scored as a whole, as it would be unsplit (see _split).
-        wholes = _split_paragraphs(forest, ids, pieces)
+        # With an embedder and the BM25 match, a split paragraph is embedded whole, as it would
+        # be unsplit, and its pieces take that score (see borrow below); another scorer scores
+        # each piece itself.
+        borrows = isinstance(self.scorer, EmbeddingScorer) and self.lexical_weight != 0
+        wholes = _split_paragraphs(forest, ids, pieces) if borrows else []
         texts += [_scoring_text(forest, ids[ks[0]], text) for ks, text in wholes]
         extra: list[int | None] = [None] * (len(group_ids) + len(wholes))
         flagged = {

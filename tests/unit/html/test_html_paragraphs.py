@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import lxml.etree
 import lxml.html
+import numpy as np
 import pytest
 from hrefine.budget import get_counter
 from hrefine.eval.metrics import answer_containment
@@ -15,6 +17,7 @@ from hrefine.html._text import normalize_space
 from hrefine.html.blocks import serialize_element
 from hrefine.html.clean import clean_document
 from hrefine.html.paragraphs import split_long_paragraphs
+from hrefine.testing import KeywordEmbedder
 
 
 def _sentences(n: int, start: int = 0) -> str:
@@ -131,3 +134,54 @@ def test_the_report_draws_each_piece_of_a_split_paragraph() -> None:
     assert [c.startswith("kept") for c, b, _ in drawn] == [i in kept for i in pieces]
     # The kept view draws the kept piece alone.
     assert re.findall(r' data-b="(\d+)"', kept_view) == [str(kept[0])]
+
+
+def _zanzibar_page() -> str:
+    sentences = [f"Filler{i} tells of nothing in particular today." for i in range(30)]
+    sentences[25] = "The Zanzibar harbour opened in 1850."
+    return (
+        "<html><body><h1>Ports</h1>"
+        f"<p>{' '.join(sentences)}</p><p>Ships came and went.</p></body></html>"
+    )
+
+
+def test_pieces_take_their_paragraphs_dense_score() -> None:
+    seen: list[str] = []
+
+    class Recording(KeywordEmbedder):
+        def embed(self, texts: Sequence[str]) -> np.ndarray:
+            seen.extend(texts)
+            return super().embed(texts)
+
+    result = HtmlPruner(embedder=Recording(dim=64)).prune(_zanzibar_page(), "Zanzibar harbour", 100)
+    assert result.stats["split_paragraphs"] == 1
+    # The paragraph is embedded once, whole, and none of its pieces on its own.
+    read = [t for t in seen if "Filler" in t]
+    assert len(read) == 1 and "Filler0 " in read[0] and "Filler29 " in read[0]
+    pieces = [b for b in result.blocks if "Filler" in b.text or "Zanzibar" in b.text]
+    assert len(pieces) > 2
+    # Equal dense parts; only the piece with the question's words has a BM25 part on top.
+    best = max(pieces, key=lambda b: b.stage1_score or 0.0)
+    assert "Zanzibar harbour opened" in best.text and best.kept
+    rest = {round(b.stage1_score or 0.0, 9) for b in pieces if b is not best}
+    assert len(rest) == 1 and rest.pop() < (best.stage1_score or 0.0)
+    assert "Filler0 " not in result.html
+
+
+def test_another_scorer_scores_each_piece_itself() -> None:
+    class Keyword:
+        name = "keyword"
+
+        def __init__(self) -> None:
+            self.seen: list[str] = []
+
+        def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
+            self.seen.extend(texts)
+            return np.asarray([0.9 if "Zanzibar" in t else 0.1 for t in texts])
+
+    scorer = Keyword()
+    result = HtmlPruner(scorer=scorer).prune(_zanzibar_page(), "Zanzibar harbour", 100)
+    read = [t for t in scorer.seen if "Filler" in t or "Zanzibar" in t]
+    assert result.stats["split_paragraphs"] == 1 and len(read) > 2
+    assert not any("Filler0 " in t and "Filler29 " in t for t in read)  # never whole
+    assert "Zanzibar harbour opened" in result.html
