@@ -136,13 +136,13 @@ class HtmlPruner:
         split at sentence ends into pieces of about equal length, each a ``<p>`` and a block
         of its own (:func:`hrefine.html.paragraphs.split_long_paragraphs`). Whole, such a
         paragraph is skipped by the fill once a few smaller blocks are in, however well it
-        scores. The paragraph is still scored as a whole; its pieces take its dense score and
-        are told apart by their own BM25 match, so the part that answers is kept where the
-        paragraph ranks. Over all 240 WTQ and 78 NQ questions this found 3 more NQ answers at
-        512 tokens and 2 more at 1024, with none lost on WTQ, at no measurable cost on a cold
-        page. ``stats["split_paragraphs"]`` counts them. False keeps paragraphs whole. In
-        :meth:`PruneResult.to_html` a split paragraph is one element, marked by a kept piece
-        when there is one.
+        scores. With an embedding scorer and the BM25 match on (the default), the paragraph is
+        still embedded whole; its pieces take its dense score and are told apart by their own
+        BM25 match, so the part that answers is kept where the paragraph ranks. Other scorers
+        score each piece itself. Over all 240 WTQ and 78 NQ questions this found 3 more NQ
+        answers at 512 tokens and 2 more at 1024, with none lost on WTQ, at no measurable cost
+        on a cold page. ``stats["split_paragraphs"]`` counts them. False keeps paragraphs
+        whole. :meth:`PruneResult.to_html` draws each piece as a span of its paragraph.
     demote_back_matter:
         Blocks under a heading naming back matter ("References", "Notes", "External links",
         "Further reading", "See also"...) rank after every other block, ordered by their BM25
@@ -365,7 +365,7 @@ class HtmlPruner:
                 borrow[k] = len(ids) + len(group_ids) + w
         last = [i in flagged for i in (*ids, *group_ids)]
         last += [ids[ks[0]] in flagged for ks, _ in wholes]
-        # A row's words are matched apart from its header (see _match).
+        # A row's or piece's words are matched apart from its header (see _match).
         split = {
             k: (nodes[i].text, nodes[i].metadata.get("context") or "")
             for k, i in enumerate(ids)
