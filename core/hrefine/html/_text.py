@@ -7,6 +7,7 @@ from typing import Any
 
 __all__ = [
     "BLOCK_TAGS",
+    "CJK_CHAR",
     "GENERIC_TAGS",
     "INLINE_TAGS",
     "count_words",
@@ -15,11 +16,9 @@ __all__ = [
 ]
 
 # CJK ideographs, kana and hangul count one word each (they are not space-separated).
-_WORD = re.compile(
-    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002a6df]"
-    r"|[^\W_]+",
-    re.UNICODE,
-)
+_CJK = r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002a6df]"
+CJK_CHAR = re.compile(_CJK)
+_WORD = re.compile(_CJK + r"|[^\W_]+", re.UNICODE)
 _SPACE = re.compile(r"\s+")
 
 # Tags that lay text out in lines; whitespace next to them is layout, not content.

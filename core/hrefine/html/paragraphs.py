@@ -3,10 +3,11 @@
 A paragraph is one block, kept or dropped whole. When it takes more than a share of the
 budget, the greedy fill skips it as soon as a few better blocks are in, however well it
 scores: at 512 tokens, a 300-token paragraph holding the answer lost to the smaller blocks
-ranked around it. Split at sentence ends into pieces of about equal length, each its own
-``<p>`` (the paragraph's tag and attributes), the part that answers can be kept without the
-rest. Inline children (links, emphasis) stay whole inside their piece; a paragraph holding a
-block element (a list, a table) or with no sentence end to cut at is left as it is.
+ranked around it. Split at sentence ends (CJK ones too) into pieces of about equal length,
+each its own ``<p>`` (the paragraph's tag and attributes), the part that answers can be kept
+without the rest. Inline children (links, emphasis) stay whole inside their piece; a
+paragraph holding a block element (a list, a table) or with no sentence end to cut at is left
+as it is.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from collections.abc import Callable, Sequence
 from itertools import accumulate
 from typing import Any
 
+from hrefine.html._text import CJK_CHAR
+
 __all__ = ["split_long_paragraphs"]
 
 # Elements that are split, and those inside which a paragraph is not touched.
@@ -25,8 +28,12 @@ _BLOCK_INSIDE = frozenset(
     {"table", "ul", "ol", "dl", "div", "p", "blockquote", "pre", "section", "figure"}
     | {"h1", "h2", "h3", "h4", "h5", "h6"}
 )
-# A sentence ends with . ! or ? (closing quotes and brackets allowed) before white space.
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]\u201d\u2019]*\s+")
+# A sentence ends with . ! or ? (closing quotes and brackets allowed) before white space, or
+# with a full stop, ! or ? of CJK text (。！？, then closing marks), which no space need follow.
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?])[\"')\]\u201d\u2019]*\s+"
+    r"|(?<=[\u3002\uff01\uff1f])[\u300d\u300f\u201d\u2019\uff09]*\s*"
+)
 
 
 def split_long_paragraphs(
@@ -122,8 +129,13 @@ def _atoms(el: Any) -> list[_Atom]:
 def _words(atom: _Atom) -> int:
     t, child, _ = atom
     if child is not None:
-        return len(" ".join(child.itertext()).split()) if isinstance(child.tag, str) else 0
-    return len((t or "").split())
+        return _count(" ".join(child.itertext())) if isinstance(child.tag, str) else 0
+    return _count(t or "")
+
+
+def _count(text: str) -> int:
+    """Words as white space separates them, plus one per CJK character (unspaced)."""
+    return len(text.split()) + len(CJK_CHAR.findall(text))
 
 
 def _plan(el: Any, pieces: int) -> list[list[_Atom]] | None:

@@ -62,6 +62,25 @@ def test_a_long_paragraph_becomes_pieces_of_whole_sentences() -> None:
     assert len({id(v) for v in origin.values()}) == 1
 
 
+def test_cjk_text_is_cut_at_its_own_sentence_ends() -> None:
+    # Chinese sentences end with 。 and no space; each character counts as a word.
+    sentences = ["东京是日本的首都，人口众多，交通发达。"] * 40
+    sentences[30] = "富士山的高度是三千七百七十六米。"
+    text = "".join(sentences)
+    root = clean_document(f"<html><body><h1>日本</h1><p>{text}</p></body></html>")
+    origin = _split(root, 64)
+    pieces = root.findall(".//p")
+    assert len(pieces) == len(origin) >= 5
+    assert "".join(p.text for p in pieces) == text  # nothing lost, no space added
+    assert all(p.text.endswith("。") for p in pieces)
+    # Whole, the 600-token paragraph does not fit 200 tokens and the output is its heading.
+    page = f"<html><body><h1>日本</h1><p>{text}</p><p>其他内容。</p></body></html>"
+    whole = HtmlPruner(scorer="bm25", split_paragraphs=False).prune(page, "富士山 高度", 200)
+    split = HtmlPruner(scorer="bm25").prune(page, "富士山 高度", 200)
+    assert "三千七百" not in whole.html and whole.tokens < 20
+    assert "三千七百" in split.html and 100 < split.tokens <= 200
+
+
 def test_paragraphs_that_fit_or_cannot_be_cut_are_left_alone() -> None:
     no_end = " ".join(f"word{i}" for i in range(300))
     root = clean_document(f"<html><body><p>{_sentences(3)}</p><p>{no_end}</p></body></html>")
