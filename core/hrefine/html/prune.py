@@ -334,7 +334,7 @@ class HtmlPruner:
         # be unsplit, and its pieces take that score (see borrow below); another scorer scores
         # each piece itself.
         borrows = isinstance(self.scorer, EmbeddingScorer) and self.lexical_weight != 0
-        wholes = _split_paragraphs(forest, ids, pieces) if borrows else []
+        wholes = _pieces_by_paragraph(forest, ids, pieces) if borrows else []
         texts += [_scoring_text(forest, ids[ks[0]], text) for ks, text in wholes]
         extra: list[int | None] = [None] * (len(group_ids) + len(wholes))
         flagged = {
@@ -789,7 +789,7 @@ def _is_prose(forest: BlockForest, node_id: int) -> bool:
     return not cells or max(count_words(element_text(c)) for c in cells) > _PROSE_WORDS
 
 
-def _split_paragraphs(
+def _pieces_by_paragraph(
     forest: BlockForest, ids: Sequence[int], pieces: Mapping[Any, Any]
 ) -> list[tuple[list[int], str]]:
     """The paragraphs split into blocks: the positions in ``ids`` of each one's pieces, and
