@@ -339,7 +339,7 @@ class HtmlPruner:
         extra: list[int | None] = [None] * (len(group_ids) + len(wholes))
         flagged = {
             i
-            for i in (*ids, *group_ids, *(ids[ks[0]] for ks, _ in wholes))
+            for i in (*ids, *group_ids)
             if self.demote_back_matter and nodes[i].metadata.get("back_matter")
         }
         # Prose in a table (a plot summary, a note) means what it says, not what its table is
