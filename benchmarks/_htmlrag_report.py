@@ -192,6 +192,44 @@ def _speed_md(res: dict[str, Any]) -> list[str]:
         "",
     ]
     out += [f"- {note}" for note in res["speed"].get("notes", [])]
+    return [*out, "", *_memory_md(res)]
+
+
+def _memory_md(res: dict[str, Any]) -> list[str]:
+    mem = res["speed"].get("memory") or {}
+    rows = []
+    for key, label in (
+        ("clean_tree", "clean + block tree (per page)"),
+        ("embed_prune", "embedding pruning, cold (first question of a page, one budget)"),
+    ):
+        m = mem.get(key)
+        if not m or not m["n"]:
+            continue
+        o, t = m["ours_mib"], m["theirs_mib"]
+        rows.append(
+            [
+                label,
+                _fmt(o["median"], ".1f"),
+                _fmt(o["max"], ".1f"),
+                _fmt(t["median"], ".1f"),
+                _fmt(t["max"], ".1f"),
+                f"{_fmt(m['less_of_medians'], '.1f')}×",
+                m["n"],
+            ]
+        )
+    if not rows:
+        return []
+    header = [
+        "stage",
+        "hrefine median MiB",
+        "hrefine max MiB",
+        "htmlrag median MiB",
+        "htmlrag max MiB",
+        "less memory (medians)",
+        "n",
+    ]
+    out = ["## Working memory (same calls)", "", *_table(header, "lrrrrrr", rows), ""]
+    out += [f"- {note}" for note in mem.get("notes", [])]
     return [*out, ""]
 
 
@@ -414,7 +452,7 @@ def plot(res: dict[str, Any], path: Path) -> None:
 def _ratio_panel(ax: Any, res: dict[str, Any]) -> None:
     """Horizontal bars: how many times faster / fewer tokens, with each target marked."""
     sp = res["speed"]
-    bars: list[tuple[str, float | None, float]] = [
+    bars: list[tuple[str, float | None, float | None]] = [
         (
             "clean + block tree\n(median per page)",
             (sp.get("clean_tree") or {}).get("speedup_of_medians"),
@@ -430,25 +468,32 @@ def _ratio_panel(ax: Any, res: dict[str, Any]) -> None:
             (sp.get("generative") or {}).get("reduction"),
             TARGETS["prefill_reduction"],
         ),
+        (
+            "working memory, cold pruning\n(median peak above resident)",
+            ((sp.get("memory") or {}).get("embed_prune") or {}).get("less_of_medians"),
+            None,  # no target: shown for the record
+        ),
     ]
     names = [b[0] for b in bars]
     vals = [b[1] or 0.0 for b in bars]
     y = list(range(len(bars)))
     colors = [
-        "#2e7d32" if v and v >= target else "#c62828"
+        "#546e7a" if target is None else "#2e7d32" if v and v >= target else "#c62828"
         for v, target in zip(vals, (b[2] for b in bars), strict=True)
     ]
     ax.barh(y, vals, color=colors, height=0.55)
     for k, (_, v, target) in enumerate(bars):
-        ax.plot([target, target], [k - 0.4, k + 0.4], color="k", lw=1.5, ls=":")
         label = "n/a" if v is None else f"{v:,.1f}×"
-        ax.text(max(v or 1.0, 1.0) * 1.1, k, f"{label} (target ≥ {target:.0f}×)", va="center")
+        if target is not None:
+            ax.plot([target, target], [k - 0.4, k + 0.4], color="k", lw=1.5, ls=":")
+            label += f" (target ≥ {target:.0f}×)"
+        ax.text(max(v or 1.0, 1.0) * 1.1, k, label, va="center")
     ax.set_yticks(y, names)
     ax.set_xscale("log")
-    hi = max([*vals, *(b[2] for b in bars)])
+    hi = max([*vals, *(b[2] for b in bars if b[2] is not None)])
     ax.set_xlim(0.5, hi * 12)
     ax.axvline(1, color="k", lw=0.8)
     ax.invert_yaxis()
-    ax.set_xlabel("hrefine vs htmlrag 0.1.1 (× faster, × fewer tokens; log scale)")
-    ax.set_title("speed and pre-fill, same run")
+    ax.set_xlabel("hrefine vs htmlrag 0.1.1 (× faster, × fewer tokens, × less memory; log scale)")
+    ax.set_title("speed, pre-fill and memory, same run")
     ax.grid(axis="x", alpha=0.3)

@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import _rss as rss
 from benchmarks._common import RESULTS_DIR, SEED, hardware, package_versions, quiet_bm25s
 from benchmarks._htmlrag_report import (
     HTML_OUTPUT,
@@ -122,6 +123,23 @@ def _speed_pair(ours: dict[str, float], theirs: dict[str, float]) -> dict[str, A
         "speedup_p90": _ratio(st["p90"], so["p90"]),
         "speedup_median_per_item": statistics.median(ratios) if ratios else None,
         "per_item": {k: [round(a, 5), round(b, 5)] for k, a, b in zip(keys, o, t, strict=True)},
+    }
+
+
+def _memory_pair(ours: dict[str, float], theirs: dict[str, float]) -> dict[str, Any]:
+    """Both sides' peak working memory (KiB in, MiB out) on the keys they share, and how many
+    times less ours needs (theirs / ours, of the medians; a floor of 1 MiB on each side keeps a
+    call that allocated nothing new from dividing by zero)."""
+    keys = sorted(set(ours) & set(theirs))
+    o = [ours[k] / 1024 for k in keys]
+    t = [theirs[k] / 1024 for k in keys]
+    so, st = _summary(o), _summary(t)
+    return {
+        "n": len(keys),
+        "ours_mib": so,
+        "theirs_mib": st,
+        "less_of_medians": (max(st["median"], 1.0) / max(so["median"], 1.0) if keys else None),
+        "per_item": {k: [round(a, 1), round(b, 1)] for k, a, b in zip(keys, o, t, strict=True)},
     }
 
 
@@ -239,6 +257,12 @@ class Ours:
         raise ValueError(msg)
 
 
+def _put(record: dict[str, dict[str, float]], key: str, item: str, value: int | None) -> None:
+    """``record[key][item] = value`` where memory could be read (not on every system)."""
+    if value is not None:
+        record[key][item] = value
+
+
 def _timed(fn: Callable[..., str], *args: Any) -> dict[str, Any]:
     t0 = time.perf_counter()
     try:
@@ -271,18 +295,24 @@ def _our_page(
     t0 = time.perf_counter()
     cleaned = clean_html(html)
     t1 = time.perf_counter()
-    build_block_tree(html, max_words=MAX_WORDS)  # cleans the page itself
+    m0 = rss.start()  # not timed: resets the peak resident size, see benchmarks/_rss.py
     t2 = time.perf_counter()
+    build_block_tree(html, max_words=MAX_WORDS)  # cleans the page itself
+    t3 = time.perf_counter()
+    _put(speed, "clean_tree_peak_kib", page_key, rss.peak_since(m0))
     speed["clean_s"][page_key] = t1 - t0
-    speed["clean_tree_s"][page_key] = t2 - t1
+    speed["clean_tree_s"][page_key] = t3 - t2
     ours.clear_vectors()
     for k, it in enumerate(group):
         order = [cold, *(b for b in budgets if b != cold)] if k == 0 else list(budgets)
         for b in order:
+            is_cold = k == 0 and b == cold
+            m0 = rss.start() if is_cold else None
             rec = _timed(ours.run, M_OURS_EMBED, html, cleaned, it.question, b)
             out[M_OURS_EMBED][it.id][b] = rec
-            is_cold = k == 0 and b == cold
             speed["prune_s" if is_cold else "prune_warm_s"][f"{it.id}@{b}"] = rec["seconds"]
+            if is_cold:
+                _put(speed, "prune_peak_kib", f"{it.id}@{b}", rss.peak_since(m0))
         for method in (M_OURS_BM25, M_LEAD_HTML, M_LEAD_TEXT, M_BM25_CHUNKS, M_EMBED_CHUNKS):
             for b in budgets:
                 rec = _timed(ours.run, method, html, cleaned, it.question, b)
@@ -321,7 +351,16 @@ def run_quality(
         m: defaultdict(dict) for m in METHODS if m != M_REF_EMBED
     }
     speed: dict[str, dict[str, float]] = {
-        k: {} for k in ("clean_tree_s", "clean_s", "prune_s", "prune_warm_s", "prune_bm25_s")
+        k: {}
+        for k in (
+            "clean_tree_s",
+            "clean_s",
+            "prune_s",
+            "prune_warm_s",
+            "prune_bm25_s",
+            "clean_tree_peak_kib",
+            "prune_peak_kib",
+        )
     }
     by_doc: dict[str, list[Any]] = defaultdict(list)
     for it in items:
@@ -628,6 +667,23 @@ def _speed(
         "embed_prune_e2e": _speed_pair(merged("prune_s"), ref_speed.get("prune_e2e_s", {})),
         "embed_prune_warm": _speed_pair(merged("prune_warm_s"), ref_speed["prune_only_s"]),
         "bm25_prune": _speed_pair(merged("prune_bm25_s"), ref_speed["prune_s"]),
+        "memory": {
+            "clean_tree": _memory_pair(
+                merged("clean_tree_peak_kib"), ref_speed.get("clean_tree_peak_kib", {})
+            ),
+            "embed_prune": _memory_pair(
+                merged("prune_peak_kib"), ref_speed.get("prune_peak_kib", {})
+            ),
+            "notes": [
+                "Working memory: how far a process's resident size rose above its size just "
+                "before the call, at the call's peak (Linux VmHWM, reset before each call; "
+                "benchmarks/_rss.py), in MiB. Both sides hold the same MiniLM; memory a "
+                "process kept from an earlier page (the allocator's free lists) is not counted "
+                "again, on either side.",
+                "embedding pruning, cold: the same calls as the speed row; theirs is the larger "
+                "of its ranking's and its prune_HTML's peaks.",
+            ],
+        },
         "reference_rank_s": _summary(list(ref_speed["rank_s"].values())),
         "reference_prune_html_s": _summary(list(ref_speed["prune_only_s"].values())),
         "reference_errors": ref_speed["errors"][:20],

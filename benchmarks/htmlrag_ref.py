@@ -147,7 +147,8 @@ def ref_outputs(
 
     One pruning call of the reference is its ranking (re-done for every question) plus
     ``prune_HTML`` at one budget; that sum is what ``prune_s`` holds per ``<id>@<budget>``, and
-    ``prune_e2e_s`` adds the page's ``clean_html`` + ``build_block_tree``.
+    ``prune_e2e_s`` adds the page's ``clean_html`` + ``build_block_tree``. ``*_peak_kib``: how far
+    the runner's resident memory rose above its size before the call (see benchmarks/_rss.py).
     """
     out: dict[str, dict[int, Any]] = defaultdict(dict)
     speed: dict[str, Any] = {
@@ -157,6 +158,8 @@ def ref_outputs(
         "prune_s": {},
         "prune_only_s": {},
         "prune_e2e_s": {},
+        "clean_tree_peak_kib": {},
+        "prune_peak_kib": {},
         "errors": [],
     }
     for rec in records:
@@ -167,6 +170,8 @@ def ref_outputs(
             continue
         speed["clean_tree_s"][rec["page_id"]] = rec["clean_tree_s"]
         speed["clean_s"][rec["page_id"]] = rec["clean_s"]
+        if rec.get("clean_tree_peak_kib") is not None:
+            speed["clean_tree_peak_kib"][rec["page_id"]] = rec["clean_tree_peak_kib"]
         for q in rec["questions"]:
             if "error" in q:
                 speed["errors"].append(f"{q['id']}: {q['error']}")
@@ -185,6 +190,13 @@ def ref_outputs(
                     speed["prune_e2e_s"][f"{q['id']}@{b}"] = (
                         rec["clean_tree_s"] + q["rank_s"] + p["prune_s"]
                     )
+                    # The call's peak: its ranking's or its prune_HTML's, each above the
+                    # resident size just before it (the ranking's arrays are small).
+                    peaks = [
+                        v for v in (q.get("rank_peak_kib"), p.get("peak_kib")) if v is not None
+                    ]
+                    if peaks:
+                        speed["prune_peak_kib"][f"{q['id']}@{b}"] = max(peaks)
     return out, speed
 
 

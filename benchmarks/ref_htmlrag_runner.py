@@ -44,6 +44,21 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
 MARKER = "@@REF@@ "
 
 
+def _load_rss():  # type: ignore[no-untyped-def]
+    """benchmarks/_rss.py by its path (this folder is off sys.path, see above)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_rss", os.path.join(_HERE, "_rss.py"))
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+rss = _load_rss()
+
+
 def _load(cfg: dict):  # type: ignore[no-untyped-def]
     import htmlrag  # the reference, only present in its venv
     from transformers import PreTrainedTokenizerFast
@@ -55,17 +70,20 @@ def _load(cfg: dict):  # type: ignore[no-untyped-def]
 
 def _prune_task(task: dict, cfg: dict, htmlrag, tok, pruner) -> dict:  # type: ignore[no-untyped-def]
     max_words = int(task.get("max_node_words", cfg.get("max_node_words", 256)))
+    m0 = rss.start()
     t0 = time.perf_counter()
     cleaned = htmlrag.clean_html(task["html"])
     t1 = time.perf_counter()
     block_tree, simplified = htmlrag.build_block_tree(cleaned, max_node_words=max_words)
     t2 = time.perf_counter()
+    tree_peak = rss.peak_since(m0)
     out: dict = {
         "task": "prune",
         "page_id": task["page_id"],
         "clean_s": t1 - t0,
         "tree_s": t2 - t1,
         "clean_tree_s": t2 - t0,
+        "clean_tree_peak_kib": tree_peak,
         "n_blocks": len(block_tree),
         "cleaned_chars": len(cleaned),
         "questions": [],
@@ -73,15 +91,18 @@ def _prune_task(task: dict, cfg: dict, htmlrag, tok, pruner) -> dict:  # type: i
     for q in task["questions"]:
         rec: dict = {"id": q["id"], "prune": {}}
         try:
+            m0 = rss.start()
             r0 = time.perf_counter()
             rankings = pruner.calculate_block_rankings(q["question"], simplified, block_tree)
             rec["rank_s"] = time.perf_counter() - r0
+            rec["rank_peak_kib"] = rss.peak_since(m0)
             rec["top_block"] = int(rankings[0]) if len(rankings) else None
         except Exception as exc:
             rec["error"] = f"rankings: {type(exc).__name__}: {exc}"
             out["questions"].append(rec)
             continue
         for budget in task["budgets"]:
+            m0 = rss.start()
             p0 = time.perf_counter()
             try:
                 html = pruner.prune_HTML(simplified, block_tree, rankings, tok, int(budget))
@@ -91,6 +112,7 @@ def _prune_task(task: dict, cfg: dict, htmlrag, tok, pruner) -> dict:  # type: i
             rec["prune"][str(budget)] = {
                 "html": html,
                 "prune_s": time.perf_counter() - p0,
+                "peak_kib": rss.peak_since(m0),
                 "tokens": len(tok.encode(html, add_special_tokens=False)) if html else 0,
                 "error": err,
             }
