@@ -26,10 +26,12 @@ import json
 import math
 import re
 from collections.abc import Sequence
+from copy import deepcopy
 from typing import Any
 
 from hrefine.html._load import LIBXML_MAX_DEPTH, parse_document, text_content
 from hrefine.html._text import BLOCK_TAGS, normalize_space
+from hrefine.html.paragraphs import _apply, _plan
 from hrefine.html.result import (
     BELOW_THRESHOLD,
     EMPTY,
@@ -389,6 +391,7 @@ class _PageWriter:
                         self.alive.add(cur)
                         cur = cur.getparent()
         self.placed: list[int] = []
+        self._cuts: dict[Any, list[Any] | None] = {}  # split paragraph -> its drawn pieces
         title = self.root.find("head/title")
         self.title = normalize_space(text_content(title))[:120] if title is not None else ""
         self.out: list[str] = []
@@ -428,7 +431,11 @@ class _PageWriter:
         name, cls = self._tag(tag, parent, in_heading)
         classes = [cls] if cls else []
         if len(leaf) > 1:  # the pieces of a split paragraph
-            self._pieces(name, cls, leaf)
+            made = self._cut(el, leaf)
+            if made is None:
+                self._pieces(name, cls, leaf)
+            for piece in made or ():
+                self._element(piece, parent, in_heading, inherited)
             return
         attrs = ""
         primary = leaf[0] if leaf else (own[0] if own else None)
@@ -475,8 +482,39 @@ class _PageWriter:
                 self._text(child.tail, own_id, own_cls)
         out.append(f"</{name}>")
 
+    def _cut(self, el: Any, pieces: Sequence[int]) -> list[Any] | None:
+        """Copies of paragraph ``el`` cut where the pruner cut it, one element per piece (its
+        links and emphasis inside), each marked as its piece's block; None when no cut
+        gives the pieces' texts (they are then drawn as text, see :meth:`_pieces`).
+
+        The pruner asked for as many pieces as the paragraph's tokens over its limit, and
+        got fewer where sentence ends were too few: each count from the pieces' number up
+        is tried until one gives the same texts."""
+        if el in self._cuts:
+            return self._cuts[el]
+        want = [normalize_space(self.blocks[i].text) for i in pieces]
+        made: list[Any] | None = None
+        for count in range(len(pieces), 4 * len(pieces) + 1):
+            copy = deepcopy(el)
+            el.makeelement("div", {}).append(copy)  # _apply needs a parent
+            groups = _plan(copy, count)
+            if groups is None:
+                break
+            if len(groups) == len(pieces):
+                cut = _apply(copy, groups)
+                if [normalize_space(text_content(c)) for c in cut] == want:
+                    made = cut
+                    break
+        for piece, i in zip(made or (), pieces, strict=False):
+            self.leaf[piece] = [i]
+            if self.blocks[i].kept:
+                self.alive.add(piece)
+        self._cuts[el] = made
+        return made
+
     def _pieces(self, name: str, cls: str, pieces: Sequence[int]) -> None:
-        """A split paragraph: each piece a marked span of its text (inline tags not drawn)."""
+        """A split paragraph whose cut could not be redone: each piece a marked span of its
+        text (inline tags not drawn)."""
         attrs = f' class="{cls}"' if cls else ""
         spans = []
         for i in pieces:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -134,10 +135,16 @@ def test_pruner_keeps_the_piece_that_answers(shared_data: Any, embedder: Any) ->
         )
 
 
+def _linked_sentences() -> str:
+    sentences = [f"Sentence number {i} talks about thing{i} and more." for i in range(60)]
+    sentences[45] = "Sentence 45 names <b>thing45</b> <em>here</em>."
+    return f"<html><body><h1>T</h1><p>{' '.join(sentences)}</p></body></html>"
+
+
 def test_the_report_draws_each_piece_of_a_split_paragraph() -> None:
-    sentences = " ".join(f"Sentence number {i} talks about thing{i} and more." for i in range(60))
-    html = f"<html><body><h1>T</h1><p>{sentences}</p></body></html>"
-    result = HtmlPruner(scorer="bm25", split_paragraphs=True).prune(html, "what of thing45", 64)
+    result = HtmlPruner(scorer="bm25", split_paragraphs=True).prune(
+        _linked_sentences(), "what of thing45", 96
+    )
     pieces = [i for i, b in enumerate(result.blocks) if b.tag_path.endswith(">p")]
     kept = [i for i in pieces if result.blocks[i].kept]
     assert len(pieces) > 2 and len(kept) == 1 and kept[0] != pieces[0]
@@ -146,13 +153,34 @@ def test_the_report_draws_each_piece_of_a_split_paragraph() -> None:
     report = result.to_html()
     full = report[: report.index('<div class="page kept-view">')]
     kept_view = report[report.index('<div class="page kept-view">') :]
-    # The full view draws every piece once, in one paragraph, each with its own text and mark.
+    # The full view draws every piece once, as its own paragraph with its own mark and text,
+    # its inline tags inside it.
+    drawn = re.findall(r'<div class="p-p hb ([^"]*)" data-b="(\d+)">(.*?)</div>', full)
+    assert [int(b) for _, b, _ in drawn] == pieces
+    texts = [normalize_space(lxml.html.fromstring(f"<p>{t}</p>").text_content()) for *_, t in drawn]
+    assert texts == [normalize_space(result.blocks[i].text) for i in pieces]
+    assert [c.startswith("kept") for c, b, _ in drawn] == [i in kept for i in pieces]
+    inner = dict((int(b), t) for _, b, t in drawn)[kept[0]]
+    assert "<b>thing45</b> <em>here</em>" in inner
+    # The kept view draws the kept piece alone (beside the heading), its inline tags too.
+    assert re.findall(r' data-b="(\d+)"', kept_view) == ["0", str(kept[0])]
+    assert "<em>here</em>" in kept_view
+
+
+def test_pieces_whose_cut_cannot_be_redone_are_drawn_as_text(monkeypatch: Any) -> None:
+    import hrefine.html.report as report_module
+
+    result = HtmlPruner(scorer="bm25", split_paragraphs=True).prune(
+        _linked_sentences(), "what of thing45", 96
+    )
+    monkeypatch.setattr(report_module, "_plan", lambda el, count: None)
+    full = result.to_html().split('<div class="page kept-view">')[0]
+    pieces = [i for i, b in enumerate(result.blocks) if b.tag_path.endswith(">p")]
     drawn = re.findall(r'<span class="hb ([^"]*)" data-b="(\d+)">([^<]*)</span>', full)
     assert [int(b) for _, b, _ in drawn] == pieces
-    assert [t for _, _, t in drawn] == [result.blocks[i].text for i in pieces]
-    assert [c.startswith("kept") for c, b, _ in drawn] == [i in kept for i in pieces]
-    # The kept view draws the kept piece alone.
-    assert re.findall(r' data-b="(\d+)"', kept_view) == [str(kept[0])]
+    assert [t for *_, t in drawn] == [
+        html.escape(result.blocks[i].text, quote=False) for i in pieces
+    ]
 
 
 def _zanzibar_page() -> str:
