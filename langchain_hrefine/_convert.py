@@ -8,12 +8,11 @@ new ``Document`` objects. Caller objects are never mutated: metadata is always c
 
 from __future__ import annotations
 
-import copy
 import logging
 from collections.abc import Sequence
 from typing import Any
 
-from hrefine.html.outcome import DocumentOutcome, log_dropped, outcome_metadata
+from hrefine.html.outcome import DocumentOutcome, copy_metadata, log_dropped, outcome_metadata
 from hrefine.models import CallableEmbedder, Embedder, Generator, as_generator, get_embedder
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
@@ -148,7 +147,8 @@ def outcomes_to_documents(
     Documents with nothing kept are left out; every returned Document reports how many were left
     out (``hrefine_dropped_documents``), so a drop is never silent. The caller's Documents and their
     metadata are not touched: each output gets a copy of its input's metadata plus the hrefine keys
-    (``relevance_score``, ``hrefine_tokens``, ``hrefine_budget``...).
+    (``relevance_score``, ``hrefine_tokens``, ``hrefine_budget``...); an input's own
+    ``relevance_score`` (a reranker's) is kept as ``hrefine_input_score``.
 
     Parameters
     ----------
@@ -172,9 +172,12 @@ def outcomes_to_documents(
         if not outcome.kept:
             continue
         source = documents[outcome.index]
-        metadata: dict[str, Any] = copy.deepcopy(dict(source.metadata))
+        metadata = copy_metadata(source.metadata)
+        prior = source.metadata.get("relevance_score")  # a reranker's, before ours
         metadata.update(
             outcome_metadata(outcome, tokens=tokens, tokenizer=tokenizer, dropped=dropped)
         )
+        if prior is not None:
+            metadata["hrefine_input_score"] = prior
         out.append(Document(page_content=outcome.html, metadata=metadata, id=source.id))
     return out

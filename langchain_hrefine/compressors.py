@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from hrefine.html import MIN_BUDGET
 from hrefine.html.outcome import (
     CLEANED_CACHE_HELP,
     READ_WORDS_HELP,
@@ -44,7 +45,12 @@ class HtmlRagCompressor(BaseDocumentCompressor):
     ``hrefine_budget``, ``hrefine_budget_scope`` (``"shared"`` or ``"document"``),
     ``hrefine_tokenizer``, ``hrefine_blocks_kept``, ``hrefine_blocks_total`` and
     ``hrefine_dropped_documents``: the number of input Documents left out because none of their
-    blocks made the budget.
+    blocks made the budget. An input's own ``relevance_score`` (from a reranker before this) is
+    kept as ``hrefine_input_score``. The metadata is deep-copied, or copied shallowly where a
+    value cannot be (the hrefine keys are added to the copy only).
+
+    The compressor pickles and deep-copies (its pruner's caches start empty in the copy, and a
+    loaded embedder is loaded again from its folder on first use).
 
     Parameters
     ----------
@@ -108,7 +114,12 @@ class HtmlRagCompressor(BaseDocumentCompressor):
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
-    max_tokens: int = Field(default=2048, gt=0, description="Token budget of the pruned HTML.")
+    max_tokens: int = Field(
+        default=2048,
+        ge=MIN_BUDGET,
+        strict=True,
+        description=f"Token budget of the pruned HTML (at least {MIN_BUDGET}).",
+    )
     scorer: Any = Field(
         default="embedding",
         description="'embedding', 'bm25', 'cross-encoder:<model>' or an hrefine Scorer.",
@@ -131,6 +142,7 @@ class HtmlRagCompressor(BaseDocumentCompressor):
     lexical_weight: float | None = Field(
         default=None,
         ge=0,
+        allow_inf_nan=False,
         description="Weight of the BM25 match added to dense block scores; None: 0.3.",
     )
     narrow_tables: bool = Field(
@@ -153,8 +165,9 @@ class HtmlRagCompressor(BaseDocumentCompressor):
     _pruner_key: tuple[Any, ...] | None = PrivateAttr(default=None)
 
     def model_post_init(self, context: Any, /) -> None:
-        """Build the core pruner now, so that a bad setting fails at construction."""
-        self._get_pruner()
+        """Build the core pruner and its token counter now, so that a bad setting (an unknown
+        scorer, a tokenizer that is not there) fails at construction."""
+        _ = self._get_pruner().counter
 
     def _get_pruner(self) -> Any:
         """The core ``HtmlPruner`` for the current settings (rebuilt when a setting changed)."""

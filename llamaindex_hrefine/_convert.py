@@ -15,7 +15,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from hrefine.html.outcome import DocumentOutcome, log_dropped, outcome_metadata
+from hrefine.html.outcome import DocumentOutcome, copy_metadata, log_dropped, outcome_metadata
 from hrefine.models import CallableEmbedder, Embedder, Generator, as_generator, get_embedder
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms import LLM
@@ -127,6 +127,20 @@ def to_generator(llm: Any, **options: Any) -> Generator:
     raise TypeError(msg)
 
 
+def complete_state(component: Any, state: dict[str, Any]) -> dict[str, Any]:
+    """``state`` from LlamaIndex's ``BaseComponent.__getstate__``, or TypeError when it left out a
+    field that does not pickle: the copy would be rebuilt without it (another embed model, or
+    an object missing the field) rather than fail."""
+    lost = sorted(set(component.__dict__) - set(state["__dict__"]))
+    if lost:
+        msg = (
+            f"cannot pickle this {type(component).__name__}: {', '.join(lost)} cannot be "
+            "pickled (an embedding model or LLM holding a client, a lock or a local function)"
+        )
+        raise TypeError(msg)
+    return state
+
+
 class HrefineEmbedding(BaseEmbedding):
     """A core :class:`~hrefine.models.Embedder` as a LlamaIndex embed model.
 
@@ -154,6 +168,21 @@ class HrefineEmbedding(BaseEmbedding):
     def class_name(cls) -> str:
         """Stable name used by LlamaIndex serialisation."""
         return "HrefineEmbedding"
+
+    def __getstate__(self) -> dict[str, Any]:
+        # LlamaIndex leaves out what does not pickle and rebuilds from the fields, which would
+        # put the default embedder in place of this one, under this one's name.
+        state = complete_state(self, super().__getstate__())
+        if "_embedder" not in (state.get("__pydantic_private__") or {}):
+            msg = (
+                f"cannot pickle this HrefineEmbedding: its embedder "
+                f"({type(self._embedder).__name__}) cannot be pickled"
+            )
+            raise TypeError(msg)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(embedder=state["__pydantic_private__"]["_embedder"], **state["__dict__"])  # type: ignore[misc]
 
     @property
     def embedder(self) -> Embedder:
@@ -221,7 +250,7 @@ def outcomes_to_nodes(
         if not outcome.kept:
             continue
         source = nodes[outcome.index]
-        metadata: dict[str, Any] = copy.deepcopy(dict(source.node.metadata))
+        metadata = copy_metadata(source.node.metadata)
         metadata.update(
             outcome_metadata(outcome, tokens=tokens, tokenizer=tokenizer, dropped=dropped),
             hrefine_input_score=source.score,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hrefine.html import MIN_BUDGET
 from hrefine.html.outcome import (
     CLEANED_CACHE_HELP,
     READ_WORDS_HELP,
@@ -19,9 +20,10 @@ from hrefine.models import Embedder
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
-from pydantic import Field, PrivateAttr
+from pydantic import ConfigDict, Field, PrivateAttr
 
 from llamaindex_hrefine._convert import (
+    complete_state,
     nodes_to_html,
     outcomes_to_nodes,
     to_embedder,
@@ -70,10 +72,16 @@ class HtmlRagNodePostprocessor(BaseNodePostprocessor):
     >>> pruned = post.postprocess_nodes(nodes, query_str="who won?")  # doctest: +SKIP
     """
 
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
     max_tokens: int = Field(
         default=2048,
-        gt=0,
-        description="Token budget of the pruned HTML (all nodes together, or each node).",
+        ge=MIN_BUDGET,
+        strict=True,
+        description=(
+            f"Token budget of the pruned HTML (all nodes together, or each node; at least "
+            f"{MIN_BUDGET})."
+        ),
     )
     scorer: Any = Field(
         default="embedding",
@@ -111,6 +119,7 @@ class HtmlRagNodePostprocessor(BaseNodePostprocessor):
     lexical_weight: float | None = Field(
         default=None,
         ge=0,
+        allow_inf_nan=False,
         description="Weight of the BM25 match added to dense block scores; None: 0.3.",
     )
     narrow_tables: bool = Field(
@@ -137,12 +146,17 @@ class HtmlRagNodePostprocessor(BaseNodePostprocessor):
 
     def __init__(self, **data: Any) -> None:
         super().__init__(**data)
-        self._get_pruner()
+        # Built now, with its token counter, so that a bad setting fails at construction.
+        _ = self._get_pruner().counter
 
     @classmethod
     def class_name(cls) -> str:
         """Stable name used by LlamaIndex serialisation."""
         return "HtmlRagNodePostprocessor"
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Refuses, rather than let the copy be built without its embed model or LM.
+        return complete_state(self, super().__getstate__())
 
     def _get_pruner(self) -> Any:
         """The core ``HtmlPruner`` for the current settings (rebuilt when a setting changed)."""

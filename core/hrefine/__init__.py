@@ -12,6 +12,7 @@ import logging
 from hrefine.budget import Selection, TokenCounter, get_counter, select
 from hrefine.errors import (
     BudgetTooSmallError,
+    ConfigError,
     EmptyInputError,
     HrefineError,
     HtmlParseError,
@@ -26,6 +27,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BudgetTooSmallError",
+    "ConfigError",
     "EmptyInputError",
     "HrefineError",
     "HtmlParseError",

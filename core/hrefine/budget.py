@@ -91,7 +91,7 @@ class EncodeCounter:
     a tiktoken encoding."""
 
     def __init__(self, tokenizer: Any, name: str | None = None) -> None:
-        self._tok = tokenizer
+        self._tok = _untruncated(tokenizer)
         self.name = name or str(
             getattr(tokenizer, "name_or_path", None)
             or getattr(tokenizer, "name", None)
@@ -106,7 +106,7 @@ class EncodeCounter:
             self._kwargs = {"add_special_tokens": False}
         # A byte-level BPE's counts are sums over its pieces: counted from remembered pieces,
         # three times faster (see hrefine._pieces), for the texts that allows.
-        self._pieces = PieceCounts.for_tokenizer(tokenizer) if self._kwargs else None
+        self._pieces = PieceCounts.for_tokenizer(self._tok) if self._kwargs else None
 
     def _ids(self, out: Any) -> Sequence[int]:
         return out.ids if hasattr(out, "ids") else out
@@ -133,6 +133,20 @@ class EncodeCounter:
             for k, e in zip(rest, encoded, strict=True):
                 out[k] = len(e.ids)
         return [n or 0 for n in out]
+
+
+def _untruncated(tokenizer: Any) -> Any:
+    """``tokenizer``, or a copy of it that neither truncates nor pads, for a `tokenizers`
+    ``Tokenizer`` that does (a model's ``tokenizer.json`` often carries its length limit,
+    which would count every long text as that limit). The caller's tokenizer is not changed."""
+    truncates = getattr(tokenizer, "truncation", None) is not None
+    pads = getattr(tokenizer, "padding", None) is not None
+    if not (truncates or pads) or not hasattr(tokenizer, "to_str"):
+        return tokenizer
+    copy = type(tokenizer).from_str(tokenizer.to_str())
+    copy.no_truncation()
+    copy.no_padding()
+    return copy
 
 
 class CallableCounter:
@@ -177,6 +191,17 @@ class MemoCounter:
         self._seen: OrderedDict[str, int] = OrderedDict()
         self._chars = 0
         self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A copy or a pickle starts with nothing remembered (and a lock of its own).
+        return {
+            "counter": self.inner,
+            "max_chars": self.max_chars,
+            "capacity_chars": self.capacity_chars,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state.pop("counter"), **state)  # type: ignore[misc]
 
     def _remember(self, text: str, n: int) -> None:
         if len(text) > self.max_chars or text in self._seen:

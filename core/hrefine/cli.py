@@ -64,6 +64,9 @@ def _read_input(source: str) -> bytes:
     if "://" in source and not path.exists():
         msg = f"{source!r} looks like a URL; hrefine reads files or stdin only (no network)"
         raise typer.BadParameter(msg)
+    if path.is_dir():
+        msg = f"{source} is a folder; give an HTML file (or - for stdin)"
+        raise typer.BadParameter(msg)
     if not path.is_file():
         msg = f"no such file: {source}"
         raise typer.BadParameter(msg)

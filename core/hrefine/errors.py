@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = [
     "BudgetTooSmallError",
+    "ConfigError",
     "EmptyInputError",
     "HrefineError",
     "HtmlParseError",
@@ -41,6 +42,10 @@ class BudgetTooSmallError(HrefineError, ValueError):
         super().__init__(message)
         self.budget = budget
         self.smallest = smallest
+
+
+class ConfigError(HrefineError, ValueError):
+    """A setting names something hrefine does not have (an unknown scorer, for example)."""
 
 
 class HtmlParseError(HrefineError, ValueError):

@@ -15,6 +15,7 @@ import hashlib
 import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -113,6 +114,14 @@ class KeywordEmbedder:
         self._lock = threading.Lock()
         self.calls = 0
         self.texts_embedded = 0
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        del state["_lock"]  # a copy counts its own calls, under its own lock
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, _lock=threading.Lock())
 
     def _bucket(self, word: str) -> int | None:
         if self._index is not None:

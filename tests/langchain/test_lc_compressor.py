@@ -38,9 +38,50 @@ def test_unknown_field_is_rejected() -> None:
         HtmlRagCompressor(max_token=10)  # type: ignore[call-arg]
 
 
-def test_non_positive_budget_is_rejected() -> None:
+@pytest.mark.parametrize("bad", [0, 2, True, 512.5, "512"])
+def test_a_budget_that_cannot_work_is_rejected_at_construction(bad: object) -> None:
     with pytest.raises(ValidationError, match="max_tokens"):
-        HtmlRagCompressor(max_tokens=0)
+        HtmlRagCompressor(max_tokens=bad)  # type: ignore[arg-type]
+
+
+def test_bad_scorer_or_tokenizer_fails_at_construction() -> None:
+    from hrefine.errors import ModelNotFoundError
+
+    # pydantic reports the core's ConfigError (a ValueError) as a ValidationError.
+    with pytest.raises(ValidationError, match="unknown scorer"):
+        HtmlRagCompressor(scorer="embeding")
+    with pytest.raises(ModelNotFoundError):
+        HtmlRagCompressor(scorer="bm25", tokenizer="no/such-tokenizer")
+    with pytest.raises(ValidationError, match="lexical_weight"):
+        HtmlRagCompressor(scorer="bm25", lexical_weight=float("inf"))
+
+
+def test_pickles_and_deep_copies_with_the_same_output(documents: list[Document]) -> None:
+    import pickle
+
+    compressor = _compressor(scorer="embedding", embeddings=KeywordEmbedder(), max_tokens=200)
+    expected = [d.page_content for d in compressor.compress_documents(documents, QUERY)]
+    for twin in (
+        pickle.loads(pickle.dumps(compressor)),
+        copy.deepcopy(compressor),
+        compressor.model_copy(deep=True),
+    ):
+        assert twin._get_pruner() is not compressor._get_pruner()
+        assert [d.page_content for d in twin.compress_documents(documents, QUERY)] == expected
+
+
+def test_metadata_that_cannot_be_deep_copied_is_shared_and_a_prior_score_kept() -> None:
+    import threading
+
+    lock = threading.Lock()
+    docs = make_documents()
+    docs[0].metadata.update(client=lock, relevance_score=0.99)
+    out = _compressor(max_tokens=400).compress_documents(docs, QUERY)
+    first = next(d for d in out if d.id == docs[0].id)
+    assert first.metadata["client"] is lock
+    assert first.metadata["hrefine_input_score"] == 0.99
+    assert first.metadata["relevance_score"] != 0.99
+    assert docs[0].metadata["relevance_score"] == 0.99 and "hrefine_tokens" not in docs[0].metadata
 
 
 async def test_inputs_untouched_and_outputs_are_new(

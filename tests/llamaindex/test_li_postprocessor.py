@@ -201,3 +201,52 @@ def test_every_pruner_setting_is_a_field_that_reaches_the_pruner() -> None:
     assert pruner._cleaned.max_pages == 3
     post.demote_back_matter = True
     assert post._get_pruner() is not pruner and post._get_pruner().demote_back_matter
+
+
+def test_misspelt_settings_and_budgets_that_cannot_work_are_rejected() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="max_token"):
+        HtmlRagNodePostprocessor(max_token=100)
+    for bad in (2, True, "512"):
+        with pytest.raises(ValidationError, match="max_tokens"):
+            HtmlRagNodePostprocessor(max_tokens=bad)
+
+
+def test_embedding_pickles_with_its_own_embedder_or_refuses() -> None:
+    import pickle
+
+    from hrefine.models import CallableEmbedder
+
+    embedding = HrefineEmbedding(KeywordEmbedder(dim=64))
+    twin = pickle.loads(pickle.dumps(embedding))
+    assert isinstance(twin.embedder, KeywordEmbedder) and twin.model_name == "hrefine:keyword"
+    assert twin.get_query_embedding("gold medals") == embedding.get_query_embedding("gold medals")
+    local = HrefineEmbedding(CallableEmbedder(lambda texts: [[1.0, 0.0] for _ in texts]))
+    with pytest.raises(TypeError, match="cannot pickle"):
+        pickle.dumps(local)
+
+
+def test_postprocessor_pickles_and_deep_copies_with_the_same_output() -> None:
+    import copy
+    import pickle
+
+    post = _post(
+        scorer="embedding", embed_model=HrefineEmbedding(KeywordEmbedder()), max_tokens=200
+    )
+    expected = [n.node.get_content() for n in post.postprocess_nodes(make_nodes(), query_str=QUERY)]
+    for twin in (pickle.loads(pickle.dumps(post)), copy.deepcopy(post), post.model_copy(deep=True)):
+        out = twin.postprocess_nodes(make_nodes(), query_str=QUERY)
+        assert [n.node.get_content() for n in out] == expected
+
+
+def test_metadata_that_cannot_be_deep_copied_is_shared() -> None:
+    import threading
+
+    lock = threading.Lock()
+    nodes = make_nodes()
+    nodes[0].node.metadata["client"] = lock
+    out = _post(max_tokens=400).postprocess_nodes(nodes, query_str=QUERY)
+    first = next(n for n in out if n.node.node_id == nodes[0].node.node_id)
+    assert first.node.metadata["client"] is lock
+    assert "hrefine_tokens" not in nodes[0].node.metadata

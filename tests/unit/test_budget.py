@@ -147,3 +147,38 @@ def test_memo_counter_counts_each_text_once_and_stays_bounded() -> None:
 
     assert HtmlPruner(tokenizer=memo).counter is memo  # wrapped once, not twice
     assert isinstance(HtmlPruner(tokenizer="regex").counter, MemoCounter)
+
+
+def test_a_tokenizer_that_truncates_or_pads_is_counted_in_full() -> None:
+    # The embedded MiniLM's tokenizer.json truncates and pads to 128 word pieces: a budget
+    # counted with it as given would see every long text as 128 tokens.
+    from hrefine.models.embed import default_embedder_path
+    from tokenizers import Tokenizer
+
+    path = default_embedder_path() / "tokenizer.json"
+    given = Tokenizer.from_file(str(path))
+    assert given.truncation is not None and given.padding is not None
+    text = " ".join(f"word{i} and more" for i in range(200))
+    full = Tokenizer.from_file(str(path))
+    full.no_truncation()
+    full.no_padding()
+    expected = len(full.encode(text, add_special_tokens=False).ids)
+    assert expected > 500
+    for counter in (get_counter(given), get_counter(str(path))):
+        assert counter.count(text) == expected
+        assert counter.count_many([text, "short"])[0] == expected
+    assert given.truncation is not None  # the caller's tokenizer is left as it was
+    assert len(given.encode(text).ids) == 128
+
+
+def test_counters_pickle_and_copy_as_their_settings() -> None:
+    import copy
+    import pickle
+
+    memo = MemoCounter(RegexCounter(), max_chars=50, capacity_chars=100)
+    memo.count_many(["a b", "c d e"])
+    for twin in (pickle.loads(pickle.dumps(memo)), copy.deepcopy(memo)):
+        assert isinstance(twin, MemoCounter) and twin.name == "regex"
+        assert (twin.max_chars, twin.capacity_chars) == (50, 100)
+        assert twin._seen == {} and twin.count("a b c") == 3
+        assert twin._lock is not memo._lock

@@ -77,6 +77,19 @@ def test_html_prune_budget_too_small_is_a_clear_error(runner: CliRunner, tmp_pat
     assert "error" in res.output.lower()
 
 
+def test_html_prune_bad_scorer_and_a_folder_are_clear_errors(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    page = tmp_path / "p.html"
+    page.write_text("<p>Some words in a paragraph.</p>", encoding="utf-8")
+    for bad in ("nosuch", "cross-encoder:"):
+        res = runner.invoke(app, ["html", "prune", str(page), "-q", "words", "--scorer", bad])
+        assert res.exit_code == 2 and res.exception is not None
+        assert "unknown scorer" in res.output and "Traceback" not in res.output
+    res = runner.invoke(app, ["html", "clean", str(tmp_path)])
+    assert res.exit_code == 2 and "folder" in res.output
+
+
 def test_doctor_reports_tokenizer_and_embedder(runner: CliRunner) -> None:
     res = runner.invoke(app, ["doctor", "--skip-lm"])
     assert res.exit_code == 0, res.output

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from itertools import pairwise
+from typing import Any
 
 import numpy as np
 import pytest
@@ -288,10 +289,18 @@ def test_framework_style_embedders_are_wrapped_and_normalised() -> None:
 
 
 def test_unknown_scorer_names_are_rejected() -> None:
-    with pytest.raises(ValueError, match="unknown scorer"):
-        get_scorer("tfidf")
+    from hrefine import ConfigError
+    from hrefine.html import HtmlPruner
+
+    for bad in ("tfidf", "embeding", "cross-encoder:", "cross-encoder: "):
+        with pytest.raises(ConfigError, match="unknown scorer"):
+            get_scorer(bad)
+        with pytest.raises(ConfigError, match="unknown scorer"):  # when built, not when used
+            HtmlPruner(scorer=bad)
     with pytest.raises(TypeError, match="no score"):
         get_scorer(3)
+    with pytest.raises(TypeError, match="no score"):
+        HtmlPruner(scorer=3)
 
 
 def test_query_window_reads_the_start_unless_more_query_words_fall_later() -> None:
@@ -380,3 +389,14 @@ def test_bm25_parameters_at_their_limits_and_outside() -> None:
     for k1, b in ((-0.1, 0.75), (1.5, 1.1), (1.5, -0.1)):
         with pytest.raises(ValueError, match="k1 >= 0"):
             BM25Scorer(k1=k1, b=b)
+
+
+def test_the_embedder_pickles_as_its_settings_and_loads_again(embedder: Any) -> None:
+    import pickle
+
+    texts = ["The 1972 Nobel Prize in Physics", "cooking pasta"]
+    expected = embedder.embed(texts)  # the model is loaded
+    twin = pickle.loads(pickle.dumps(embedder))
+    assert twin._model is None and not twin._cache._data  # settings only, nothing loaded
+    assert twin.model_name_or_path == embedder.model_name_or_path
+    np.testing.assert_allclose(twin.embed(texts), expected, atol=1e-5)

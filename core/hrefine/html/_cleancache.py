@@ -38,6 +38,13 @@ class CleanedCache:
         self._chars = 0
         self._lock = threading.Lock()
 
+    def __getstate__(self) -> dict[str, int]:
+        # A copy or a pickle starts empty: the trees are a cache, and a lock does not copy.
+        return {"max_pages": self.max_pages, "max_chars": self.max_chars}
+
+    def __setstate__(self, state: dict[str, int]) -> None:
+        self.__init__(**state)  # type: ignore[misc]
+
     @staticmethod
     def key(doc: str | bytes, *settings: object) -> bytes:
         """The cache key of ``doc`` cleaned with ``settings`` (str and bytes keyed apart: bytes

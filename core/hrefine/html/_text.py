@@ -8,6 +8,7 @@ from typing import Any
 __all__ = [
     "BLOCK_TAGS",
     "CJK_CHAR",
+    "CUT_UNIT",
     "GENERIC_TAGS",
     "INLINE_TAGS",
     "count_words",
@@ -18,6 +19,8 @@ __all__ = [
 # CJK ideographs, kana and hangul count one word each (they are not space-separated).
 _CJK = r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002a6df]"
 CJK_CHAR = re.compile(_CJK)
+# Where a text may be cut: after a CJK character or after a run of other non-space characters.
+CUT_UNIT = re.compile(_CJK + r"|[^\s" + _CJK[1:-1] + r"]+")
 _WORD = re.compile(_CJK + r"|[^\W_]+", re.UNICODE)
 _SPACE = re.compile(r"\s+")
 

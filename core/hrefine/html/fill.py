@@ -16,6 +16,7 @@ import numpy as np
 
 from hrefine.budget import TokenCounter, select
 from hrefine.errors import BudgetTooSmallError
+from hrefine.html._text import CUT_UNIT
 from hrefine.html.blocks import BlockForest
 from hrefine.html.render import Renderer
 from hrefine.html.result import OVER_BUDGET, TRUNCATED, BlockReport
@@ -234,21 +235,24 @@ def _truncated(
     n_docs: int,
     renders: int,
 ) -> Fit:
-    """Fallback when no block fits alone: the best block's text, cut to the budget by words."""
+    """Fallback when no block fits alone: the best block's text, cut to the budget by words
+    (by characters in CJK text, which has no spaces between its words)."""
     best = ids[rank[0]]
     node = forest.tree.nodes[best]
-    words = node.text.split()
-    lo, hi = 0, len(words)
-    while lo < hi:  # the longest word prefix that fits
+    joined = " ".join(node.text.split())
+    ends = [m.end() for m in CUT_UNIT.finditer(joined)]
+    lo, hi = 0, len(ends)
+    while lo < hi:  # the most units that fit
         mid = (lo + hi + 1) // 2
-        if counter.count(html_lib.escape(" ".join(words[:mid]), quote=False)) <= budget:
+        if counter.count(html_lib.escape(joined[: ends[mid - 1]], quote=False)) <= budget:
             lo = mid
         else:
             hi = mid - 1
     if lo == 0:
         msg = f"a budget of {budget} tokens cannot hold even the first word of the best block"
-        raise BudgetTooSmallError(msg, budget=budget, smallest=counter.count(words[0]))
-    text = html_lib.escape(" ".join(words[:lo]), quote=False)
+        first = joined[: ends[0]] if ends else joined
+        raise BudgetTooSmallError(msg, budget=budget, smallest=counter.count(first))
+    text = html_lib.escape(joined[: ends[lo - 1]], quote=False)
     docs = [""] * n_docs
     docs[node.metadata["doc"]] = text
     logger.warning("no block fits %d tokens; returning the best block's text, truncated", budget)

@@ -9,8 +9,9 @@ budget and a budget per page live here once; the adapters only convert types.
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -271,6 +272,17 @@ async def aprune_documents(
 
     per_page = await asyncio.gather(*(one(i, page) for i, page in enumerate(pages)))
     return _flatten(per_page)
+
+
+def copy_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a document's metadata for its pruned output: a deep one, so that changing the
+    output's nested values leaves the input's alone, or a shallow one (only keys are added to
+    it) where a value cannot be deep-copied (a lock, a client, a generator)."""
+    try:
+        return copy.deepcopy(dict(metadata))
+    except Exception:  # deepcopy of arbitrary objects can raise anything
+        logger.debug("metadata cannot be deep-copied; its values are shared with the input")
+        return dict(metadata)
 
 
 def log_dropped(outcomes: Sequence[DocumentOutcome], unit: str = "documents") -> int:

@@ -20,10 +20,14 @@ from typing import Any
 
 from hrefine.html._text import CJK_CHAR
 
-__all__ = ["split_long_paragraphs"]
+__all__ = ["split_element", "split_long_paragraphs"]
 
 # Elements that are split, and those inside which a paragraph is not touched.
 _SPLIT_TAGS = ("p",)
+# Containers whose text, when they hold no block, is cut into paragraphs inside them: plain
+# text (which the cleaner leaves in <body>) and text laid out with <br> in a <div>. Cells,
+# list items and headings are not: their pieces would read as more cells, items or headings.
+_CONTAINER_TAGS = ("body", "div", "section", "article", "main", "blockquote", "center")
 _BLOCK_INSIDE = frozenset(
     {"table", "ul", "ol", "dl", "div", "p", "blockquote", "pre", "section", "figure"}
     | {"h1", "h2", "h3", "h4", "h5", "h6"}
@@ -74,27 +78,49 @@ def split_long_paragraphs(
         raise ValueError(msg)
     big: list[tuple[Any, str]] = []
     for root in roots:
-        for el in root.iter(*_SPLIT_TAGS):
+        for el in root.iter(*_SPLIT_TAGS, *_CONTAINER_TAGS):
+            if _holds_blocks(el):
+                continue
             html = serialize(el)
             # A token covers at least one byte: a paragraph of no more bytes fits the limit.
-            if len(html.encode("utf-8")) > limit and not _holds_blocks(el):
+            if len(html.encode("utf-8")) > limit:
                 big.append((el, html))
     if not big:
         return {}
     origin: dict[Any, Any] = {}
     changed = False
     for (el, _), tokens in zip(big, count_many([h for _, h in big]), strict=True):
-        if tokens <= limit:
+        if tokens <= limit or el.getparent() is None:
             continue
-        plan = _plan(el, math.ceil(tokens / limit))
-        if plan is None or el.getparent() is None:
+        count = math.ceil(tokens / limit)
+        if _plan(el, count) is None:
             continue
         if not changed and before_change is not None:
             before_change()
         changed = True
-        for piece in _apply(el, plan):
+        for piece in split_element(el, count) or ():
             origin[piece] = el
     return origin
+
+
+def split_element(el: Any, count: int) -> list[Any] | None:
+    """Cut paragraph ``el`` at sentence ends into about ``count`` pieces of equal length, in
+    place: the pieces replace it (a container keeps its place and holds them, as ``<p>``).
+
+    Returns the pieces, or None when it cannot be cut (``el`` is then left as it was).
+    """
+    plan = _plan(el, count)
+    if plan is None or el.getparent() is None:
+        return None
+    if el.tag in _SPLIT_TAGS:
+        return _apply(el, plan)
+    # The plan names the container's children and texts, which move unchanged into one <p>.
+    inner = el.makeelement("p", {})
+    inner.text, el.text = el.text, None
+    for child in list(el):
+        inner.append(child)  # with its tail
+    el.append(inner)
+    return _apply(inner, plan)
 
 
 def _holds_blocks(el: Any) -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import numbers
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -134,7 +135,9 @@ class HtmlPruner:
     split_paragraphs:
         A paragraph (``<p>``) over a quarter of the stage-1 budget (at least 64 tokens) is
         split at sentence ends into pieces of about equal length, each a ``<p>`` and a block
-        of its own (:func:`hrefine.html.paragraphs.split_long_paragraphs`). Whole, such a
+        of its own (:func:`hrefine.html.paragraphs.split_long_paragraphs`); so is the text of
+        a ``<div>``, ``<body>`` or similar container that holds no block (plain text given as
+        a page, text laid out with ``<br>``), its pieces placed inside it. Whole, such a
         paragraph is skipped by the fill once a few smaller blocks are in, however well it
         scores. With an embedding scorer and the BM25 match on (the default), the paragraph is
         still embedded whole; its pieces take its dense score and are told apart by their own
@@ -142,7 +145,7 @@ class HtmlPruner:
         score each piece itself. Over all 240 WTQ and 78 NQ questions this found 3 more NQ
         answers at 512 tokens and 2 more at 1024, with none lost on WTQ, at no measurable cost
         on a cold page. ``stats["split_paragraphs"]`` counts them. False keeps paragraphs
-        whole. :meth:`PruneResult.to_html` draws each piece as a span of its paragraph.
+        whole. :meth:`PruneResult.to_html` draws each piece where its paragraph was.
     demote_back_matter:
         Blocks under a heading naming back matter ("References", "Notes", "External links",
         "Further reading", "See also"...) rank after every other block, ordered by their BM25
@@ -195,6 +198,9 @@ class HtmlPruner:
         if max_words < 1 or fine_max_words < 1:
             msg = f"max_words and fine_max_words must be >= 1, got {max_words}, {fine_max_words}"
             raise ValueError(msg)
+        from hrefine.models.scorers import check_scorer
+
+        check_scorer(scorer)  # a misspelt name fails here, not on the first page
         self.scorer_spec = scorer
         self.embedder = embedder
         self.tokenizer = tokenizer
@@ -216,11 +222,19 @@ class HtmlPruner:
         self._scorer: Any = None
         self._lexical: BM25Scorer | None = None
         self._counter: TokenCounter | None = None
+        self._default_lm: Any = None
         if cleaned_cache < 0:
             msg = f"cleaned_cache must be >= 0, got {cleaned_cache}"
             raise ValueError(msg)
         self.cleaned_cache = cleaned_cache
         self._cleaned = CleanedCache(max_pages=cleaned_cache)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Pickled (or deep-copied) as its settings: the scorer, the token counter and the
+        # default LM are resolved again on first use, and the caches start empty.
+        state = dict(self.__dict__)
+        state.update(_scorer=None, _lexical=None, _counter=None, _default_lm=None)
+        return state
 
     # -- lazily resolved models ------------------------------------------------------------
     @property
@@ -244,11 +258,13 @@ class HtmlPruner:
         return self._counter
 
     def _lm(self) -> Any:
-        if self.lm is None:
+        if self.lm is not None:
+            return self.lm
+        if self._default_lm is None:
             from hrefine.models.lm import default_lm
 
-            self.lm = default_lm()
-        return self.lm
+            self._default_lm = default_lm()
+        return self._default_lm
 
     # -- public API ------------------------------------------------------------------------
     def prune(
@@ -279,7 +295,8 @@ class HtmlPruner:
         BudgetTooSmallError
             ``max_tokens`` is below :data:`MIN_BUDGET`, or not even one word fits.
         TypeError
-            ``html`` is not text, bytes or an iterable of them.
+            ``html`` is not text, bytes or an iterable of them, or ``max_tokens`` is not an
+            integer.
         """
         docs: list[Any]  # each is checked by the cleaner
         if isinstance(html, _PAGE_TYPES):
@@ -297,6 +314,11 @@ class HtmlPruner:
         if not isinstance(query, str) or not query.strip():
             msg = f"the query must be a non-empty string, got {query!r}"
             raise EmptyInputError(msg)
+        # numpy integers are integers too; bools, floats (inf, nan) and strings are not.
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, numbers.Integral):
+            msg = f"max_tokens must be an int, got {type(max_tokens).__name__} {max_tokens!r}"
+            raise TypeError(msg)
+        max_tokens = int(max_tokens)
         if max_tokens < MIN_BUDGET:
             msg = f"a budget of {max_tokens} tokens is below the minimum of {MIN_BUDGET}"
             raise BudgetTooSmallError(msg, budget=max_tokens, smallest=MIN_BUDGET)

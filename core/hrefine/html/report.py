@@ -31,7 +31,7 @@ from typing import Any
 
 from hrefine.html._load import LIBXML_MAX_DEPTH, parse_document, text_content
 from hrefine.html._text import BLOCK_TAGS, normalize_space
-from hrefine.html.paragraphs import _apply, _plan
+from hrefine.html.paragraphs import split_element
 from hrefine.html.result import (
     BELOW_THRESHOLD,
     EMPTY,
@@ -496,15 +496,13 @@ class _PageWriter:
         made: list[Any] | None = None
         for count in range(len(pieces), 4 * len(pieces) + 1):
             copy = deepcopy(el)
-            el.makeelement("div", {}).append(copy)  # _apply needs a parent
-            groups = _plan(copy, count)
-            if groups is None:
+            el.makeelement("div", {}).append(copy)  # a paragraph is replaced in its parent
+            cut = split_element(copy, count)
+            if cut is None:
                 break
-            if len(groups) == len(pieces):
-                cut = _apply(copy, groups)
-                if [normalize_space(text_content(c)) for c in cut] == want:
-                    made = cut
-                    break
+            if [normalize_space(text_content(c)) for c in cut] == want:
+                made = cut
+                break
         for piece, i in zip(made or (), pieces, strict=False):
             self.leaf[piece] = [i]
             if self.blocks[i].kept:

@@ -170,6 +170,14 @@ class SentenceTransformerEmbedder:
         self._packing: str | bool | None = False  # False: not checked yet; None: do not pack
         self._pieces_fn: Callable[[list[str]], dict[str, list[list[int]]]] | None = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Pickled (or deep-copied) as its settings: the copy loads the model from the same
+        # folder on first use, with an empty vector cache. A process that receives it needs
+        # the folder too.
+        state = dict(self.__dict__)
+        state.update(_model=None, _packing=False, _pieces_fn=None, _cache=_Cache(self._cache.size))
+        return state
+
     @property
     def model(self) -> Any:
         """The loaded ``SentenceTransformer`` (loaded on first access)."""

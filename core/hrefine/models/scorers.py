@@ -11,11 +11,12 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from hrefine.errors import ConfigError
 from hrefine.models.embed import Embedder, get_embedder
 from hrefine.models.lexical import BM25Scorer
 from hrefine.models.rerank import CrossEncoderScorer
 
-__all__ = ["EmbeddingScorer", "Scorer", "get_scorer"]
+__all__ = ["EmbeddingScorer", "Scorer", "check_scorer", "get_scorer"]
 
 
 @runtime_checkable
@@ -60,16 +61,26 @@ def get_scorer(spec: Any = "embedding", *, embedder: Any = None) -> Scorer:
     embedder:
         Embedder for ``"embedding"`` (default: the embedded all-MiniLM-L6-v2).
     """
+    check_scorer(spec)
     if isinstance(spec, str):
         if spec == "embedding":
             return EmbeddingScorer(embedder)
         if spec == "bm25":
             return BM25Scorer()
-        if spec.startswith("cross-encoder:"):
-            return CrossEncoderScorer(spec.split(":", 1)[1])
+        return CrossEncoderScorer(spec.split(":", 1)[1])
+    return spec  # type: ignore[no-any-return]
+
+
+def check_scorer(spec: Any) -> None:
+    """Raise :class:`~hrefine.errors.ConfigError` (a ValueError: an unknown name) or TypeError (no ``score`` method) for a scorer spec
+    :func:`get_scorer` cannot resolve; loads nothing, so settings can be checked up front."""
+    if isinstance(spec, str):
+        if spec in ("embedding", "bm25") or (
+            spec.startswith("cross-encoder:") and spec.split(":", 1)[1].strip()
+        ):
+            return
         msg = f"unknown scorer {spec!r}; use 'embedding', 'bm25' or 'cross-encoder:<model>'"
-        raise ValueError(msg)
-    if hasattr(spec, "score"):
-        return spec  # type: ignore[no-any-return]
-    msg = f"cannot use {type(spec).__name__} as a scorer: it has no score(query, texts)"
-    raise TypeError(msg)
+        raise ConfigError(msg)
+    if not callable(getattr(spec, "score", None)):
+        msg = f"cannot use {type(spec).__name__} as a scorer: it has no score(query, texts)"
+        raise TypeError(msg)

@@ -131,6 +131,19 @@ def test_cjk_page_prunes_to_budget(pages: Path) -> None:
     assert "東京タワー" in result.html
 
 
+def test_cjk_block_bigger_than_the_budget_is_cut_by_characters() -> None:
+    # No space and no sentence end to cut at: the fallback cuts the best block's text by
+    # characters (it raised "cannot hold even the first word" before).
+    text = "東京都は日本の首都であり最大の都市で" * 12
+    result = HtmlPruner(scorer="bm25").prune(f"<p>{text}</p>", "東京", 20)
+    assert result.stats["truncated"] is True
+    assert 10 < result.tokens <= 20
+    assert text.startswith(result.html) and len(result.html) > 10
+    mixed = "Tokyo 東京都は日本の首都であり最大の都市で" * 12
+    cut = HtmlPruner(scorer="bm25").prune(f"<p>{mixed}</p>", "Tokyo", 20).html
+    assert mixed.startswith(cut) and cut.startswith("Tokyo 東京都は")
+
+
 @pytest.mark.parametrize("bad", [123, None, 4.5])
 def test_pruner_names_the_types_it_takes(bad: object) -> None:
     from hrefine.html import HtmlPruner

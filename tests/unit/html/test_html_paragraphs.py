@@ -82,6 +82,43 @@ def test_cjk_text_is_cut_at_its_own_sentence_ends() -> None:
     assert "三千七百" in split.html and 100 < split.tokens <= 200
 
 
+def test_text_of_a_container_is_cut_into_paragraphs_inside_it() -> None:
+    # Text laid out with <br> in a <div>: the div stays and holds the pieces as <p>.
+    root = clean_document(
+        f"<html><body><h1>T</h1><div>{_sentences(40)}<br>{_sentences(60, 40)}</div>"
+        "<p>Other.</p></body></html>"
+    )
+    div = root.find(".//div")
+    before = _text(div)
+    origin = _split(root, 100)
+    pieces = div.findall("p")
+    assert len(pieces) == len(origin) >= 3 and div.text is None and len(div) == len(pieces)
+    assert " ".join(_text(p) for p in pieces) == before
+    assert sum(len(p.findall("b")) for p in pieces) == 60 and len(div.findall(".//br")) == 1
+    assert set(origin.values()) == {div}
+    # Cells, list items and headings keep their text whole.
+    long = _sentences(40)
+    root = clean_document(
+        f"<html><body><table><tr><td>{long}</td><td>x</td></tr></table>"
+        f"<ul><li>{long}</li><li>y</li></ul><h2>{long}</h2></body></html>"
+    )
+    assert _split(root, 100) == {}
+
+
+def test_plain_text_is_pruned_by_its_sentences_not_cut_from_the_start() -> None:
+    # A text with no tags stays in <body> after cleaning; whole, it was one block cut to the
+    # budget from its start, and the answer near its middle was lost.
+    filler = [f"Note {i} is about cooking pasta and gardening on weekends." for i in range(80)]
+    filler[50] = "The 1972 Nobel Prize in Physics went to John Bardeen and others."
+    text = "\n\n".join(" ".join(filler[k : k + 10]) for k in range(0, 80, 10))
+    result = HtmlPruner(scorer="bm25").prune(text, "who won the 1972 physics prize", 96)
+    assert "Bardeen" in result.html and result.tokens <= 96
+    assert result.stats["split_paragraphs"] == 1 and len(result.blocks) > 5
+    assert "Note 0 " not in result.html  # not the start of the text
+    report = result.to_html()  # the pieces are drawn where the text was
+    assert report.count(' data-b="') >= len(result.blocks)
+
+
 def test_paragraphs_that_fit_or_cannot_be_cut_are_left_alone() -> None:
     no_end = " ".join(f"word{i}" for i in range(300))
     root = clean_document(f"<html><body><p>{_sentences(3)}</p><p>{no_end}</p></body></html>")
@@ -173,7 +210,7 @@ def test_pieces_whose_cut_cannot_be_redone_are_drawn_as_text(monkeypatch: Any) -
     result = HtmlPruner(scorer="bm25", split_paragraphs=True).prune(
         _linked_sentences(), "what of thing45", 96
     )
-    monkeypatch.setattr(report_module, "_plan", lambda el, count: None)
+    monkeypatch.setattr(report_module, "split_element", lambda el, count: None)
     full = result.to_html().split('<div class="page kept-view">')[0]
     pieces = [i for i, b in enumerate(result.blocks) if b.tag_path.endswith(">p")]
     drawn = re.findall(r'<span class="hb ([^"]*)" data-b="(\d+)">([^<]*)</span>', full)

@@ -186,6 +186,19 @@ def test_bad_arguments_raise_clear_errors(bm25_pruner: HtmlPruner) -> None:
     assert err.value.budget == 2
 
 
+@pytest.mark.parametrize("bad", [float("inf"), float("nan"), 100.0, "100", None, True])
+def test_a_budget_that_is_not_an_integer_is_refused(bm25_pruner: HtmlPruner, bad: object) -> None:
+    with pytest.raises(TypeError, match="max_tokens must be an int"):
+        bm25_pruner.prune("<p>x y z</p>", "x", bad)  # type: ignore[arg-type]
+
+
+def test_a_numpy_integer_budget_is_taken(bm25_pruner: HtmlPruner) -> None:
+    import numpy as np
+
+    result = bm25_pruner.prune("<p>x y z</p>", "x", np.int64(50))
+    assert result.budget == 50 and type(result.budget) is int
+
+
 def test_best_block_truncated_when_nothing_fits(bm25_pruner: HtmlPruner) -> None:
     page = f"<p>{_filler('Gamma', 30)}</p>"
     result = bm25_pruner.prune(page, "Gamma", 12)
@@ -337,3 +350,14 @@ def test_the_cleaned_cache_can_be_turned_off(wtq: dict) -> None:
     assert not off._cleaned._data
     with pytest.raises(ValueError, match="cleaned_cache"):
         HtmlPruner(cleaned_cache=-1)
+
+
+def test_a_used_pruner_pickles_and_copies_as_its_settings(bm25_pruner: HtmlPruner) -> None:
+    import copy
+    import pickle
+
+    page = _story_page()
+    expected = bm25_pruner.prune(page, "Beaverbrook", 60).html  # resolves the counter, caches
+    for twin in (pickle.loads(pickle.dumps(bm25_pruner)), copy.deepcopy(bm25_pruner)):
+        assert twin.scorer_spec == "bm25" and twin._counter is None and not twin._cleaned._data
+        assert twin.prune(page, "Beaverbrook", 60).html == expected
