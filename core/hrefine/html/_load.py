@@ -44,16 +44,22 @@ _ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff\ud800-\udfff]
 _ILLEGAL_BYTES = bytes([*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F])
 _NONCHARS = ("\ufffe".encode(), "\uffff".encode())
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>", re.I)
+# charset-normalizer's names for the code pages read as windows-1252, and how much more chaos
+# than the best guess windows-1252 may show and still win.
+_WESTERN = frozenset({"cp1252", "latin_1", "iso8859_15"})
+_WESTERN_TOLERANCE = 0.05
 _VOID = frozenset(
     [
         "area",
         "base",
+        "bgsound",
         "br",
         "col",
         "embed",
         "hr",
         "img",
         "input",
+        "keygen",
         "link",
         "meta",
         "param",
@@ -75,7 +81,8 @@ def _lookup(name: str) -> str | None:
 
 def decode_bytes(data: bytes) -> str:
     """Decode HTML bytes: byte-order mark, then strict UTF-8, then ``<meta charset>``, then
-    charset-normalizer's guess, then windows-1252 with replacement characters.
+    charset-normalizer's guess (windows-1252 when that scores about as well), then windows-1252
+    with replacement characters.
 
     Strict UTF-8 comes before the meta tag because pages often declare latin-1 while serving
     UTF-8, and valid multi-byte UTF-8 is very unlikely to be anything else.
@@ -96,24 +103,38 @@ def decode_bytes(data: bytes) -> str:
             except (UnicodeDecodeError, LookupError):
                 pass
     try:
-        from charset_normalizer import from_bytes
-
-        matches = from_bytes(data[:200_000])
-        best = matches.best()
-        if best is not None and best.encoding:
-            encoding = best.encoding
-            # Short samples tie between legacy code pages; windows-1252 is the web's usual one.
-            tied = {
-                m.encoding
-                for m in matches
-                if m.chaos == best.chaos and m.coherence == best.coherence
-            }
-            if "cp1252" in tied:
-                encoding = "cp1252"
-            return data.decode(encoding, errors="replace")
+        encoding = _guess_legacy(data[:200_000])
     except ImportError:
-        pass
-    return data.decode("cp1252", errors="replace")
+        encoding = None
+    return data.decode(encoding or "cp1252", errors="replace")
+
+
+def _guess_legacy(sample: bytes) -> str | None:
+    """charset-normalizer's guess for undeclared non-UTF-8 bytes, or None for windows-1252.
+
+    A guess that changes how many ``<`` and ``>`` the bytes hold is wrong: no legacy page hides
+    markup inside a multi-byte character, but multi-byte code pages read Latin text that way
+    (``résumé</p>`` as three CJK characters and ``/p>``). Windows-1252, the web's usual code page
+    and the WHATWG default, wins whenever its chaos is within a tolerance of the best guess's:
+    Baltic and Central European code pages score as well or slightly better on Western text.
+    """
+    from charset_normalizer import from_bytes
+
+    angles = sample.count(b"<") + sample.count(b">")
+
+    def keeps_markup(match: Any) -> bool:
+        text = str(match)
+        return bool(match.encoding) and text.count("<") + text.count(">") == angles
+
+    candidates = [m for m in from_bytes(sample) if keeps_markup(m)]  # best first
+    if not candidates:
+        return None
+    western = next((m for m in candidates if m.encoding in _WESTERN), None)
+    if western is None:  # on short samples the search stops before it tries windows-1252
+        western = next(iter(from_bytes(sample, cp_isolation=["cp1252"])), None)
+    if western is not None and western.chaos <= candidates[0].chaos + _WESTERN_TOLERANCE:
+        return None
+    return str(candidates[0].encoding)
 
 
 def to_text(html: str | bytes) -> str:
@@ -167,7 +188,9 @@ class _Flattener(HTMLParser):
                 for k, v in attrs
                 if k.isidentifier()
             ]
-            self.out.append("<" + " ".join(parts) + ">")
+            # Void tags self-closed: libxml2 does not know <wbr>, <embed>, <source>... as void
+            # and would nest everything after them again, but it honours "/>".
+            self.out.append("<" + " ".join(parts) + ("/>" if tag in _VOID else ">"))
         else:
             self.out.append(" ")
         if tag not in _VOID:

@@ -33,6 +33,7 @@ BLOCK_TAGS = frozenset(
         "blockquote",
         "body",
         "caption",
+        "center",
         "dd",
         "details",
         "dialog",

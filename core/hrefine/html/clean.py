@@ -39,14 +39,11 @@ _JUNK_TAGS = frozenset(
         "frame",
         "frameset",
         "object",
-        "embed",
         "applet",
         "canvas",
         "svg",
         "audio",
         "video",
-        "source",
-        "track",
         "map",
         "area",
         "link",
@@ -66,9 +63,19 @@ _JUNK_TAGS = frozenset(
         "dialog",
     ]
 )
-# Inline wrappers that carry no meaning once their attributes are gone.
-_UNWRAP_TAGS = frozenset({"span", "font", "nobr", "center", "bdi", "bdo", "big", "tt", "blink"})
+# Void elements that libxml2 does not know as void: each swallows what follows it up to its
+# parent's end tag (``<embed>text</embed>``), so they are unwrapped, never removed with their
+# content. Outside <video>/<audio>/<object> (which go whole) they hold nothing of their own.
+_SWALLOWING_VOID = frozenset({"embed", "source", "track", "wbr", "keygen", "bgsound"})
+# Inline wrappers that carry no meaning once their attributes are gone (<center> is a block).
+_UNWRAP_TAGS = frozenset({"span", "font", "nobr", "bdi", "bdo", "big", "tt", "blink"})
 _KEEP_EMPTY = frozenset({"td", "th", "br"})
+# A <p> start tag closes these (libxml2): a <p> inside one would not parse back where it was.
+_P_CLOSES = frozenset(
+    ["b", "big", "i", "s", "small", "strike", "tt", "u", "h1", "h2", "h3", "h4", "h5", "h6"]
+)
+# ... and these close an open <p> (a few obsolete tags besides the blocks).
+_P_BREAKERS = BLOCK_TAGS | {"dir", "listing", "xmp"}
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 # MediaWiki's sort keys (``<span class="sortkey">Romano, Yossef</span>Yossef Romano``): its
 # stylesheet hides them, so the text a reader sees never has them; kept, they glue a second
@@ -170,7 +177,8 @@ def clean_html(
     Returns
     -------
     str
-        The cleaned page as an HTML document string with the original tag names.
+        The cleaned page as an HTML document string with the original tag names (but a ``<p>``
+        that unwrapping left around a block, which would not parse back, becomes a ``<div>``).
 
     Raises
     ------
@@ -207,6 +215,7 @@ def clean_document(
     _normalize_whitespace(root)
     _drop_empty(root)
     _merge_wrappers(root)
+    _fix_paragraphs(root)
     if not _has_visible_text(root):
         msg = "the page has no visible text after removing scripts, styles and hidden elements"
         raise EmptyInputError(msg)
@@ -236,6 +245,7 @@ class _Queries(NamedTuple):
     boiler_attrs: Any
     attributed: Any
     bare_img: Any
+    row_spanning: Any
 
 
 @functools.lru_cache(maxsize=1)
@@ -260,11 +270,15 @@ def _queries() -> _Queries:
         boiler_attrs=etree.XPath("descendant::*[@role or @class or @id]"),
         attributed=etree.XPath("descendant::*[@*]"),
         bare_img=etree.XPath("descendant::img[not(@alt)]"),
+        row_spanning=etree.XPath("descendant::*/@rowspan/.."),
     )
 
 
 def _remove_junk(root: Any) -> None:
     etree = require("lxml.etree", "html")
+    # First, so that what a swallowing void element holds is judged (and kept) on its own.
+    for el in list(root.iter(*_SWALLOWING_VOID)):
+        drop_tag(el)
     # Comments and processing instructions the parser kept, and the junk elements.
     doomed = [
         el for el in root.iterdescendants(etree.Comment, etree.ProcessingInstruction, *_JUNK_TAGS)
@@ -337,7 +351,7 @@ def _remove_boilerplate(root: Any) -> None:
     if removed > _MAX_TOTAL_BOILER_SHARE * total:
         return
     for el in chosen:
-        drop_tree(el)
+        _drop_block(el)
 
 
 def _strip_attributes(root: Any, keep: frozenset[str], *, keep_links: bool) -> None:
@@ -389,8 +403,38 @@ def _has_text(s: str | None) -> bool:
     return bool(s and not s.isspace())
 
 
+def _spanned_rows(root: Any) -> set[Any]:
+    """Rows that a cell of an earlier row in the same row group reaches down into (rowspan)."""
+    groups = {
+        cell.getparent().getparent()
+        for cell in _queries().row_spanning(root)
+        if cell.tag in ("td", "th") and cell.getparent().tag == "tr"
+    }
+    spanned: set[Any] = set()
+    for group in groups:
+        if group is None:
+            continue
+        reach = -1  # index of the last row that a rowspan seen so far covers
+        for i, row in enumerate(r for r in group if r.tag == "tr"):
+            if i <= reach:
+                spanned.add(row)
+            for cell in row:
+                if cell.tag in ("td", "th"):
+                    reach = max(reach, i + _rowspan(cell) - 1)
+    return spanned
+
+
+def _rowspan(cell: Any) -> int:
+    try:
+        return max(int(cell.get("rowspan", "1").strip() or 1), 1)
+    except ValueError:
+        return 1
+
+
 def _drop_empty(root: Any) -> None:
     elements = _elements(root)
+    # An empty row inside a rowspan still counts for it: without it the next rows shift.
+    spanned = _spanned_rows(root)
     # An element has text if a text node, tail or alt lies inside it: mark upwards from each.
     has_text: set[Any] = set()
     for el in elements:
@@ -413,21 +457,73 @@ def _drop_empty(root: Any) -> None:
             continue
         if el.tag in _KEEP_EMPTY and parent in has_text:
             continue  # an empty cell keeps its row's columns aligned; a <br> its line break
-        drop_tree(el)
+        if el in spanned:
+            continue
+        _drop_block(el)
         dropped.add(el)
 
 
+def _drop_block(el: Any) -> None:
+    """Remove ``el`` with its content; a block between inline text leaves a space, as its line
+    break did (``<a>Home</a><ul></ul><a>World</a>`` reads "Home World", not "HomeWorld").
+    """
+    if el.tag in BLOCK_TAGS and _joins_text(el):
+        el.tail = " " + (el.tail or "")
+    drop_tree(el)
+
+
+def _joins_text(el: Any) -> bool:
+    """Whether removing ``el`` would bring the inline content on its two sides together."""
+    tail = el.tail
+    if tail:
+        if tail[0].isspace():
+            return False
+    else:
+        nxt = el.getnext()
+        if nxt is None or nxt.tag in BLOCK_TAGS:
+            return False
+    prev = el.getprevious()
+    if prev is None:
+        before = el.getparent().text
+        return bool(before) and not before[-1].isspace()
+    if prev.tail:
+        return not prev.tail[-1].isspace()
+    return prev.tag not in BLOCK_TAGS
+
+
 def _merge_wrappers(root: Any) -> None:
+    # Of a wrapper and its only child, the one that stays must be a block if either was: a
+    # block's edges set its text apart (``<div><b>Lions</b></div><div><b>Tigers</b></div>``
+    # must not become "LionsTigers").
     for el in reversed(_elements(root)):  # bottom-up, so chains of wrappers collapse
         if len(el) != 1 or _has_text(el.text):
             continue
         child = el[0]
         if _has_text(child.tail):
             continue
-        if child.tag in GENERIC_TAGS and not child.attrib:
+        el_block, child_block = el.tag in BLOCK_TAGS, child.tag in BLOCK_TAGS
+        if child.tag in GENERIC_TAGS and not child.attrib and (el_block or not child_block):
             drop_tag(child)
-        elif el.tag in GENERIC_TAGS and not el.attrib and el.getparent() is not None:
+        elif (
+            el.tag in GENERIC_TAGS
+            and not el.attrib
+            and el.getparent() is not None
+            and (child_block or not el_block)
+        ):
             drop_tag(el)
+
+
+def _fix_paragraphs(root: Any) -> None:
+    """Make each <p> that unwrapping left around a block, or inside a tag that a <p> start tag
+    closes, a <div>: as written, it would not parse back (``<p>Intro <div>Alpha</div> outro</p>``
+    reads as an empty paragraph, the div and a stray ``</p>``).
+    """
+    for p in list(root.iter("p")):  # a Python loop: a third of an XPath query's time here
+        parent = p.getparent()
+        if (parent is not None and parent.tag in _P_CLOSES) or any(
+            child.tag in _P_BREAKERS for child in p
+        ):
+            p.tag = "div"
 
 
 def _has_visible_text(root: Any) -> bool:

@@ -5,6 +5,12 @@ kept leaf block as its HTML, a kept non-leaf block as its own text inside its el
 and every ancestor of something kept. Emptied ancestors therefore never appear, and a generic
 wrapper (``div``, ``section``…) left with a single child and no text is not written
 (the paper's re-merge of single-nested tags). Tag names are the original ones, always.
+
+Text a browser shows apart stays apart: a kept own text is written with its ``<br>`` children,
+and where what was dropped between two written words (text, elements, the line break of an
+unwritten wrapper) held white space or a line break, a single space is written in its place
+(or, for dropped text without white space, where the two words would otherwise touch). Dropped
+text itself is never written.
 """
 
 from __future__ import annotations
@@ -14,13 +20,22 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from hrefine.html._text import GENERIC_TAGS
+from hrefine.html._text import BLOCK_TAGS, GENERIC_TAGS
 from hrefine.html.blocks import BlockForest
 
 __all__ = ["Renderer", "omit_end_tags"]
 
 # Page wrappers: written as their content only (a pruned page is an HTML fragment).
 _UNWRITTEN = frozenset({"html", "head", "body"})
+# Elements that end a line of text: no space is needed next to them. The cleaner keeps no other
+# empty element but table cells (``<hr>``, ``<wbr>``, alt-less images go), so ``<br>`` is the
+# only void element an own text is written with.
+_BREAKS = BLOCK_TAGS | {"br"}
+# What a dropped piece between two written ones held: text without white space (a space only
+# where two words would touch: ``foo<b>x</b>bar``, not ``Alpha<sup>[1]</sup>,``), or white
+# space or a line break (a space unless one is there already).
+_WEAK = 1
+_STRONG = 2
 
 # End tags HTML lets a writer omit (WHATWG HTML, "Optional tags"), each with what must follow
 # it directly for the omission to be allowed: a sibling that closes it implicitly, or the end of
@@ -72,6 +87,8 @@ class Renderer:
         self.forest = forest
         self._node_of = {el: i for i, el in enumerate(forest.elements)}
         self._start: dict[Any, str] = {}
+        self._shown: dict[Any, str] = {}
+        self._gaps: dict[Any, int] = {}
 
     def _start_tag(self, el: Any) -> str:
         tag = self._start.get(el)
@@ -141,39 +158,150 @@ class Renderer:
                     )
                     if not bare:
                         seq.append(el)
+                    if el in own:  # written with its line breaks
+                        live = [c for c in el if c in alive or c.tag == "br"]
                     stack.extend(reversed(live))
             out.append(seq)
         return out
 
+    def _shown_text(self, el: Any) -> str:
+        """What a browser shows of ``el`` (tail excluded), a space for each line break."""
+        text = self._shown.get(el)
+        if text is None:
+            from lxml import etree
+
+            parts: list[str] = []
+            for event, node in etree.iterwalk(el, events=("start", "end")):
+                tag = node.tag
+                if event == "start":
+                    if tag in _BREAKS:
+                        parts.append(" ")
+                    elif tag == "img":
+                        parts.append(f" {node.get('alt') or ''} ")
+                    if node.text and isinstance(tag, str):
+                        parts.append(node.text)
+                else:
+                    if tag in _BREAKS:
+                        parts.append(" ")
+                    if node.tail and node is not el:
+                        parts.append(node.tail)
+            text = self._shown[el] = "".join(parts)
+        return text
+
+    def _dropped(self, el: Any) -> int:
+        """The gap a dropped child element leaves: 0, ``_WEAK`` or ``_STRONG``."""
+        gap = self._gaps.get(el)
+        if gap is None:
+            tag = el.tag
+            if tag in _BREAKS:
+                gap = _STRONG
+            else:
+                gap = _gap(self._shown_text(el)) if isinstance(tag, str) else 0
+            self._gaps[el] = gap
+        return gap
+
+    def _edges(self, el: Any) -> tuple[str, str]:
+        """First and last character a kept leaf shows (``" "`` for a line break or space)."""
+        if el.tag in _BREAKS:
+            return " ", " "
+        text = self._shown_text(el)
+        return _edge(text[:1]), _edge(text[-1:])
+
     def _write(self, root: Any, leaf: set[Any], own: set[Any], alive: set[Any]) -> str:
         tree = self.forest.tree
         out: list[str] = []
+        # Stack items: an element to write; escaped text; (tag, "" or " " if it breaks a line);
+        # a gap left by dropped content (an int).
         stack: list[Any] = [root]
+        last = " "  # last character shown so far (" " at a line break)
+        gap = 0  # gap pending since then, written as out[gap_at] once the next text is known
+        gap_at = 0
         while stack:
             item = stack.pop()
-            if isinstance(item, str):
-                out.append(item)
+            kind = type(item)  # (exact types: this loop runs for every written piece)
+            if kind is int:
+                if not gap:
+                    gap_at = len(out)
+                    out.append("")
+                gap = max(gap, item)
                 continue
-            el = item
-            if el in leaf:
-                out.append(tree.nodes[self._node_of[el]].metadata["html"])
+            if kind is str:
+                first, end = _edge(item[0]), _edge(item[-1])
+            elif kind is tuple:
+                item, first = item
+                if not first:  # an inline tag: shows nothing
+                    out.append(item)
+                    continue
+                end = first
+            elif item in leaf:
+                first, end = self._edges(item)
+                item = tree.nodes[self._node_of[item]].metadata["html"]
+            else:
+                stack.extend(reversed(self._pieces(item, item in own, alive)))
                 continue
-            keep_text = el in own
-            live = [c for c in el if c in alive]
-            bare = el.tag in _UNWRITTEN or (
-                el.tag in GENERIC_TAGS and not keep_text and len(live) == 1
-            )
-            seq: list[Any] = []
-            if not bare:
-                seq.append(self._start_tag(el))
-            if keep_text and el.text:
-                seq.append(html_lib.escape(el.text, quote=False))
-            for child in el:
-                if child in alive:
-                    seq.append(child)
-                if keep_text and child.tail:
-                    seq.append(html_lib.escape(child.tail, quote=False))
-            if not bare:
-                seq.append(f"</{el.tag}>")
-            stack.extend(reversed(seq))
+            if gap:
+                if _spaced(last, first, gap):
+                    out[gap_at] = " "
+                gap = 0
+            out.append(item)
+            last = end or last
         return "".join(out).strip()
+
+    def _pieces(self, el: Any, keep_text: bool, alive: set[Any]) -> list[Any]:
+        """Stack items of a non-leaf element: its tags, kept text, live children and gaps."""
+        live = [c for c in el if c in alive]
+        bare = el.tag in _UNWRITTEN or (el.tag in GENERIC_TAGS and not keep_text and len(live) == 1)
+        breaks = el.tag in _BREAKS
+        seq: list[Any] = []
+        # The gap left by what was dropped since the last item: gaps in a row are one item.
+        gap = 0
+        if not bare:
+            seq.append((self._start_tag(el), " " if breaks else ""))
+        elif breaks:  # its line break is not written: its content must not touch the text
+            gap = _STRONG
+        text = el.text
+        for child in (None, *el):
+            if child is not None:
+                shown = child in alive
+                if shown or (keep_text and child.tag == "br"):
+                    if gap:
+                        seq.append(gap)
+                        gap = 0
+                    seq.append(child if shown else ("<br>", " "))
+                elif gap < _STRONG:  # (past a strong gap, what else was dropped is moot)
+                    gap = max(gap, self._dropped(child))
+                text = child.tail if keep_text or gap < _STRONG else None
+            if text:
+                if keep_text:
+                    if gap:
+                        seq.append(gap)
+                        gap = 0
+                    seq.append(html_lib.escape(text, quote=False))
+                else:
+                    gap = max(gap, _gap(text))
+        if not bare:
+            if gap:
+                seq.append(gap)
+            seq.append((f"</{el.tag}>", " " if breaks else ""))
+        elif breaks or gap:
+            seq.append(_STRONG if breaks else gap)
+        return seq
+
+
+def _gap(text: str) -> int:
+    """The gap dropped ``text`` leaves between written words."""
+    if not text:
+        return 0
+    return _WEAK if text.isprintable() and " " not in text else _STRONG
+
+
+def _edge(char: str) -> str:
+    """``char``, or ``" "`` for any white space."""
+    return " " if char.isspace() else char
+
+
+def _spaced(before: str, after: str, gap: int) -> bool:
+    """Whether a gap between the characters ``before`` and ``after`` is written as a space."""
+    if before == " " or after == " " or not before or not after:
+        return False
+    return gap == _STRONG or (before.isalnum() and after.isalnum())

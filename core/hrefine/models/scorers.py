@@ -72,8 +72,9 @@ def get_scorer(spec: Any = "embedding", *, embedder: Any = None) -> Scorer:
 
 
 def check_scorer(spec: Any) -> None:
-    """Raise :class:`~hrefine.errors.ConfigError` (a ValueError: an unknown name) or TypeError (no ``score`` method) for a scorer spec
-    :func:`get_scorer` cannot resolve; loads nothing, so settings can be checked up front."""
+    """Raise :class:`~hrefine.errors.ConfigError` (a ValueError: an unknown name) or TypeError
+    (no ``score`` method) for a scorer spec :func:`get_scorer` cannot resolve; loads nothing,
+    so settings can be checked up front."""
     if isinstance(spec, str):
         if spec in ("embedding", "bm25") or (
             spec.startswith("cross-encoder:") and spec.split(":", 1)[1].strip()
