@@ -14,6 +14,7 @@ __all__ = [
     "count_words",
     "element_text",
     "normalize_space",
+    "shown_text",
 ]
 
 # CJK ideographs, kana and hangul count one word each (they are not space-separated).
@@ -143,6 +144,13 @@ def element_text(el: Any, *, with_tail: bool = False) -> str:
 
     Iterative (lxml's ``iterwalk``), so any depth is safe.
     """
+    return normalize_space(shown_text(el, with_tail=with_tail))
+
+
+def shown_text(el: Any, *, with_tail: bool = False) -> str:
+    """:func:`element_text` before its white space is collapsed: a space at each block
+    boundary and line break, so its first and last characters say whether ``el`` starts or
+    ends a line."""
     from lxml import etree
 
     parts: list[str] = []
@@ -160,7 +168,7 @@ def element_text(el: Any, *, with_tail: bool = False) -> str:
                 parts.append(" ")
             if node.tail and (node is not el or with_tail):
                 parts.append(node.tail)
-    return normalize_space("".join(parts))
+    return "".join(parts)
 
 
 def own_text(el: Any) -> str:

@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from hrefine.html._text import BLOCK_TAGS, GENERIC_TAGS
+from hrefine.html._text import BLOCK_TAGS, GENERIC_TAGS, shown_text
 from hrefine.html.blocks import BlockForest
 
 __all__ = ["Renderer", "omit_end_tags"]
@@ -168,24 +168,7 @@ class Renderer:
         """What a browser shows of ``el`` (tail excluded), a space for each line break."""
         text = self._shown.get(el)
         if text is None:
-            from lxml import etree
-
-            parts: list[str] = []
-            for event, node in etree.iterwalk(el, events=("start", "end")):
-                tag = node.tag
-                if event == "start":
-                    if tag in _BREAKS:
-                        parts.append(" ")
-                    elif tag == "img":
-                        parts.append(f" {node.get('alt') or ''} ")
-                    if node.text and isinstance(tag, str):
-                        parts.append(node.text)
-                else:
-                    if tag in _BREAKS:
-                        parts.append(" ")
-                    if node.tail and node is not el:
-                        parts.append(node.tail)
-            text = self._shown[el] = "".join(parts)
+            text = self._shown[el] = shown_text(el)
         return text
 
     def _dropped(self, el: Any) -> int:
