@@ -92,13 +92,13 @@ def split_long_paragraphs(
     for (el, _), tokens in zip(big, count_many([h for _, h in big]), strict=True):
         if tokens <= limit or el.getparent() is None:
             continue
-        count = math.ceil(tokens / limit)
-        if _plan(el, count) is None:
+        plan = _plan(el, math.ceil(tokens / limit))
+        if plan is None:
             continue
         if not changed and before_change is not None:
             before_change()
         changed = True
-        for piece in split_element(el, count) or ():
+        for piece in _cut(el, plan):
             origin[piece] = el
     return origin
 
@@ -112,6 +112,11 @@ def split_element(el: Any, count: int) -> list[Any] | None:
     plan = _plan(el, count)
     if plan is None or el.getparent() is None:
         return None
+    return _cut(el, plan)
+
+
+def _cut(el: Any, plan: list[list[_Atom]]) -> list[Any]:
+    """Apply ``plan`` (of :func:`_plan`) to ``el``, which has a parent."""
     if el.tag in _SPLIT_TAGS:
         return _apply(el, plan)
     # The plan names the container's children and texts, which move unchanged into one <p>.
