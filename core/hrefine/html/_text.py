@@ -11,6 +11,7 @@ __all__ = [
     "CUT_UNIT",
     "GENERIC_TAGS",
     "INLINE_TAGS",
+    "cell_span",
     "count_words",
     "element_text",
     "normalize_space",
@@ -176,3 +177,13 @@ def own_text(el: Any) -> str:
     parts = [el.text or ""]
     parts.extend(child.tail or "" for child in el)
     return normalize_space(" ".join(parts))
+
+
+def cell_span(cell: Any, name: str, cap: int) -> int:
+    """A cell's ``colspan`` or ``rowspan`` (``name``): 1 when absent or not a number, at most
+    ``cap``."""
+    try:
+        value = int(str(cell.get(name, "1")).strip() or 1)
+    except ValueError:
+        return 1
+    return min(max(value, 1), cap)

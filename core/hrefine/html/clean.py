@@ -21,7 +21,7 @@ from hrefine.html._load import (
     drop_tree,
     parse_document,
 )
-from hrefine.html._text import BLOCK_TAGS, GENERIC_TAGS, collapse_space
+from hrefine.html._text import BLOCK_TAGS, GENERIC_TAGS, cell_span, collapse_space
 
 __all__ = ["DEFAULT_KEEP_ATTRS", "clean_document", "clean_html"]
 
@@ -414,21 +414,15 @@ def _spanned_rows(root: Any) -> set[Any]:
     for group in groups:
         if group is None:
             continue
+        rows = [r for r in group if r.tag == "tr"]
         reach = -1  # index of the last row that a rowspan seen so far covers
-        for i, row in enumerate(r for r in group if r.tag == "tr"):
+        for i, row in enumerate(rows):
             if i <= reach:
                 spanned.add(row)
             for cell in row:
                 if cell.tag in ("td", "th"):
-                    reach = max(reach, i + _rowspan(cell) - 1)
+                    reach = max(reach, i + cell_span(cell, "rowspan", len(rows)) - 1)
     return spanned
-
-
-def _rowspan(cell: Any) -> int:
-    try:
-        return max(int(cell.get("rowspan", "1").strip() or 1), 1)
-    except ValueError:
-        return 1
 
 
 def _drop_empty(root: Any) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from hrefine.html._load import drop_tree
-from hrefine.html._text import element_text, normalize_space
+from hrefine.html._text import cell_span, element_text, normalize_space
 
 __all__ = ["ColumnChoice", "TableGrid", "project_columns", "table_grid"]
 
@@ -87,14 +87,6 @@ class ColumnChoice:
     whole_rows: list[int] = field(default_factory=list)
 
 
-def _span(cell: Any, name: str, cap: int) -> int:
-    try:
-        value = int(str(cell.get(name, "1")).strip() or 1)
-    except ValueError:
-        return 1
-    return min(max(value, 1), cap)
-
-
 def _rows(table: Any) -> list[Any]:
     rows: list[Any] = []
     for child in table:
@@ -121,8 +113,8 @@ def table_grid(table: Any) -> TableGrid | None:
                 continue
             while taken.get(col, -1) >= r:
                 col += 1
-            span = _span(cell, "colspan", _MAX_COLSPAN)
-            down = _span(cell, "rowspan", _MAX_ROWSPAN)
+            span = cell_span(cell, "colspan", _MAX_COLSPAN)
+            down = cell_span(cell, "rowspan", _MAX_ROWSPAN)
             here.append((cell, col, col + span - 1))
             if down > 1:
                 for c in range(col, col + span):
@@ -383,7 +375,7 @@ def _named_rows(
     top = float(found.max()) if len(found) else 0.0
     if not top > 0:
         return []
-    if any(_span(c, "rowspan", _MAX_ROWSPAN) > 1 for row in grid.cells for c, _, _ in row):
+    if any(cell_span(c, "rowspan", _MAX_ROWSPAN) > 1 for row in grid.cells for c, _, _ in row):
         return None
     # cell_tokens follows the cells row by row; each row's total:
     sizes = [len(row) for row in grid.cells]
