@@ -155,6 +155,7 @@ def _speed_md(res: dict[str, Any]) -> list[str]:
     for key, label in (
         ("clean_tree", "clean + block tree (per page)"),
         ("embed_prune", "embedding pruning, cold (first question of a page, one budget)"),
+        ("embed_prune_f32", "embedding pruning, cold, our embedder in float32 (same calls)"),
         ("embed_prune_e2e", "embedding pruning, cold, end to end (their cleaning and tree too)"),
         ("embed_prune_warm", "embedding pruning, block vectors cached"),
         ("bm25_prune", "our BM25 pruning vs their embedding pruning"),
@@ -192,6 +193,12 @@ def _speed_md(res: dict[str, Any]) -> list[str]:
         "",
     ]
     out += [f"- {note}" for note in res["speed"].get("notes", [])]
+    same = res["speed"].get("f32_same_output")
+    if same and same["n"]:
+        out.append(
+            f"- The cold calls gave the same HTML with the embedder in float32 on {same['same']} "
+            f"of {same['n']}."
+        )
     return [*out, "", *_memory_md(res)]
 
 
@@ -331,7 +338,7 @@ def render_markdown(res: dict[str, Any]) -> str:
         f"CPU: {hw.get('cpu')} ({hw.get('cores')} cores, load average at the end "
         f"{hw.get('load_avg_at_end')}). hrefine {res['versions'].get('hrefine')}, reference "
         f"htmlrag {ref.get('versions', {}).get('htmlrag')}; run {res['created']}, "
-        f"{res['wall_s']:.0f} s.",
+        f"{res['wall_s']:.0f} s. Our embedder ran in {res.get('embedder_precision', 'float32')}.",
         "",
     ]
     if not ref["available"]:
@@ -462,6 +469,11 @@ def _ratio_panel(ax: Any, res: dict[str, Any]) -> None:
             "embedding pruning, cold\n(median, first question of a page)",
             (sp.get("embed_prune") or {}).get("speedup_of_medians"),
             TARGETS["embed_prune_speedup"],
+        ),
+        (
+            "embedding pruning, cold,\nour embedder in float32",
+            (sp.get("embed_prune_f32") or {}).get("speedup_of_medians"),
+            None,  # no target: how much of the row above the precision is
         ),
         (
             "generative stage\n(pre-filled tokens, total)",

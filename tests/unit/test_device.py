@@ -118,3 +118,19 @@ def test_cpu_workers_default_and_bad_counts() -> None:
     assert device.cpu_workers(3) == 3
     with pytest.raises(HrefineError, match="cpu_workers"):
         device.cpu_workers(0)
+
+
+def test_native_bf16_is_the_cpus_hardware_support_and_false_elsewhere(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import torch
+
+    assert device.native_bf16("cuda") is False and device.native_bf16("mps") is False
+    for avx512_bf16, amx in ((False, False), (True, False), (False, True)):
+        monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda v=avx512_bf16: v)
+        monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda v=amx: v)
+        assert device.native_bf16("cpu") is (avx512_bf16 or amx)
+    # A torch without the checks: no native bfloat16 is assumed.
+    monkeypatch.delattr(torch.cpu, "_is_avx512_bf16_supported")
+    monkeypatch.delattr(torch.cpu, "_is_amx_tile_supported")
+    assert device.native_bf16("cpu") is False

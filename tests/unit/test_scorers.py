@@ -99,14 +99,26 @@ _MIXED_TEXTS = (
 )
 
 
+@pytest.fixture(scope="module")
+def f32() -> SentenceTransformerEmbedder:
+    """The default embedder held to float32, where batching must not change a vector (in
+    bfloat16 a text's vector moves by about 1e-4 with what it is batched with)."""
+    return SentenceTransformerEmbedder(
+        str(default_embedder_path()),
+        max_seq_length=DEFAULT_EMBEDDER_MAX_TOKENS,
+        precision="float32",
+    )
+
+
 def test_cpu_token_batches_give_the_vectors_of_fixed_batches(
-    embedder: object, monkeypatch: pytest.MonkeyPatch
+    f32: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Batches cut by word pieces (and tokenised in chunks) must not change a vector or its row.
     import hrefine.models.embed as embed_module
 
+    embedder = f32
     texts = list(_MIXED_TEXTS)
-    model = embedder.model  # type: ignore[attr-defined]
+    model = embedder.model
     assert model.device.type == "cpu"
     fixed = model.encode(texts, batch_size=8, convert_to_numpy=True, normalize_embeddings=True)
     monkeypatch.setattr(embed_module, "CPU_BATCH_TOKENS", 40)  # several texts per batch, or one
@@ -119,15 +131,16 @@ def test_cpu_token_batches_give_the_vectors_of_fixed_batches(
 
 
 def test_packed_rows_give_each_text_its_own_vector(
-    embedder: object, monkeypatch: pytest.MonkeyPatch
+    f32: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Several texts share a row of the transformer, each attending only to itself: no vector
     # and no row of the output may change, whatever the rows and batches.
     import hrefine.models.embed as embed_module
 
+    embedder = f32
     texts = [*_MIXED_TEXTS, "Year | Team | Goals"]
-    model = embedder.model  # type: ignore[attr-defined]
-    assert embedder._pooling_for_packing() == "mean"  # type: ignore[attr-defined]
+    model = embedder.model
+    assert embedder._pooling_for_packing() == "mean"
     fixed = model.encode(texts, batch_size=8, convert_to_numpy=True, normalize_embeddings=True)
     for batch_tokens, chunk, workers in ((40, 3, 1), (40, 3, 2), (512, 2048, 2)):
         monkeypatch.setattr(embed_module, "CPU_BATCH_TOKENS", batch_tokens)
@@ -167,15 +180,18 @@ def test_piece_reader_reads_the_word_pieces_of_the_models_own_tokenizer(
     assert embed_module._piece_reader(bare)(texts)["input_ids"] == want
 
 
-def test_query_and_documents_in_one_pass_give_the_separate_vectors() -> None:
-    from hrefine.models.embed import SentenceTransformerEmbedder, default_embedder_path
-
-    fresh = SentenceTransformerEmbedder(str(default_embedder_path()), max_seq_length=128)
+@pytest.mark.parametrize(("precision", "atol"), [("float32", 1e-6), ("bfloat16", 2e-3)])
+def test_query_and_documents_in_one_pass_give_the_separate_vectors(
+    precision: str, atol: float
+) -> None:
+    fresh = SentenceTransformerEmbedder(
+        str(default_embedder_path()), max_seq_length=128, precision=precision
+    )
     texts = ["Year | Team | Goals", "The Trent flooded in February 1795.", "a"]
     query, docs = fresh.embed_query_and_documents("when was the highest flood?", texts)
     fresh._cache._data.clear()
-    np.testing.assert_allclose(query, fresh.embed_query("when was the highest flood?"), atol=1e-6)
-    np.testing.assert_allclose(docs, fresh.embed(texts), atol=1e-6)
+    np.testing.assert_allclose(query, fresh.embed_query("when was the highest flood?"), atol=atol)
+    np.testing.assert_allclose(docs, fresh.embed(texts), atol=atol)
     assert docs.shape == (3, 384)
     with pytest.raises(TypeError, match="sequence of texts"):
         fresh.embed_query_and_documents("q", "not a list")
@@ -400,3 +416,73 @@ def test_the_embedder_pickles_as_its_settings_and_loads_again(embedder: Any) -> 
     assert twin._model is None and not twin._cache._data  # settings only, nothing loaded
     assert twin.model_name_or_path == embedder.model_name_or_path
     np.testing.assert_allclose(twin.embed(texts), expected, atol=1e-5)
+
+
+def _real_block_texts(shared_data: Any) -> list[str]:
+    """The scoring texts (headings as context, then the text) of a real WTQ page's blocks."""
+    from hrefine.html import build_block_tree
+
+    page = (shared_data / "wtq" / "pages" / "203-0.html").read_bytes()
+    tree = build_block_tree(page, max_words=64)
+    return [
+        f"{n.metadata.get('context') or ''}\n{n.text}".strip()
+        for n in tree.nodes
+        if n.text.strip() and not n.children
+    ]
+
+
+def test_bfloat16_embedder_keeps_float32s_vectors_and_packing(shared_data: Any, f32: Any) -> None:
+    import torch
+
+    texts = _real_block_texts(shared_data)
+    assert len(texts) > 20
+    half = SentenceTransformerEmbedder(
+        str(default_embedder_path()),
+        max_seq_length=DEFAULT_EMBEDDER_MAX_TOKENS,
+        precision="bfloat16",
+    )
+    assert half.compute_dtype == "bfloat16" and f32.compute_dtype == "float32"
+    got, want = half.embed(texts), f32.embed(texts)
+    np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+    assert got.dtype == np.float32
+    assert float((got * want).sum(axis=1).min()) > 0.9999
+    # The same order of texts for a query (what a pruner ranks by).
+    q = "which year had the most wins?"
+    assert (
+        np.argsort(-(got @ half.embed_query(q)))[:5].tolist()
+        == np.argsort(-(want @ f32.embed_query(q)))[:5].tolist()
+    )
+    # Only the linear layers turned: embeddings and norms stay float32, and texts still
+    # share rows (the packing check ran in float32, before the turn).
+    model = half.model
+    linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    assert linears and all(m.weight.dtype == torch.bfloat16 for m in linears)
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.LayerNorm)]
+    assert norms and all(m.weight.dtype == torch.float32 for m in norms)
+    assert half._pooling_for_packing() == "mean"
+
+
+def test_auto_precision_follows_the_cpus_bfloat16_support(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from hrefine.models import device
+
+    for native, want in ((False, "float32"), (True, "bfloat16")):
+        monkeypatch.setattr(device, "native_bf16", lambda _device, native=native: native)
+        auto = SentenceTransformerEmbedder(str(default_embedder_path()), max_seq_length=128)
+        assert auto.precision == "auto" and auto.compute_dtype == want
+    with pytest.raises(ValueError, match="precision must be one of"):
+        SentenceTransformerEmbedder("unused", precision="float16")
+
+
+def test_a_pickled_embedder_keeps_its_precision() -> None:
+    import pickle
+
+    half = SentenceTransformerEmbedder(
+        str(default_embedder_path()), max_seq_length=128, precision="bfloat16"
+    )
+    vec = half.embed(["Tournament / Win–Loss"])
+    twin = pickle.loads(pickle.dumps(half))
+    assert twin._dtype == "" and twin.precision == "bfloat16"  # resolved again on load
+    assert twin.compute_dtype == "bfloat16"
+    np.testing.assert_allclose(twin.embed(["Tournament / Win–Loss"]), vec, atol=1e-6)

@@ -17,7 +17,14 @@ from hrefine.errors import HrefineError
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["batch_size_for", "cpu_map", "cpu_workers", "pick_device", "pick_dtype"]
+__all__ = [
+    "batch_size_for",
+    "cpu_map",
+    "cpu_workers",
+    "native_bf16",
+    "pick_device",
+    "pick_dtype",
+]
 
 _T = TypeVar("_T")
 _R = TypeVar("_R")
@@ -84,6 +91,22 @@ def pick_dtype(device: str) -> torch.dtype:
     if device.startswith("cuda") and torch.cuda.is_available() and torch.cuda.is_bf16_supported():
         return torch.bfloat16
     return torch.float32
+
+
+def native_bf16(device: str) -> bool:
+    """Whether ``device`` multiplies bfloat16 matrices in hardware, faster than float32.
+
+    True on a CPU with AVX512-BF16 or AMX (Intel Cooper Lake and Sapphire Rapids on, AMD Zen 4
+    on), False on other CPUs, where bfloat16 is emulated and slower than float32, and on other
+    devices (whose choice is left to the caller).
+    """
+    if device.split(":", 1)[0] != "cpu":
+        return False
+    import torch
+
+    cpu = getattr(torch, "cpu", None)
+    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    return any(bool(getattr(cpu, name, lambda: False)()) for name in checks)
 
 
 def batch_size_for(device: str, default_cpu: int = 8, default_gpu: int = 64) -> int:

@@ -20,12 +20,13 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from hrefine._optional import require
-from hrefine.errors import HrefineError, ModelNotFoundError
+from hrefine.errors import ConfigError, HrefineError, ModelNotFoundError
 
 __all__ = [
     "CPU_BATCH_TOKENS",
     "DEFAULT_EMBEDDER_MAX_TOKENS",
     "DEFAULT_EMBEDDER_PACKAGE",
+    "PRECISIONS",
     "CallableEmbedder",
     "Embedder",
     "SentenceTransformerEmbedder",
@@ -46,6 +47,8 @@ DEFAULT_EMBEDDER_MAX_TOKENS = 128
 #: ones go a few at a time. On 2 cores this embeds the HtmlRAG pages' blocks 15-20% faster than
 #: fixed batches of 8, with the same vectors (to 2e-7).
 CPU_BATCH_TOKENS = 512
+#: ``precision`` values of :class:`SentenceTransformerEmbedder`.
+PRECISIONS = ("auto", "float32", "bfloat16")
 # Texts tokenised at once on that path (bounds the padded id tensors on huge pages).
 _TOKENIZE_CHUNK = 2048
 # Texts of different lengths for the one-off check that packed rows give encode()'s vectors.
@@ -135,6 +138,14 @@ class SentenceTransformerEmbedder:
         torch uses 2 threads or more. 1 runs them one after another on all threads.
     name:
         A short name for reports; defaults to the folder name.
+    precision:
+        ``"float32"``, ``"bfloat16"`` or ``"auto"``. With ``"bfloat16"``, the transformer's
+        linear layers (nine tenths of its work) multiply in bfloat16 with float32 results;
+        embeddings, layer norms, attention and pooling stay in float32. ``"auto"`` (the
+        default) takes bfloat16 on a CPU that multiplies it in hardware
+        (:func:`hrefine.models.device.native_bf16`: AVX512-BF16 or AMX) and float32 anywhere
+        else. On the HtmlRAG pages' block texts, the vectors' cosine with float32's is at
+        least 0.9999, and the blocks are embedded about 1.4 times faster on 2 Zen 4 cores.
     """
 
     def __init__(
@@ -149,7 +160,11 @@ class SentenceTransformerEmbedder:
         max_seq_length: int | None = None,
         cpu_workers: int | None = None,
         name: str | None = None,
+        precision: str = "auto",
     ) -> None:
+        if precision not in PRECISIONS:
+            msg = f"precision must be one of {', '.join(PRECISIONS)}; got {precision!r}"
+            raise ConfigError(msg)
         if max_seq_length is not None and max_seq_length < 1:
             msg = f"max_seq_length must be >= 1, got {max_seq_length}"
             raise HrefineError(msg)
@@ -165,6 +180,8 @@ class SentenceTransformerEmbedder:
         self.document_prefix = document_prefix
         self.max_seq_length = max_seq_length
         self.name = name or Path(model_name_or_path).name or model_name_or_path
+        self.precision = precision
+        self._dtype = ""  # the precision taken, once the model is loaded
         self._cache = _Cache(cache_size)
         self._model: Any = None
         self._packing: str | bool | None = False  # False: not checked yet; None: do not pack
@@ -175,7 +192,9 @@ class SentenceTransformerEmbedder:
         # folder on first use, with an empty vector cache. A process that receives it needs
         # the folder too.
         state = dict(self.__dict__)
-        state.update(_model=None, _packing=False, _pieces_fn=None, _cache=_Cache(self._cache.size))
+        state.update(
+            _model=None, _dtype="", _packing=False, _pieces_fn=None, _cache=_Cache(self._cache.size)
+        )
         return state
 
     @property
@@ -199,10 +218,29 @@ class SentenceTransformerEmbedder:
                 raise ModelNotFoundError(msg) from exc
             if self.max_seq_length is not None:
                 model.max_seq_length = self.max_seq_length
+            dtype = self.precision
+            if dtype == "auto":
+                from hrefine.models.device import native_bf16
+
+                dtype = "bfloat16" if native_bf16(str(model.device)) else "float32"
+            if dtype == "bfloat16":
+                # Whether texts can share rows is checked in float32: in bfloat16, rounding
+                # after each layer moves a vector by more than the check's tolerance.
+                packs = model.device.type == "cpu" and self.batch_size is None
+                if self._packing is False and packs and _plain_right_padded(model):
+                    self._packing = self._check_packing(model)
+                _linears_in_bf16(model)
+            self._dtype = dtype
             # Published only once set up: another thread may embed as soon as it sees it.
             self._model = model
-            logger.info("loaded embedder %s on %s", self.name, device)
+            logger.info("loaded embedder %s on %s (%s)", self.name, device, dtype)
         return self._model
+
+    @property
+    def compute_dtype(self) -> str:
+        """The precision the model runs in: ``"float32"`` or ``"bfloat16"`` (loads the model)."""
+        _ = self.model
+        return self._dtype
 
     @property
     def dimension(self) -> int:
@@ -231,13 +269,14 @@ class SentenceTransformerEmbedder:
         )
         return np.asarray(vecs, dtype=np.float32)
 
-    def _encode_by_tokens(self, texts: list[str]) -> np.ndarray:
-        """``model.encode`` with batches cut by word pieces rather than by text count."""
+    def _encode_by_tokens(self, texts: list[str], model: Any = None) -> np.ndarray:
+        """``model.encode`` with batches cut by word pieces rather than by text count
+        (``model``: this embedder's, or one being set up)."""
         import torch
 
         from hrefine.models.device import cpu_map, cpu_workers
 
-        model = self.model
+        model = self.model if model is None else model
         model.eval()  # as encode() does
         # ``preprocess`` in sentence-transformers 5+, ``tokenize`` before.
         tokenize = getattr(model, "preprocess", None) or model.tokenize
@@ -272,16 +311,20 @@ class SentenceTransformerEmbedder:
         """The pooling (``"mean"`` or ``"cls"``) to pack texts into shared rows with, or None
         when this model cannot be: decided once, by comparing packed vectors to ``encode``'s."""
         if self._packing is False:
-            pooling = _packable_pooling(self.model)
-            if pooling is not None:
-                probe = list(_PACKING_PROBE)
-                packed = self._encode_packed(probe, pooling)
-                alone = self._encode_by_tokens(probe)
-                if not np.allclose(packed, alone, atol=1e-4):
-                    logger.info("%s: packing changes the vectors; texts are not packed", self.name)
-                    pooling = None
-            self._packing = pooling
+            self._packing = self._check_packing(self.model)
         return self._packing if isinstance(self._packing, str) else None
+
+    def _check_packing(self, model: Any) -> str | None:
+        """:meth:`_pooling_for_packing`'s check, on ``model``."""
+        pooling = _packable_pooling(model)
+        if pooling is not None:
+            probe = list(_PACKING_PROBE)
+            packed = self._encode_packed(probe, pooling, model)
+            alone = self._encode_by_tokens(probe, model)
+            if not np.allclose(packed, alone, atol=1e-4):
+                logger.info("%s: packing changes the vectors; texts are not packed", self.name)
+                pooling = None
+        return pooling
 
     def _pieces(self) -> Callable[[list[str]], dict[str, list[list[int]]]]:
         """Texts -> their word-piece ids (and token type ids), unpadded, as the model reads
@@ -291,7 +334,7 @@ class SentenceTransformerEmbedder:
             self._pieces_fn = _piece_reader(self.model)
         return self._pieces_fn
 
-    def _encode_packed(self, texts: list[str], pooling: str) -> np.ndarray:
+    def _encode_packed(self, texts: list[str], pooling: str, model: Any = None) -> np.ndarray:
         """Embed with several texts per row of the transformer.
 
         Each text keeps its own positions and attends only to itself (a block-diagonal mask),
@@ -301,10 +344,11 @@ class SentenceTransformerEmbedder:
         """
         from hrefine.models.device import cpu_map, cpu_workers
 
-        model = self.model
+        setting_up = model is not None  # the model of :meth:`_check_packing`, not yet published
+        model = self.model if model is None else model
         model.eval()
         placed: list[tuple[np.ndarray, np.ndarray]] = []  # (text positions, their vectors)
-        pieces = self._pieces()
+        pieces = _piece_reader(model) if setting_up else self._pieces()
         workers = cpu_workers(self.cpu_workers)
         for start in range(0, len(texts), _TOKENIZE_CHUNK):
             part = texts[start : start + _TOKENIZE_CHUNK]
@@ -484,6 +528,33 @@ def _pack_rows(lengths: Sequence[int], width: int) -> list[list[int]]:
         rows[r].append(k)
         by_room[room - need].append(r)
     return rows
+
+
+@lru_cache(maxsize=1)
+def _bf16_linear() -> type:
+    """``torch.nn.Linear`` with bfloat16 weights that takes and gives its input's dtype."""
+    import torch
+
+    class Bf16Linear(torch.nn.Linear):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            out = torch.nn.functional.linear(x.to(torch.bfloat16), self.weight, self.bias)
+            return out.to(x.dtype)
+
+    return Bf16Linear
+
+
+def _linears_in_bf16(model: Any) -> None:
+    """Turn every ``torch.nn.Linear`` of ``model`` into a bfloat16 one (:func:`_bf16_linear`),
+    so the layers between them (norms, attention, pooling) stay in float32. The weights are
+    converted once, here: ``torch.autocast`` converted them on every call, which made a batch
+    on 2 CPU threads slower than in float32."""
+    import torch
+
+    cls = _bf16_linear()
+    for module in model.modules():
+        if type(module) is torch.nn.Linear:
+            module.to(torch.bfloat16)
+            module.__class__ = cls
 
 
 def _gather(n: int, placed: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
