@@ -30,6 +30,9 @@ __all__ = [
 
 # libxml2's HTML parser stops nesting (and drops the rest of the page) at this depth.
 LIBXML_MAX_DEPTH = 255
+# The deepest nesting a cleaned page keeps: some margin below libxml2's limit, so the cleaned
+# HTML parses back whole.
+_MAX_CAP = LIBXML_MAX_DEPTH - 10
 
 _BOMS: tuple[tuple[bytes, str], ...] = (
     (codecs.BOM_UTF32_LE, "utf-32-le"),
@@ -239,11 +242,20 @@ def _depth_query(depth: int) -> Any:
     return etree.XPath("boolean(/" + "/*" * (depth + 1) + ")")
 
 
-def parse_document(html: str | bytes, *, max_depth: int = 200) -> Any:
+def parse_document(html: str | bytes, *, max_depth: int | None = None) -> Any:
     """Parse ``html`` leniently into an lxml ``<html>`` element (plain ``lxml.etree``).
 
     Plain etree elements are used rather than ``lxml.html``'s, whose Python-level class lookup
     costs more than the parse itself on pages with 100,000+ elements.
+
+    Parameters
+    ----------
+    html:
+        The page (str or bytes).
+    max_depth:
+        Elements nested deeper are unwrapped (their text is kept); at most
+        ``LIBXML_MAX_DEPTH - 10``. None: as deep as libxml2 nests, and a page nested deeper
+        than that is flattened to ``LIBXML_MAX_DEPTH - 10`` levels instead of truncated.
 
     Raises
     ------
@@ -257,10 +269,15 @@ def parse_document(html: str | bytes, *, max_depth: int = 200) -> Any:
     parser = etree.HTMLParser(
         remove_comments=True, remove_pis=True, default_doctype=False, encoding="utf-8"
     )
-    cap = min(max_depth, LIBXML_MAX_DEPTH - 10)
+    cap = _MAX_CAP if max_depth is None else max(1, min(max_depth, _MAX_CAP))
     try:
         root = etree.fromstring(data, parser)
-        if root is not None and reaches_depth(root, cap):
+        # libxml2 reports where it stopped nesting, so without a max_depth of the caller's
+        # the tree need not be walked to find out (a walk is 5% of cleaning a page).
+        if root is not None and (
+            _hit_depth_limit(parser.error_log)
+            or (max_depth is not None and reaches_depth(root, cap))
+        ):
             root = etree.fromstring(flatten_markup(text, cap).encode("utf-8"), parser)
     except (ValueError, TypeError, etree.LxmlError) as exc:
         msg = f"could not parse the input as HTML ({len(text)} characters): {exc}"
@@ -269,6 +286,15 @@ def parse_document(html: str | bytes, *, max_depth: int = 200) -> Any:
         msg = f"could not parse the input as HTML ({len(text)} characters)"
         raise HtmlParseError(msg)
     return root
+
+
+def _hit_depth_limit(log: Any) -> bool:
+    """Whether a parser's error log says that libxml2 stopped at its nesting limit."""
+    etree = require("lxml.etree", "html")
+    # libxml2 reports this error even past its cap of 100 reported errors (it stops the parse).
+    return any(
+        e.type == etree.ErrorTypes.ERR_RESOURCE_LIMIT or "Excessive depth" in e.message for e in log
+    )
 
 
 def text_content(el: Any) -> str:

@@ -14,6 +14,7 @@ __all__ = [
     "cell_span",
     "count_words",
     "element_text",
+    "has_word",
     "normalize_space",
     "shown_text",
 ]
@@ -123,6 +124,11 @@ GENERIC_TAGS = frozenset({"div", "section", "span", "font", "center", "nobr", "t
 def count_words(text: str) -> int:
     """Number of words in ``text``; every CJK character counts as one word."""
     return len(_WORD.findall(text)) if text else 0
+
+
+def has_word(text: str | None) -> bool:
+    """Whether ``text`` holds a word (stops at the first one)."""
+    return bool(text) and _WORD.search(text) is not None  # type: ignore[arg-type]
 
 
 def collapse_space(text: str) -> str:

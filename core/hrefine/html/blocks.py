@@ -19,7 +19,7 @@ from typing import Any
 
 from hrefine._optional import require
 from hrefine.html._load import parse_document, text_content
-from hrefine.html._text import count_words, element_text, normalize_space, own_text
+from hrefine.html._text import count_words, element_text, has_word, normalize_space, own_text
 from hrefine.html.clean import clean_document, serialize
 from hrefine.tree import Tree
 
@@ -162,46 +162,89 @@ class _Contexts:
 
     def assign(self, root: Any, wanted: dict[Any, int], tree: Tree, offset: int) -> None:
         """Set ``order``, ``metadata["context"]`` and ``metadata["back_matter"]`` of the nodes
-        in ``wanted`` (one pass)."""
+        in ``wanted``.
+
+        The block tree is walked depth first, which is document order; of the DOM between
+        blocks only the headings are read (walking every element cost a quarter of building
+        the tree).
+        """
         chain: list[tuple[int, str, bool]] = []
         heading = self.base
         back = False  # inside a back-matter section (references, external links...)
         headings, first_inside = _headings(root)
-        # One pass in document order (a plain iteration: start/end events cost twice as much);
-        # a block's table is looked up among its own ancestors.
-        for index, el in enumerate(root.iter(), 1):
-            tag = el.tag
-            level = _HEADINGS.get(tag) if isinstance(tag, str) else None
-            if level is not None:  # a heading belongs to the section it opens
-                _, title, own = headings[el]
-                while chain and chain[-1][0] >= level:
-                    chain.pop()
-                back = own or any(b for _, _, b in chain)
+
+        def open_section(h: Any) -> int:
+            # A heading closes the sections of its level and below; it belongs to the one it
+            # opens, so it is read before the heading's own block is.
+            nonlocal back
+            level, _, own = headings[h]
+            while chain and chain[-1][0] >= level:
+                chain.pop()
+            back = own or any(b for _, _, b in chain)
+            return level
+
+        def push_section(h: Any) -> None:
+            nonlocal heading
+            chain.append(headings[h])
+            heading = " > ".join([self.base] * bool(self.base) + [t for _, t, _ in chain])
+
+        # Headings that are not blocks themselves, under the leaf block that holds them or the
+        # wordless child (of an opened block) that does, in document order.
+        inside: dict[Any, list[Any]] = {}
+        for h in headings:
+            if h in wanted:
+                continue
+            below, cur = h, h.getparent()
+            while cur not in wanted:
+                below, cur = cur, cur.getparent()
+            key = cur if tree.nodes[wanted[cur]].metadata["is_leaf"] else below
+            inside.setdefault(key, []).append(h)
+
+        index = 0
+        stack = [iter((root,))]
+        while stack:
+            el = next(stack[-1], None)
+            if el is None:
+                stack.pop()
+                continue
             nid = wanted.get(el)
-            if nid is not None:
-                node = tree.nodes[nid]
-                node.order = offset + index
-                # Containers get a context too: a table or list scored as a whole uses it.
-                parts = [heading]
-                if tag != "table":
-                    table = next(el.iterancestors("table"), None)
-                    if table is not None:
-                        header, header_row = self.table_header(table)
-                        if el is not header_row:
-                            parts.append(header)
-                parts.append(_label(el))
-                node.metadata["context"] = " | ".join(p for p in parts if p)[:_MAX_CONTEXT_CHARS]
-                in_back = back
-                inner = first_inside.get(el)
-                if inner is not None and _opens_with(el, inner):
-                    # A block that opens with a heading (a <section>) is in the section that
-                    # heading opens, not in the one in force before it.
-                    lv, _, own_inner = headings[inner]
-                    in_back = own_inner or any(b for h_lv, _, b in chain if h_lv < lv)
-                node.metadata["back_matter"] = in_back
-            if level is not None:
-                chain.append((level, title, own))
-                heading = " > ".join([self.base] * bool(self.base) + [h for _, h, _ in chain])
+            if nid is None:  # a child without words: only its headings matter
+                for h in inside.get(el, ()):
+                    open_section(h)
+                    push_section(h)
+                continue
+            is_heading = el.tag in _HEADINGS
+            if is_heading:
+                open_section(el)
+            index += 1
+            node = tree.nodes[nid]
+            node.order = offset + index
+            # Containers get a context too: a table or list scored as a whole uses it.
+            parts = [heading]
+            if el.tag != "table":
+                table = next(el.iterancestors("table"), None)
+                if table is not None:
+                    header, header_row = self.table_header(table)
+                    if el is not header_row:
+                        parts.append(header)
+            parts.append(_label(el))
+            node.metadata["context"] = " | ".join(p for p in parts if p)[:_MAX_CONTEXT_CHARS]
+            in_back = back
+            inner = first_inside.get(el)
+            if inner is not None and _opens_with(el, inner):
+                # A block that opens with a heading (a <section>) is in the section that
+                # heading opens, not in the one in force before it.
+                lv, _, own_inner = headings[inner]
+                in_back = own_inner or any(b for h_lv, _, b in chain if h_lv < lv)
+            node.metadata["back_matter"] = in_back
+            if is_heading:
+                push_section(el)
+            if node.metadata["is_leaf"]:
+                for h in inside.get(el, ()):
+                    open_section(h)
+                    push_section(h)
+            else:
+                stack.append(c for c in el if isinstance(c.tag, str))
 
 
 def _headings(root: Any) -> tuple[dict[Any, tuple[int, str, bool]], dict[Any, Any]]:
@@ -281,9 +324,9 @@ def _short_text(el: Any) -> str:
 
 def _has_word(el: Any) -> bool:
     # Lazily, stopping at the first word: the element may be a whole table.
-    if any(count_words(t) for t in el.itertext()):
+    if any(map(has_word, el.itertext())):
         return True
-    return any(count_words(img.get("alt") or "") for img in el.iter("img"))
+    return any(has_word(img.get("alt")) for img in el.iter("img"))
 
 
 def _indexed_names(children: Sequence[Any]) -> list[str]:

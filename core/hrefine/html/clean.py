@@ -16,7 +16,6 @@ from typing import Any, NamedTuple
 from hrefine._optional import require
 from hrefine.errors import EmptyInputError
 from hrefine.html._load import (
-    LIBXML_MAX_DEPTH,
     drop_tag,
     drop_tree,
     parse_document,
@@ -70,6 +69,40 @@ _SWALLOWING_VOID = frozenset({"embed", "source", "track", "wbr", "keygen", "bgso
 # Inline wrappers that carry no meaning once their attributes are gone (<center> is a block).
 _UNWRAP_TAGS = frozenset({"span", "font", "nobr", "bdi", "bdo", "big", "tt", "blink"})
 _KEEP_EMPTY = frozenset({"td", "th", "br"})
+# Attributes seen most on real pages (lower case, as the parser writes them); stripping these in
+# C leaves the per-element loop a few percent of the elements it would otherwise visit.
+_COMMON_ATTRS = frozenset(
+    [
+        "align",
+        "alt",
+        "bgcolor",
+        "border",
+        "cellpadding",
+        "cellspacing",
+        "class",
+        "color",
+        "colspan",
+        "data-file-height",
+        "data-file-width",
+        "datetime",
+        "dir",
+        "height",
+        "href",
+        "id",
+        "lang",
+        "rel",
+        "role",
+        "rowspan",
+        "scope",
+        "src",
+        "srcset",
+        "style",
+        "target",
+        "title",
+        "valign",
+        "width",
+    ]
+)
 # A <p> start tag closes these (libxml2): a <p> inside one would not parse back where it was.
 _P_CLOSES = frozenset(
     ["b", "big", "i", "s", "small", "strike", "tt", "u", "h1", "h2", "h3", "h4", "h5", "h6"]
@@ -154,7 +187,7 @@ def clean_html(
     *,
     boilerplate: bool = True,
     keep_attrs: Sequence[str] = DEFAULT_KEEP_ATTRS,
-    max_depth: int = 200,
+    max_depth: int | None = None,
 ) -> str:
     """Clean an HTML page for an LLM reader.
 
@@ -171,8 +204,9 @@ def clean_html(
         Attributes to keep; all others are dropped. ``colspan``/``rowspan`` are kept only when
         not 1. Links (``<a>``) are unwrapped to their text unless ``"href"`` is kept.
     max_depth:
-        Elements nested deeper are unwrapped (their text is kept). At most 245, because libxml2
-        cannot nest deeper than 255 levels.
+        Elements nested deeper are unwrapped (their text is kept); at most 245, because libxml2
+        cannot nest deeper than 255 levels. None (the default): as deep as libxml2 nests, and
+        a page nested deeper than that is flattened to 245 levels instead of truncated.
 
     Returns
     -------
@@ -202,18 +236,16 @@ def clean_document(
     *,
     boilerplate: bool = True,
     keep_attrs: Sequence[str] = DEFAULT_KEEP_ATTRS,
-    max_depth: int = 200,
+    max_depth: int | None = None,
 ) -> Any:
     """Like :func:`clean_html`, but return the cleaned lxml ``<html>`` element."""
-    depth_cap = max(1, min(max_depth, LIBXML_MAX_DEPTH - 10))
-    root = parse_document(html, max_depth=depth_cap)
+    root = parse_document(html, max_depth=max_depth)
     keep = frozenset(a.lower() for a in keep_attrs)
     _remove_junk(root)
     if boilerplate:
         _remove_boilerplate(root)
     _strip_attributes(root, keep, keep_links="href" in keep)
-    _normalize_whitespace(root)
-    _drop_empty(root)
+    _drop_empty(root, *_normalize_whitespace(root))
     _merge_wrappers(root)
     _fix_paragraphs(root)
     if not _has_visible_text(root):
@@ -227,19 +259,21 @@ def _elements(root: Any) -> list[Any]:
     return [el for el in root.iter() if isinstance(el.tag, str)]
 
 
-def _is_hidden(attrib: Any) -> bool:
-    if "hidden" in attrib or attrib.get("aria-hidden", "").lower() == "true":
+def _is_hidden(el: Any) -> bool:
+    get = el.get  # el.get reads one attribute without building el.attrib
+    if get("hidden") is not None or (get("aria-hidden") or "").lower() == "true":
         return True
-    style = attrib.get("style")
+    style = get("style")
     if style and _HIDDEN_STYLE.search(style):
         return True
-    classes = attrib.get("class")
+    classes = get("class")
     return bool(classes and not _HIDDEN_CLASSES.isdisjoint(classes.split()))
 
 
 class _Queries(NamedTuple):
     """Compiled XPath queries (``lxml.etree.XPath``) that pick each pass's candidates in C."""
 
+    head_junk: Any
     hidden: Any
     boiler: Any
     boiler_attrs: Any
@@ -259,10 +293,10 @@ def _queries() -> _Queries:
     return _Queries(
         # Elements that may be hidden (by attribute) and <head> content other than the title;
         # junk tags are found by lxml's tag filter (an XPath name test per tag is far slower).
+        head_junk=etree.XPath("descendant::head/*[not(self::title)]"),
         hidden=etree.XPath(
             "descendant::*/@hidden/.. | descendant::*/@aria-hidden/.. | descendant::*/@style/.."
             " | descendant::span[contains(@class, 'sortkey')]"
-            " | descendant::head/*[not(self::title)]"
         ),
         boiler=etree.XPath(f"descendant::*[{any_tag(_BOILER_TAGS)} or @role or @class or @id]"),
         # The same without the tag tests, which make the query twice as slow; for pages with
@@ -283,12 +317,9 @@ def _remove_junk(root: Any) -> None:
     doomed = [
         el for el in root.iterdescendants(etree.Comment, etree.ProcessingInstruction, *_JUNK_TAGS)
     ]
-    for el in _queries().hidden(root):
-        parent = el.getparent()
-        if (el.tag != "title" and parent is not None and parent.tag == "head") or _is_hidden(
-            el.attrib
-        ):
-            doomed.append(el)
+    queries = _queries()
+    doomed.extend(queries.head_junk(root))
+    doomed.extend(el for el in queries.hidden(root) if _is_hidden(el))
     for el in doomed:  # an element inside a removed one goes with it; removing it first is harmless
         drop_tree(el)
 
@@ -297,14 +328,14 @@ def _is_boilerplate(el: Any) -> bool:
     tag = el.tag
     if tag in _BOILER_TAGS:
         return True
-    attrib = el.attrib
-    if not attrib:
-        return False
-    if tag == "sup" and "reference" in attrib.get("class", ""):
+    get = el.get  # el.get reads one attribute without building el.attrib
+    classes = get("class", "")
+    if tag == "sup" and "reference" in classes:
         return True  # citation markers ("[12]") that only point to the reference list
-    if attrib.get("role", "").lower() in _BOILER_ROLES:
+    role = get("role")
+    if role is not None and role.lower() in _BOILER_ROLES:
         return True
-    return _boilerplate_names(f"{attrib.get('class', '')} {attrib.get('id', '')}")
+    return _boilerplate_names(f"{classes} {get('id', '')}")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -356,6 +387,9 @@ def _remove_boilerplate(root: Any) -> None:
 
 def _strip_attributes(root: Any, keep: frozenset[str], *, keep_links: bool) -> None:
     """Drop meaningless attributes, alt-less images and inline wrappers without meaning."""
+    etree = require("lxml.etree", "html")
+    # The common ones go in one pass in C; the loop below sees only what is left.
+    etree.strip_attributes(root, *(_COMMON_ATTRS - keep))
     queries = _queries()
     for el in queries.attributed(root):
         attrib = el.attrib
@@ -369,34 +403,56 @@ def _strip_attributes(root: Any, keep: frozenset[str], *, keep_links: bool) -> N
                 del attrib[name]
     for el in queries.bare_img(root):
         drop_tree(el)
-    etree = require("lxml.etree", "html")
-    # Unwrapped in C; text and tails stay in place, as drop_tag would leave them.
+    # Unwrapped in C; text and tails stay in place, as drop_tag would leave them (as separate
+    # text nodes: _normalize_whitespace writes every text back, which joins them again).
     etree.strip_tags(root, *_UNWRAP_TAGS, *(() if keep_links else ("a",)))
 
 
-def _normalize_whitespace(root: Any) -> None:
+def _normalize_whitespace(root: Any) -> tuple[list[Any], set[Any]]:
+    """Collapse white space (``pre`` and ``textarea`` kept as written) and drop the white
+    space that only lays out blocks.
+
+    Returns the elements in document order and the set of those with text, a tail or alt text
+    inside (for :func:`_drop_empty`, read in the same pass).
+    """
     keep_ws = {el for pre in root.iter("pre", "textarea") for el in pre.iter()}
+    elements: list[Any] = []
+    has_text: set[Any] = set()
     for el in root.iter():
-        if keep_ws and el in keep_ws:
-            continue
+        tag = el.tag
         text = el.text
-        if text:
-            text = collapse_space(text)
-            if text == " " and (el.tag in BLOCK_TAGS or (len(el) and el[0].tag in BLOCK_TAGS)):
-                text = None
-            el.text = text
         tail = el.tail
-        if tail:
-            tail = collapse_space(tail)
-            if tail == " ":
-                nxt = el.getnext()
-                if (
-                    el.tag in BLOCK_TAGS
-                    or (nxt is not None and nxt.tag in BLOCK_TAGS)
-                    or (nxt is None and el.getparent().tag in BLOCK_TAGS)
-                ):
-                    tail = None
-            el.tail = tail
+        if not (keep_ws and el in keep_ws):
+            if text:
+                text = collapse_space(text)
+                if text == " " and (tag in BLOCK_TAGS or (len(el) and el[0].tag in BLOCK_TAGS)):
+                    text = None
+                el.text = text
+            if tail:
+                tail = collapse_space(tail)
+                if tail == " ":
+                    nxt = el.getnext()
+                    if (
+                        tag in BLOCK_TAGS
+                        or (nxt is not None and nxt.tag in BLOCK_TAGS)
+                        or (nxt is None and el.getparent().tag in BLOCK_TAGS)
+                    ):
+                        tail = None
+                el.tail = tail
+        if not isinstance(tag, str):
+            continue
+        elements.append(el)
+        # Mark upwards from each text: an element has text if one lies anywhere inside it.
+        if _has_text(text) or (tag == "img" and "alt" in el.attrib):
+            cur = el
+        elif _has_text(tail):
+            cur = el.getparent()
+        else:
+            continue
+        while cur is not None and cur not in has_text:
+            has_text.add(cur)
+            cur = cur.getparent()
+    return elements, has_text
 
 
 def _has_text(s: str | None) -> bool:
@@ -425,29 +481,19 @@ def _spanned_rows(root: Any) -> set[Any]:
     return spanned
 
 
-def _drop_empty(root: Any) -> None:
-    elements = _elements(root)
+def _drop_empty(root: Any, elements: list[Any], has_text: set[Any]) -> None:
+    """Remove the elements of ``elements`` (document order) that are not in ``has_text``,
+    except the empty cells, line breaks and rows that keep a table's or a line's shape."""
     # An empty row inside a rowspan still counts for it: without it the next rows shift.
     spanned = _spanned_rows(root)
-    # An element has text if a text node, tail or alt lies inside it: mark upwards from each.
-    has_text: set[Any] = set()
-    for el in elements:
-        if _has_text(el.text) or (el.tag == "img" and "alt" in el.attrib):
-            cur = el
-        elif _has_text(el.tail):
-            cur = el.getparent()
-        else:
-            continue
-        while cur is not None and cur not in has_text:
-            has_text.add(cur)
-            cur = cur.getparent()
     dropped: set[Any] = set()
     for el in elements[1:]:
+        # An element with text has a parent with text, which is never dropped.
+        if el in has_text or el.tag == "body":
+            continue
         parent = el.getparent()
         if parent in dropped:
             dropped.add(el)
-            continue
-        if el in has_text or el.tag == "body":
             continue
         if el.tag in _KEEP_EMPTY and parent in has_text:
             continue  # an empty cell keeps its row's columns aligned; a <br> its line break

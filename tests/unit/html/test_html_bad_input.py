@@ -8,6 +8,7 @@ import lxml.html
 import pytest
 from hrefine.errors import EmptyInputError
 from hrefine.html import HtmlPruner, build_block_tree, clean_html
+from hrefine.html._load import parse_document
 
 
 def _text(html: str) -> str:
@@ -164,3 +165,19 @@ def test_pruner_takes_pages_from_any_iterable_and_a_memoryview_as_one_page() -> 
     assert pruner.prune((p for p in pages), "dogs", 100).html == listed
     one = pruner.prune(memoryview(b"<p>cats purr</p>"), "cats", 100)
     assert "cats purr" in one.html and len(one.documents) == 1
+
+
+def test_nesting_libxml2_accepts_is_kept_unless_max_depth_says_otherwise() -> None:
+    page = "<div>" * 230 + "<p>deep text</p>" + "</div>" * 230 + "<p>after</p>"
+    root = parse_document(page)
+    assert root.xpath("count(//p[text()='deep text']/ancestor::*)") > 230  # not flattened
+    shallow = parse_document(page, max_depth=50)
+    assert shallow.xpath("count(//p[text()='deep text']/ancestor::*)") <= 50
+    assert _text(clean_html(page, max_depth=50)).split() == ["deep", "text", "after"]
+
+
+def test_too_deep_nesting_is_caught_after_many_parse_errors() -> None:
+    # libxml2 reports at most 100 errors; its nesting limit is reported past that cap.
+    junk = "<p>x</q><bogus a=>" * 300
+    deep = junk + "<div>" * 400 + "<p>deep text</p>" + "</div>" * 400 + "<p>after</p>"
+    assert _text(clean_html(deep)).split()[-3:] == ["deep", "text", "after"]

@@ -148,3 +148,32 @@ def test_a_block_that_opens_with_a_heading_is_in_that_heading_section() -> None:
     assert flags["See"] is True
     assert flags["Text"] is False  # a block with text before its heading is not demoted
     assert flags["Career"] is False  # its own heading, not the external links before it
+
+
+def test_headings_outside_any_block_still_set_the_context() -> None:
+    # A wordless heading ("* * *") sits in a child that is not a block, and an <h4> inside a
+    # leaf block: both open sections for the blocks after them.
+    words = " ".join(f"w{i}" for i in range(30))
+    page = (
+        f"<html><body><h2>Alpha</h2><p>{words} one</p><div><h3>* * *</h3></div>"
+        f"<p>{words} two</p><div><div><h4>Inner</h4><p>x y</p></div><p>{words} three</p></div>"
+        f"<p>{words} four</p></body></html>"
+    )
+    tree = build_block_tree(page, max_words=8)
+    context = {n.text.split()[-1]: n.metadata["context"] for n in _blocks(tree)}
+    assert context["one"] == "Alpha"
+    assert context["two"] == "Alpha > * * *"
+    assert context["y"] == "Alpha > * * *"  # the block holding the heading: before it
+    assert context["three"].startswith("Alpha > * * * > Inner")
+    assert context["four"] == "Alpha > * * * > Inner"
+    orders = [n.order for n in sorted(_blocks(tree), key=lambda n: n.id)]
+    assert len(set(orders)) == len(orders)
+
+
+def test_words_split_by_unwrapped_inline_tags_count_once() -> None:
+    # "92<span>FS</span>" is one word on the page; unwrapping the span must not make it two.
+    page = "<html><body><ul><li>Beretta 92<span>FS</span> Pistol</li></ul></body></html>"
+    tree = build_block_tree(page)
+    (block,) = _blocks(tree)
+    assert block.text == "Beretta 92FS Pistol"
+    assert block.metadata["words"] == 3

@@ -191,3 +191,11 @@ def test_collapse_space_matches_the_regex(text: str) -> None:
     from hrefine.html._text import collapse_space
 
     assert collapse_space(text) == re.sub(r"\s+", " ", text)
+
+
+def test_the_root_element_loses_its_attributes_too() -> None:
+    out = clean_html('<html lang="en" class="client-js" dir="ltr"><body><p>Hi</p></body></html>')
+    assert out.startswith("<html><body>")
+    page = '<html><body><p data-x="1" lang="de" title="t">Hi <img alt="A" src="a.png"></p>'
+    kept = clean_html(page)
+    assert '<p>Hi <img alt="A"></p>' in kept
