@@ -164,7 +164,8 @@ def _text_and_utf8(html: str | bytes) -> tuple[str, bytes]:
         # The refused characters, removed from the bytes: C0 control bytes never occur inside a
         # multi-byte sequence, and U+FFFE/U+FFFF have fixed encodings. Much faster than the regex.
         kept = data.translate(None, _ILLEGAL_BYTES)
-        if _NONCHARS[0] in kept or _NONCHARS[1] in kept:
+        # Looked for in the str: a page without characters past U+00FF is not even searched.
+        if "\ufffe" in text or "\uffff" in text:
             kept = kept.replace(_NONCHARS[0], b"").replace(_NONCHARS[1], b"")
         if len(kept) != len(data):
             data, text = kept, kept.decode("utf-8")

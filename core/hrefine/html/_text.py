@@ -121,9 +121,18 @@ INLINE_TAGS = frozenset(
 GENERIC_TAGS = frozenset({"div", "section", "span", "font", "center", "nobr", "tbody"})
 
 
+# ASCII letters and digits kept, every other byte a space: on ASCII text, ``_WORD``'s words are
+# what ``bytes.split`` finds after this table (ten times faster than the regex).
+_ASCII_WORD_BYTES = bytes(b if chr(b).isalnum() and b < 128 else 32 for b in range(256))
+
+
 def count_words(text: str) -> int:
     """Number of words in ``text``; every CJK character counts as one word."""
-    return len(_WORD.findall(text)) if text else 0
+    if not text:
+        return 0
+    if text.isascii():
+        return len(text.encode("ascii").translate(_ASCII_WORD_BYTES).split())
+    return len(_WORD.findall(text))
 
 
 def has_word(text: str | None) -> bool:
@@ -138,6 +147,8 @@ def collapse_space(text: str) -> str:
     # without a double space there is nothing to collapse. Most text nodes take it.
     if text.isprintable() and "  " not in text:
         return text
+    if text.isspace():  # layout between tags, most of the rest
+        return " "
     return _SPACE.sub(" ", text)
 
 

@@ -431,21 +431,22 @@ def _normalize_whitespace(root: Any) -> tuple[list[Any], set[Any]]:
             if tail:
                 tail = collapse_space(tail)
                 if tail == " ":
-                    nxt = el.getnext()
-                    if (
-                        tag in BLOCK_TAGS
-                        or (nxt is not None and nxt.tag in BLOCK_TAGS)
-                        or (nxt is None and el.getparent().tag in BLOCK_TAGS)
-                    ):
+                    if tag in BLOCK_TAGS:
                         tail = None
+                    else:
+                        nxt = el.getnext()
+                        if (nxt is not None and nxt.tag in BLOCK_TAGS) or (
+                            nxt is None and el.getparent().tag in BLOCK_TAGS
+                        ):
+                            tail = None
                 el.tail = tail
         if not isinstance(tag, str):
             continue
         elements.append(el)
         # Mark upwards from each text: an element has text if one lies anywhere inside it.
-        if _has_text(text) or (tag == "img" and "alt" in el.attrib):
+        if (text and not text.isspace()) or (tag == "img" and "alt" in el.attrib):
             cur = el
-        elif _has_text(tail):
+        elif tail and not tail.isspace():
             cur = el.getparent()
         else:
             continue

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import random
+import string
 from pathlib import Path
 
 from hrefine.html import build_block_tree
+from hrefine.html._text import _WORD, count_words
 from hrefine.tree import Tree
 
 
@@ -177,3 +180,14 @@ def test_words_split_by_unwrapped_inline_tags_count_once() -> None:
     (block,) = _blocks(tree)
     assert block.text == "Beretta 92FS Pistol"
     assert block.metadata["words"] == 3
+
+
+def test_word_count_of_ascii_text_matches_the_unicode_rule() -> None:
+    # ASCII text takes a byte-table path; it must count what the regex counts everywhere.
+    rng = random.Random(7)
+    alphabet = string.printable + "__--"
+    for _ in range(2000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        assert count_words(text) == len(_WORD.findall(text)), text
+    assert count_words("snake_case and kebab-case, 3.14 x2") == 8
+    assert count_words("東京 タワー café") == 6  # not ASCII: every CJK character is a word
