@@ -13,7 +13,7 @@ import functools
 import html as html_lib
 import re
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -201,9 +201,12 @@ class _Contexts:
             inside.setdefault(key, []).append(h)
 
         index = 0
-        stack = [iter((root,))]
+        # Each level of the walk: its elements, and the nearest <table> above them (a block's
+        # ancestors are all blocks or containers, so the walk passes every one).
+        stack: list[tuple[Iterator[Any], Any]] = [(iter((root,)), None)]
         while stack:
-            el = next(stack[-1], None)
+            children, table = stack[-1]
+            el = next(children, None)
             if el is None:
                 stack.pop()
                 continue
@@ -221,12 +224,10 @@ class _Contexts:
             node.order = offset + index
             # Containers get a context too: a table or list scored as a whole uses it.
             parts = [heading]
-            if el.tag != "table":
-                table = next(el.iterancestors("table"), None)
-                if table is not None:
-                    header, header_row = self.table_header(table)
-                    if el is not header_row:
-                        parts.append(header)
+            if el.tag != "table" and table is not None:
+                header, header_row = self.table_header(table)
+                if el is not header_row:
+                    parts.append(header)
             parts.append(_label(el))
             node.metadata["context"] = " | ".join(p for p in parts if p)[:_MAX_CONTEXT_CHARS]
             in_back = back
@@ -244,7 +245,8 @@ class _Contexts:
                     open_section(h)
                     push_section(h)
             else:
-                stack.append(c for c in el if isinstance(c.tag, str))
+                below = el if el.tag == "table" else table
+                stack.append(((c for c in el if isinstance(c.tag, str)), below))
 
 
 def _headings(root: Any) -> tuple[dict[Any, tuple[int, str, bool]], dict[Any, Any]]:

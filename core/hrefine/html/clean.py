@@ -245,18 +245,12 @@ def clean_document(
     if boilerplate:
         _remove_boilerplate(root)
     _strip_attributes(root, keep, keep_links="href" in keep)
-    _drop_empty(root, *_normalize_whitespace(root))
-    _merge_wrappers(root)
+    _merge_wrappers(_drop_empty(root, *_normalize_whitespace(root)))
     _fix_paragraphs(root)
     if not _has_visible_text(root):
         msg = "the page has no visible text after removing scripts, styles and hidden elements"
         raise EmptyInputError(msg)
     return root
-
-
-def _elements(root: Any) -> list[Any]:
-    """All elements under and including ``root`` in document order (no comments)."""
-    return [el for el in root.iter() if isinstance(el.tag, str)]
 
 
 def _is_hidden(el: Any) -> bool:
@@ -482,9 +476,10 @@ def _spanned_rows(root: Any) -> set[Any]:
     return spanned
 
 
-def _drop_empty(root: Any, elements: list[Any], has_text: set[Any]) -> None:
+def _drop_empty(root: Any, elements: list[Any], has_text: set[Any]) -> list[Any]:
     """Remove the elements of ``elements`` (document order) that are not in ``has_text``,
-    except the empty cells, line breaks and rows that keep a table's or a line's shape."""
+    except the empty cells, line breaks and rows that keep a table's or a line's shape; return
+    the elements left, in document order."""
     # An empty row inside a rowspan still counts for it: without it the next rows shift.
     spanned = _spanned_rows(root)
     dropped: set[Any] = set()
@@ -502,6 +497,7 @@ def _drop_empty(root: Any, elements: list[Any], has_text: set[Any]) -> None:
             continue
         _drop_block(el)
         dropped.add(el)
+    return [el for el in elements if el not in dropped] if dropped else elements
 
 
 def _drop_block(el: Any) -> None:
@@ -532,11 +528,12 @@ def _joins_text(el: Any) -> bool:
     return prev.tag not in BLOCK_TAGS
 
 
-def _merge_wrappers(root: Any) -> None:
+def _merge_wrappers(elements: list[Any]) -> None:
+    """Merge single-child wrappers; ``elements`` are the page's elements in document order."""
     # Of a wrapper and its only child, the one that stays must be a block if either was: a
     # block's edges set its text apart (``<div><b>Lions</b></div><div><b>Tigers</b></div>``
     # must not become "LionsTigers").
-    for el in reversed(_elements(root)):  # bottom-up, so chains of wrappers collapse
+    for el in reversed(elements):  # bottom-up, so chains of wrappers collapse
         if len(el) != 1 or _has_text(el.text):
             continue
         child = el[0]
