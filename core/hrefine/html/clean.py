@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from hrefine._optional import require
@@ -281,9 +281,6 @@ def _queries() -> _Queries:
     """The :class:`_Queries`, compiled once."""
     etree = require("lxml.etree", "html")
 
-    def any_tag(tags: Iterable[str]) -> str:
-        return " or ".join(f"self::{t}" for t in sorted(tags))
-
     return _Queries(
         # Elements that may be hidden (by attribute) and <head> content other than the title;
         # junk tags are found by lxml's tag filter (an XPath name test per tag is far slower).
@@ -292,10 +289,13 @@ def _queries() -> _Queries:
             "descendant::*/@hidden/.. | descendant::*/@aria-hidden/.. | descendant::*/@style/.."
             " | descendant::span[contains(@class, 'sortkey')]"
         ),
-        boiler=etree.XPath(f"descendant::*[{any_tag(_BOILER_TAGS)} or @role or @class or @id]"),
-        # The same without the tag tests, which make the query twice as slow; for pages with
-        # none of those tags (most).
-        boiler_attrs=etree.XPath("descendant::*[@role or @class or @id]"),
+        # "[@*]" first: one test rules out the elements without attributes, before three.
+        boiler=etree.XPath(
+            " | ".join(f"descendant::{t}" for t in sorted(_BOILER_TAGS))
+            + " | descendant::*[@*][@class or @id or @role]"
+        ),
+        # The same without the tags, for pages with none of them (most).
+        boiler_attrs=etree.XPath("descendant::*[@*][@class or @id or @role]"),
         attributed=etree.XPath("descendant::*[@*]"),
         bare_img=etree.XPath("descendant::img[not(@alt)]"),
         row_spanning=etree.XPath("descendant::*/@rowspan/.."),
@@ -318,18 +318,16 @@ def _remove_junk(root: Any) -> None:
         drop_tree(el)
 
 
-def _is_boilerplate(el: Any) -> bool:
-    tag = el.tag
+def _is_boilerplate(tag: str, classes: str | None, id_: str | None, role: str | None) -> bool:
+    """Whether an element with this tag, class, id and role is boilerplate."""
     if tag in _BOILER_TAGS:
         return True
-    get = el.get  # el.get reads one attribute without building el.attrib
-    classes = get("class", "")
+    classes = classes or ""
     if tag == "sup" and "reference" in classes:
         return True  # citation markers ("[12]") that only point to the reference list
-    role = get("role")
     if role is not None and role.lower() in _BOILER_ROLES:
         return True
-    return _boilerplate_names(f"{classes} {get('id', '')}")
+    return _boilerplate_names(f"{classes} {id_ or ''}")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -361,9 +359,17 @@ def _remove_boilerplate(root: Any) -> None:
     candidates = queries.boiler(body) if tagged else queries.boiler_attrs(body)
     chosen: list[Any] = []
     inside: set[Any] = set()  # descendants of chosen elements (which never overlap)
+    verdicts: dict[tuple[str, str | None, str | None, str | None], bool] = {}
     removed = 0
     for el in candidates:
-        if el in inside or not _is_boilerplate(el):
+        if el in inside:
+            continue
+        get = el.get  # one attribute at a time, without building el.attrib
+        key = (el.tag, get("class"), get("id"), get("role"))
+        boiler = verdicts.get(key)  # a page repeats a few of these on thousands of elements
+        if boiler is None:
+            boiler = verdicts[key] = _is_boilerplate(*key)
+        if not boiler:
             continue
         if el.find(".//main") is not None or el.find(".//article") is not None:
             continue
