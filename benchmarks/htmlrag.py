@@ -57,6 +57,7 @@ from benchmarks._htmlrag_report import (
 )
 from benchmarks.htmlrag_ref import (
     CACHE_DIR,
+    CLEAN_TREE_REPEATS,
     RefProcess,
     ref_config,
     ref_outputs,
@@ -314,6 +315,12 @@ def _our_page(
     _put(speed, "clean_tree_peak_kib", page_key, rss.peak_since(m0))
     speed["clean_s"][page_key] = t1 - t0
     speed["clean_tree_s"][page_key] = t3 - t2
+    best = t3 - t2
+    for _ in range(CLEAN_TREE_REPEATS - 1):  # as the reference's runner does
+        r0 = time.perf_counter()
+        build_block_tree(html, max_words=MAX_WORDS)
+        best = min(best, time.perf_counter() - r0)
+    speed["clean_tree_best_s"][page_key] = best
     ours.clear_vectors()
     for k, it in enumerate(group):
         order = [cold, *(b for b in budgets if b != cold)] if k == 0 else list(budgets)
@@ -371,6 +378,7 @@ def run_quality(
         k: {}
         for k in (
             "clean_tree_s",
+            "clean_tree_best_s",
             "clean_s",
             "prune_s",
             "prune_f32_s",
@@ -687,7 +695,10 @@ def _speed(
         return {k: v for sp in q_speed.values() for k, v in sp[key].items()}
 
     return {
-        "clean_tree": _speed_pair(merged("clean_tree_s"), ref_speed["clean_tree_s"]),
+        "clean_tree": _speed_pair(
+            merged("clean_tree_best_s"), ref_speed.get("clean_tree_best_s", {})
+        ),
+        "clean_tree_first": _speed_pair(merged("clean_tree_s"), ref_speed["clean_tree_s"]),
         "clean_only": _speed_pair(merged("clean_s"), ref_speed["clean_s"]),
         "embed_prune": _speed_pair(merged("prune_s"), ref_speed["prune_s"]),
         "embed_prune_e2e": _speed_pair(merged("prune_s"), ref_speed.get("prune_e2e_s", {})),
@@ -717,7 +728,10 @@ def _speed(
         "reference_errors": ref_speed["errors"][:20],
         "notes": [
             "clean + block tree: ours = build_block_tree(raw page, max_words=256), which cleans "
-            "the page; theirs = clean_html + build_block_tree(max_node_words=256).",
+            "the page; theirs = clean_html + build_block_tree(max_node_words=256). Each side "
+            f"runs it {CLEAN_TREE_REPEATS} times in a row on each page and the best is taken "
+            "(single calls on the 2-core benchmark machine moved by up to a third from one "
+            "minute to the next); the first call alone is the clean_tree_first row.",
             "embedding pruning, cold: ours = one HtmlPruner.prune() call with the embedder's "
             "vector cache emptied first (cleaning, block tree, embedding every block, the budget "
             "fill), for the first question of a page at one budget (rotating over pages); "

@@ -77,12 +77,19 @@ def _prune_task(task: dict, cfg: dict, htmlrag, tok, pruner) -> dict:  # type: i
     block_tree, simplified = htmlrag.build_block_tree(cleaned, max_node_words=max_words)
     t2 = time.perf_counter()
     tree_peak = rss.peak_since(m0)
+    # More calls on the same page, for the best of them (the first is kept as well).
+    best = t2 - t0
+    for _ in range(int(cfg.get("clean_tree_repeats", 1)) - 1):
+        r0 = time.perf_counter()
+        htmlrag.build_block_tree(htmlrag.clean_html(task["html"]), max_node_words=max_words)
+        best = min(best, time.perf_counter() - r0)
     out: dict = {
         "task": "prune",
         "page_id": task["page_id"],
         "clean_s": t1 - t0,
         "tree_s": t2 - t1,
         "clean_tree_s": t2 - t0,
+        "clean_tree_best_s": best,
         "clean_tree_peak_kib": tree_peak,
         "n_blocks": len(block_tree),
         "cleaned_chars": len(cleaned),
