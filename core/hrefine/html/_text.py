@@ -139,7 +139,7 @@ def count_words(text: str) -> int:
 
 def has_word(text: str | None) -> bool:
     """Whether ``text`` holds a word (stops at the first one)."""
-    return bool(text) and _WORD.search(text) is not None  # type: ignore[arg-type]
+    return text is not None and _WORD.search(text) is not None
 
 
 def collapse_space(text: str) -> str:

@@ -173,7 +173,7 @@ class _Contexts:
         back = False  # inside a back-matter section (references, external links...)
         headings, first_inside = _headings(root)
 
-        def open_section(h: Any) -> int:
+        def open_section(h: Any) -> None:
             # A heading closes the sections of its level and below; it belongs to the one it
             # opens, so it is read before the heading's own block is.
             nonlocal back
@@ -181,12 +181,16 @@ class _Contexts:
             while chain and chain[-1][0] >= level:
                 chain.pop()
             back = own or any(b for _, _, b in chain)
-            return level
 
         def push_section(h: Any) -> None:
             nonlocal heading
             chain.append(headings[h])
             heading = " > ".join([self.base] * bool(self.base) + [t for _, t, _ in chain])
+
+        def enter(hs: list[Any]) -> None:  # headings that are no block of their own
+            for h in hs:
+                open_section(h)
+                push_section(h)
 
         # Headings that are not blocks themselves, under the leaf block that holds them or the
         # wordless child (of an opened block) that does, in document order.
@@ -212,9 +216,7 @@ class _Contexts:
                 continue
             nid = wanted.get(el)
             if nid is None:  # a child without words: only its headings matter
-                for h in inside.get(el, ()):
-                    open_section(h)
-                    push_section(h)
+                enter(inside.get(el, []))
                 continue
             is_heading = el.tag in _HEADINGS
             if is_heading:
@@ -241,9 +243,7 @@ class _Contexts:
             if is_heading:
                 push_section(el)
             if node.metadata["is_leaf"]:
-                for h in inside.get(el, ()):
-                    open_section(h)
-                    push_section(h)
+                enter(inside.get(el, []))
             else:
                 below = el if el.tag == "table" else table
                 stack.append(((c for c in el if isinstance(c.tag, str)), below))
