@@ -169,7 +169,7 @@ def _text_and_utf8(html: str | bytes) -> tuple[str, bytes]:
             kept = kept.replace(_NONCHARS[0], b"").replace(_NONCHARS[1], b"")
         if len(kept) != len(data):
             data, text = kept, kept.decode("utf-8")
-    if not text.strip():
+    if not text or text.isspace():  # no copy of the page, as strip() would make
         msg = f"the HTML input is empty ({len(html)} characters or bytes of whitespace)"
         raise EmptyInputError(msg)
     return text, data

@@ -264,6 +264,10 @@ def _is_hidden(el: Any) -> bool:
     return bool(classes and not _HIDDEN_CLASSES.isdisjoint(classes.split()))
 
 
+# Elements that carry a class, id or role.
+_BOILER_ATTRS = " | ".join(f"descendant::*/@{a}/.." for a in ("class", "id", "role"))
+
+
 class _Queries(NamedTuple):
     """Compiled XPath queries (``lxml.etree.XPath``) that pick each pass's candidates in C."""
 
@@ -289,13 +293,13 @@ def _queries() -> _Queries:
             "descendant::*/@hidden/.. | descendant::*/@aria-hidden/.. | descendant::*/@style/.."
             " | descendant::span[contains(@class, 'sortkey')]"
         ),
-        # "[@*]" first: one test rules out the elements without attributes, before three.
+        # Elements found from their attributes ("@class/.."): a quarter faster than testing
+        # every element with a predicate.
         boiler=etree.XPath(
-            " | ".join(f"descendant::{t}" for t in sorted(_BOILER_TAGS))
-            + " | descendant::*[@*][@class or @id or @role]"
+            " | ".join([*(f"descendant::{t}" for t in sorted(_BOILER_TAGS)), _BOILER_ATTRS])
         ),
         # The same without the tags, for pages with none of them (most).
-        boiler_attrs=etree.XPath("descendant::*[@*][@class or @id or @role]"),
+        boiler_attrs=etree.XPath(_BOILER_ATTRS),
         attributed=etree.XPath("descendant::*[@*]"),
         bare_img=etree.XPath("descendant::img[not(@alt)]"),
         row_spanning=etree.XPath("descendant::*/@rowspan/.."),
