@@ -25,7 +25,6 @@ CJK_CHAR = re.compile(_CJK)
 # Where a text may be cut: after a CJK character or after a run of other non-space characters.
 CUT_UNIT = re.compile(_CJK + r"|[^\s" + _CJK[1:-1] + r"]+")
 _WORD = re.compile(_CJK + r"|[^\W_]+", re.UNICODE)
-_SPACE = re.compile(r"\s+")
 
 # Tags that lay text out in lines; whitespace next to them is layout, not content.
 BLOCK_TAGS = frozenset(
@@ -126,6 +125,8 @@ GENERIC_TAGS = frozenset({"div", "section", "span", "font", "center", "nobr", "t
 # ASCII letters and digits kept, every other byte a space: on ASCII text, ``_WORD``'s words are
 # what ``bytes.split`` finds after this table (ten times faster than the regex).
 _ASCII_WORD_BYTES = bytes(b if chr(b).isalnum() and b < 128 else 32 for b in range(256))
+# The same with every byte of a multi-byte UTF-8 character kept (all of them are >= 128).
+_UTF8_WORD_BYTES = bytes(b if b >= 128 or chr(b).isalnum() else 32 for b in range(256))
 
 
 def count_words(text: str) -> int:
@@ -134,7 +135,16 @@ def count_words(text: str) -> int:
         return 0
     if text.isascii():
         return len(text.encode("ascii").translate(_ASCII_WORD_BYTES).split())
-    return len(_WORD.findall(text))
+    data = text.encode("utf-8")
+    if len(data) > len(text) + (len(text) >> 3):  # mostly another script: the regex is as fast
+        return len(_WORD.findall(text))
+    # No word spans an ASCII character that is not a letter or digit, so the runs between
+    # them (split in bytes, as above, with every byte of a multi-byte character kept) are
+    # one word each when ASCII; the regex counts the words of the others, joined. Twice as
+    # fast as the regex on Latin-script pages with a few accents or dashes.
+    runs = data.translate(_UTF8_WORD_BYTES).split()
+    other = [run for run in runs if not run.isascii()]
+    return len(runs) - len(other) + len(_WORD.findall(b" ".join(other).decode("utf-8")))
 
 
 def has_word(text: str | None) -> bool:
@@ -151,12 +161,19 @@ def collapse_space(text: str) -> str:
         return text
     if text.isspace():  # layout between tags, most of the rest
         return " "
-    return _SPACE.sub(" ", text)
+    # str.split() splits on what \s matches (both use Py_UNICODE_ISSPACE), four times as
+    # fast as the regex substitution.
+    out = " ".join(text.split())
+    if text[0].isspace():
+        out = " " + out
+    if text[-1].isspace():
+        out += " "
+    return out
 
 
 def normalize_space(text: str) -> str:
     """Collapse whitespace runs to one space and strip the ends."""
-    return collapse_space(text).strip()
+    return " ".join(text.split())
 
 
 def element_text(el: Any, *, with_tail: bool = False) -> str:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import random
+import re
 import string
 from pathlib import Path
 
 from hrefine.html import build_block_tree
-from hrefine.html._text import _WORD, count_words
+from hrefine.html._text import _WORD, collapse_space, count_words, normalize_space
 from hrefine.tree import Tree
 
 
@@ -191,3 +192,28 @@ def test_word_count_of_ascii_text_matches_the_unicode_rule() -> None:
         assert count_words(text) == len(_WORD.findall(text)), text
     assert count_words("snake_case and kebab-case, 3.14 x2") == 8
     assert count_words("東京 タワー café") == 6  # not ASCII: every CJK character is a word
+
+
+def test_word_count_of_mixed_script_text_matches_the_unicode_rule() -> None:
+    # Latin text with a few other characters takes a path that splits on ASCII separators and
+    # reads only the runs with other characters with the regex; text mostly in another script
+    # goes to the regex whole. Both must count what the regex counts.
+    rng = random.Random(11)
+    alphabet = "ab Z9_-.,()" + "–’é ñ Ж 東タ\u00a0\u3000\u200b\U00020001\x85\u2028½²"
+    for _ in range(5000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60)))
+        assert count_words(text) == len(_WORD.findall(text)), repr(text)
+    assert count_words("The 2013 season – with café owners’ support") == 7
+    assert count_words("Москва является столицей") == 3
+    assert count_words("東京は日本") == 5
+
+
+def test_whitespace_collapse_matches_the_regex_rule() -> None:
+    # collapse_space and normalize_space split with str.split(); \s must be what they split on.
+    rng = random.Random(5)
+    space = re.compile(r"\s+")
+    alphabet = "ab .\t\n\r\x0b\x0c\x1c\x1f\x85\xa0\u1680\u2000\u200b\u2028\u3000\ufeffé東"
+    for _ in range(5000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 30)))
+        assert collapse_space(text) == space.sub(" ", text), repr(text)
+        assert normalize_space(text) == space.sub(" ", text).strip(), repr(text)
