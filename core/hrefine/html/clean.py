@@ -300,7 +300,7 @@ def _queries() -> _Queries:
         ),
         # The same without the tags, for pages with none of them (most).
         boiler_attrs=etree.XPath(_BOILER_ATTRS),
-        attributed=etree.XPath("descendant::*[@*]"),
+        attributed=etree.XPath("descendant::*/@*/.."),
         bare_img=etree.XPath("descendant::img[not(@alt)]"),
         row_spanning=etree.XPath("descendant::*/@rowspan/.."),
     )
@@ -360,14 +360,15 @@ def _remove_boilerplate(root: Any) -> None:
         return
     queries = _queries()
     tagged = next(body.iterdescendants(*_BOILER_TAGS), None) is not None
-    candidates = queries.boiler(body) if tagged else queries.boiler_attrs(body)
+    query = queries.boiler if tagged else queries.boiler_attrs
+    candidates = query(body)
     chosen: list[Any] = []
-    inside: set[Any] = set()  # descendants of chosen elements (which never overlap)
     verdicts: dict[tuple[str, str | None, str | None, str | None], bool] = {}
     removed = 0
-    for el in candidates:
-        if el in inside:
-            continue
+    k = 0
+    while k < len(candidates):
+        el = candidates[k]
+        k += 1
         get = el.get  # one attribute at a time, without building el.attrib
         key = (el.tag, get("class"), get("id"), get("role"))
         boiler = verdicts.get(key)  # a page repeats a few of these on thousands of elements
@@ -381,8 +382,10 @@ def _remove_boilerplate(root: Any) -> None:
         if size > _MAX_BOILER_SHARE * total:
             continue
         chosen.append(el)
-        inside.update(el.iterdescendants())
         removed += size
+        # The candidates inside it come next (document order): the same query run on it
+        # counts them, without a proxy for each of its elements.
+        k += len(query(el))
     if removed > _MAX_TOTAL_BOILER_SHARE * total:
         return
     for el in chosen:
