@@ -114,6 +114,8 @@ class BlockForest:
 
 def _subtree_words(el: Any) -> int:
     """Words in ``el``'s subtree (its tail excluded), image alt text included."""
+    if len(el) == 0 and el.tag != "img":  # most blocks: the XPath call would cost more
+        return count_words(el.text or "")
     return count_words(" ".join(_text_and_alts()(el)))
 
 
@@ -160,9 +162,11 @@ class _Contexts:
             self.tables[table] = (" ".join(p for p in parts if p), header_row)
         return self.tables[table]
 
-    def assign(self, root: Any, wanted: dict[Any, int], tree: Tree, offset: int) -> None:
+    def assign(
+        self, root: Any, wanted: dict[Any, int], tree: Tree, offset: int, words: dict[Any, int]
+    ) -> None:
         """Set ``order``, ``metadata["context"]`` and ``metadata["back_matter"]`` of the nodes
-        in ``wanted``.
+        in ``wanted``; ``words`` holds the word counts the tree's walk made (for labels).
 
         The block tree is walked depth first, which is document order; of the DOM between
         blocks only the headings are read (walking every element cost a quarter of building
@@ -230,7 +234,7 @@ class _Contexts:
                 header, header_row = self.table_header(table)
                 if el is not header_row:
                     parts.append(header)
-            parts.append(_label(el))
+            parts.append(_label(el, words))
             node.metadata["context"] = " | ".join(p for p in parts if p)[:_MAX_CONTEXT_CHARS]
             in_back = back
             inner = first_inside.get(el)
@@ -281,7 +285,7 @@ def _is_back_matter(title: str) -> bool:
     return bool(_BACK_MATTER.fullmatch(_EDIT_MARK.sub("", title)))
 
 
-def _label(el: Any) -> str:
+def _label(el: Any, words: dict[Any, int]) -> str:
     """Text of a short element just before ``el`` that names it, or "".
 
     A label and its value often sit in neighbouring elements (``<dt>``/``<dd>``, a one-line list
@@ -296,7 +300,7 @@ def _label(el: Any) -> str:
     cur = el
     for _ in range(_LABEL_STEPS):
         prev = cur.getprevious()
-        while prev is not None and isinstance(prev.tag, str) and not _has_word(prev):
+        while prev is not None and isinstance(prev.tag, str) and not _worded(prev, words):
             prev = prev.getprevious()  # an empty <br> or image between them
         if prev is not None:
             tag = prev.tag
@@ -322,6 +326,12 @@ def _short_text(el: Any) -> str:
             return ""
         parts.append(text)
     return normalize_space(" ".join(parts))
+
+
+def _worded(el: Any, words: dict[Any, int]) -> bool:
+    """:func:`_has_word`, looked up in ``words`` (words counted by the tree's walk) if there."""
+    n = words.get(el)
+    return _has_word(el) if n is None else n != 0
 
 
 def _has_word(el: Any) -> bool:
@@ -392,6 +402,7 @@ def _add_document(
     too_big: Callable[[str, str], bool] | None,
 ) -> None:
     wanted: dict[Any, int] = {}
+    counted: dict[Any, int] = {}  # children's words, counted when their parent is opened
     # Queue items: (element, its words, parent node id or None, path, indexed path).
     queue: deque[tuple[Any, int, int | None, list[str], list[str]]] = deque(
         [(root, _words_or_unknown(root), None, [str(root.tag)], [str(root.tag)])]
@@ -407,7 +418,7 @@ def _add_document(
         if expand:  # words of the children are needed only when they are visited
             for c in el:
                 if isinstance(c.tag, str):
-                    n = _words_or_unknown(c)
+                    n = counted[c] = _words_or_unknown(c)
                     if n != 0:
                         children.append((c, n))
             expand = bool(children)
@@ -447,7 +458,7 @@ def _add_document(
             for (child, n), itag in zip(children, names, strict=True):
                 queue.append((child, n, node, [*path, str(child.tag)], [*ipath, itag]))
     # Document order and scoring context in one pass over the page.
-    _Contexts(root).assign(root, wanted, tree, doc * _DOC_STRIDE)
+    _Contexts(root).assign(root, wanted, tree, doc * _DOC_STRIDE, counted)
 
 
 def serialize_element(el: Any) -> str:
