@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import html as html_lib
+import itertools
 import re
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -23,11 +24,13 @@ from hrefine.html._text import count_words, element_text, has_word, normalize_sp
 from hrefine.html.clean import clean_document, serialize
 from hrefine.tree import Tree
 
-__all__ = ["BlockForest", "build_block_tree", "build_forest"]
+__all__ = ["BlockForest", "build_block_tree", "build_forest", "title_parts"]
 
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 # Scoring context is kept short: the embedder reads only its first few hundred word pieces.
 _MAX_CONTEXT_CHARS = 200
+# A heading's title in the context is cut here.
+_HEADING_CHARS = 120
 # A previous sibling with at most this many words may be a label of the element after it.
 _LABEL_WORDS = 16
 # How many first-child levels up a label is looked for.
@@ -253,6 +256,19 @@ class _Contexts:
                 stack.append(((c for c in el if isinstance(c.tag, str)), below))
 
 
+def title_parts(root: Any) -> tuple[str, ...]:
+    """What opens the scoring context of (nearly) every block of a page, as written there: its
+    ``<title>``, then its ``<h1>`` when it has only one."""
+    parts: list[str] = []
+    title = root.find("head/title")
+    if title is not None:
+        parts.append(normalize_space(text_content(title)))
+    h1s = list(itertools.islice(root.iter("h1"), 2))
+    if len(h1s) == 1:
+        parts.append(normalize_space(text_content(h1s[0]))[:_HEADING_CHARS])
+    return tuple(p for p in parts if p)
+
+
 def _headings(root: Any) -> tuple[dict[Any, tuple[int, str, bool]], dict[Any, Any]]:
     """Each heading's (level, title, whether it opens back matter), and for each element
     holding a heading below it, its first such heading (one walk up per heading)."""
@@ -260,7 +276,7 @@ def _headings(root: Any) -> tuple[dict[Any, tuple[int, str, bool]], dict[Any, An
     first: dict[Any, Any] = {}
     for h in root.iter(*_HEADINGS):
         level = _HEADINGS[h.tag]
-        title = normalize_space(text_content(h))[:120]
+        title = normalize_space(text_content(h))[:_HEADING_CHARS]
         # An <h1> is the page's title: a page called "Notes" is content.
         info[h] = (level, title, level > 1 and _is_back_matter(title))
         for anc in h.iterancestors():

@@ -25,7 +25,13 @@ from hrefine.html._cleancache import CleanedCache
 from hrefine.html._load import parse_document
 from hrefine.html._locate import document_order, positions, traced_positions
 from hrefine.html._text import count_words, element_text
-from hrefine.html.blocks import BlockForest, build_forest, inner_html, serialize_element
+from hrefine.html.blocks import (
+    BlockForest,
+    build_forest,
+    inner_html,
+    serialize_element,
+    title_parts,
+)
 from hrefine.html.clean import clean_document, serialize
 from hrefine.html.columns import ColumnChoice, project_columns
 from hrefine.html.fill import Fit, fill, inherit_scores, reports
@@ -93,7 +99,10 @@ class HtmlPruner:
     ----------
     scorer:
         Stage-1 block scorer: ``"embedding"`` (default), ``"bm25"``,
-        ``"cross-encoder:<model>"`` or an object with ``score(query, texts)``.
+        ``"cross-encoder:<model>"`` or an object with ``score(query, texts)``. Each block is
+        scored with its headings (page title, sections, table header); ``"bm25"`` leaves a
+        single page's ``<title>`` and sole ``<h1>`` out, as they open every block's headings
+        and would take their words' weight to zero.
     embedder:
         Embedder for ``scorer="embedding"`` (default: the embedded all-MiniLM-L6-v2); LangChain
         style objects with ``embed_documents``/``embed_query`` work too.
@@ -349,8 +358,15 @@ class HtmlPruner:
         # one BM25 index, so block and group scores are on one scale): a question about a
         # table (its columns, its extremes) may match no single row of it.
         group_ids = _containers(forest)
-        texts = [_scoring_text(forest, i) for i in ids]
-        texts += [_group_text(forest, g) for g in group_ids]
+        # BM25 alone: a single page's title opens every block's context, where it tells the
+        # blocks apart by nothing but their lengths, and takes its words' weight (IDF) to zero,
+        # so a question naming the page's subject matches none of its text. Several pages keep
+        # it: there it tells the pages apart.
+        drop = (
+            title_parts(roots[0]) if isinstance(self.scorer, BM25Scorer) and len(roots) == 1 else ()
+        )
+        texts = [_scoring_text(forest, i, drop=drop) for i in ids]
+        texts += [_group_text(forest, g, drop=drop) for g in group_ids]
         nodes = forest.tree.nodes
         # With an embedder and the BM25 match, a split paragraph is embedded whole, as it would
         # be unsplit, and its pieces take that score (see borrow below); another scorer scores
@@ -389,7 +405,7 @@ class HtmlPruner:
         last += [ids[ks[0]] in flagged for ks, _ in wholes]
         # A row's or piece's words are matched apart from its header (see _match).
         split = {
-            k: (nodes[i].text, nodes[i].metadata.get("context") or "")
+            k: (nodes[i].text, _context(forest, i, drop))
             for k, i in enumerate(ids)
             if borrow[k] is not None
         }
@@ -791,11 +807,26 @@ def _same(html: str) -> str:
     return html
 
 
-def _scoring_text(forest: BlockForest, node_id: int, text: str | None = None) -> str:
-    """A block's headings (its context), then its text (or ``text``, a part of it)."""
-    node = forest.tree.nodes[node_id]
-    context = node.metadata.get("context") or ""
-    text = node.text if text is None else text
+def _context(forest: BlockForest, node_id: int, drop: Sequence[str] = ()) -> str:
+    """A node's scoring context, without the parts ``drop`` (in order) where they open it."""
+    context: str = forest.tree.nodes[node_id].metadata.get("context") or ""
+    for part in drop:
+        if not context.startswith(part):
+            break
+        rest = context[len(part) :]
+        if rest and not rest.startswith((" > ", " | ")):
+            break  # a longer heading that starts with the same words
+        context = rest[3:]
+    return context
+
+
+def _scoring_text(
+    forest: BlockForest, node_id: int, text: str | None = None, *, drop: Sequence[str] = ()
+) -> str:
+    """A block's headings (its context, less ``drop``: see :func:`_context`), then its text
+    (or ``text``, a part of it)."""
+    context = _context(forest, node_id, drop)
+    text = forest.tree.nodes[node_id].text if text is None else text
     return f"{context}\n{text}" if context else text
 
 
@@ -876,9 +907,10 @@ def _inherit_table_scores(
     return out
 
 
-def _group_text(forest: BlockForest, node_id: int) -> str:
-    """A table's or list's scoring text: its headings and its whole text (capped)."""
-    context = forest.tree.nodes[node_id].metadata.get("context") or ""
+def _group_text(forest: BlockForest, node_id: int, *, drop: Sequence[str] = ()) -> str:
+    """A table's or list's scoring text: its headings (less ``drop``) and its whole text
+    (capped)."""
+    context = _context(forest, node_id, drop)
     text = element_text(forest.elements[node_id])[:_MAX_GROUP_CHARS]
     return f"{context}\n{text}" if context else text
 

@@ -9,6 +9,8 @@ from pathlib import Path
 
 from hrefine.html import build_block_tree
 from hrefine.html._text import _WORD, collapse_space, count_words, normalize_space
+from hrefine.html.blocks import title_parts
+from hrefine.html.clean import clean_document
 from hrefine.tree import Tree
 
 
@@ -219,3 +221,13 @@ def test_whitespace_collapse_matches_the_regex_rule() -> None:
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 30)))
         assert collapse_space(text) == space.sub(" ", text), repr(text)
         assert normalize_space(text) == space.sub(" ", text).strip(), repr(text)
+
+
+def test_title_parts_are_the_title_and_a_sole_h1() -> None:
+    one = clean_document(
+        "<title>Glasgow  Airport</title><h1>Glasgow\nAirport</h1><p>Text here.</p>"
+    )
+    assert title_parts(one) == ("Glasgow Airport", "Glasgow Airport")
+    two = clean_document("<title>T</title><h1>One</h1><p>a b</p><h1>Two</h1><p>c d</p>")
+    assert title_parts(two) == ("T",)  # two <h1>s are sections, not the page's title
+    assert title_parts(clean_document("<p>No title at all.</p>")) == ()

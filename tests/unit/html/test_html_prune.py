@@ -167,6 +167,25 @@ def test_several_documents_pruned_against_one_budget(bm25_pruner: HtmlPruner) ->
     assert len(result.cleaned) == 3
 
 
+_AIRPORT = """<html><head><title>Glasgow Airport</title></head><body><h1>Glasgow Airport</h1>
+<h2>History</h2><p>The first terminal opened in 1966 and replaced the old field at Renfrew.</p>
+<h2>Services</h2><p>Glasgow Airport is served by Loganair, easyJet and Jet2 all year round.</p>
+<h2>Facilities</h2><p>The airlines lounge is on the first floor, next to the shops.</p>
+<h2>Transport</h2><p>A bus leaves the forecourt for the city centre every ten minutes.</p>
+</body></html>"""
+
+
+def test_bm25_weighs_the_words_of_a_single_pages_title() -> None:
+    # The title opens every block's context: scored with it, "Glasgow" and "Airport" would be
+    # in every block, weigh nothing, and "airlines" alone would pick the lounge.
+    pruner = HtmlPruner(scorer="bm25", tokenizer="regex")
+    result = pruner.prune(_AIRPORT, "which airlines fly from Glasgow Airport", 50)
+    rank = {b.text.split()[-1]: b.rank for b in result.blocks}
+    assert rank["round."] < rank["shops."]
+    assert "Loganair" in result.html
+    assert result.tokens <= 50
+
+
 def test_empty_document_among_several_is_reported(bm25_pruner: HtmlPruner) -> None:
     result = bm25_pruner.prune(["<p>  </p>", "<p>Real text.</p>"], "text", 50)
     assert result.documents == ["", "<p>Real text.</p>"]
