@@ -22,6 +22,25 @@ def test_lexical_tokens_fold_case_accents_punctuation_and_thousands() -> None:
     assert lexical_tokens("東京 Tokyo") == ["東", "京", "tokyo"]
 
 
+def test_lexical_tokens_drop_clitics_but_not_single_letters() -> None:
+    text = "Handmaid's Tale, Handmaid 's, don\u2019t, we'll, 'sorry', Producer(s), vitamin D"
+    words = ["handmaid", "tale", "handmaid", "don", "we", "sorry", "producer", "s", "vitamin", "d"]
+    assert lexical_tokens(text) == words
+
+
+def test_bm25_ignores_question_words_and_possessive_s() -> None:
+    # "when", "did" and the "'s" of "Handmaid's" once matched the infobox's "Producer(s)" rows
+    # and any text saying "when": the season's premiere date lost to them.
+    texts = [
+        "Producer ( s ) Warren Littlefield",
+        "When did it air? It is a show.",
+        "Season 2 of The Handmaid 's Tale premiered on April 25 , 2018 .",
+    ]
+    scores = BM25Scorer(stem=True).score("when did season 2 of handmaid's tale start", texts)
+    assert scores[0] == 0 and scores[1] == 0 and scores[2] > 0
+    assert BM25Scorer(stopwords=None).score("who did", ["who did it"])[0] > 0
+
+
 def test_bm25_is_case_and_punctuation_insensitive() -> None:
     texts = ["Lord Beaverbrook owned the Daily Express.", "The weather was fine.", ""]
     scores = BM25Scorer().score("who was beaverbrook?", texts)

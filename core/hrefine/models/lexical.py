@@ -16,6 +16,14 @@ from hrefine._optional import require
 __all__ = ["BM25Scorer", "lexical_tokens", "plural_stem", "query_window"]
 
 _SPACED = re.compile(r"\S+")
+# What an apostrophe joins to a word ("Handmaid's", "don't", "we'll"): not a word of its own, and
+# a question's "'s" would otherwise match every "(s)" and possessive of a page.
+_CLITIC = re.compile(r"['\u2019](?:s|t|d|ll|re|ve|m)\b")
+# A question's own words: they say what is asked, not what about (bm25s' English list is
+# Lucene's, made for keyword queries, and keeps them).
+_QUESTION_WORDS = frozenset(
+    ["who", "whom", "whose", "what", "which", "when", "where", "why", "how", "do", "does", "did"]
+)
 _WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]|[^\W_]+", re.UNICODE)
 
 
@@ -23,8 +31,9 @@ def lexical_tokens(text: str) -> list[str]:
     """Lower-cased, accent-folded word tokens; CJK characters are tokens of their own.
 
     Numbers keep their digits and lose thousands separators ("1,000" and "1000" match).
+    Clitics ("'s", "n't"'s "'t", "'ll"...) are dropped.
     """
-    folded = text.casefold()
+    folded = _CLITIC.sub("", text.casefold())
     if not folded.isascii():  # ASCII has no accents to fold: most pages' text skips this
         folded = unicodedata.normalize("NFKD", folded)
         folded = "".join(ch for ch in folded if not unicodedata.combining(ch))
@@ -97,8 +106,8 @@ class BM25Scorer:
     k1, b:
         The BM25 parameters (``k1 >= 0``, ``0 <= b <= 1``; ValueError otherwise).
     stopwords:
-        ``"en"`` (default) drops English function words, so "who was X?" ranks by X, not by
-        "was"; ``None`` keeps every token.
+        ``"en"`` (default) drops English function words and question words, so "who was X?"
+        ranks by X, not by "who" and "was"; ``None`` keeps every token.
     stem:
         Match singular and plural forms (:func:`plural_stem` on the query's and the texts'
         words): "which airports" finds "airport". Off by default: on long chunks it lost more
@@ -178,11 +187,12 @@ def _scored_words(text: str, stop: frozenset[str], *, stem: bool) -> list[str]:
 
 @functools.lru_cache(maxsize=2)
 def _stopwords(name: str | None) -> frozenset[str]:
-    """The stopword list ``name`` (``"en"``: bm25s' English list), or none for None."""
+    """The stopword list ``name`` (``"en"``: bm25s' English list and the question words), or
+    none for None."""
     if name is None:
         return frozenset()
     stopwords = require("bm25s.stopwords", "models")
-    return frozenset(stopwords.STOPWORDS_EN)
+    return frozenset(stopwords.STOPWORDS_EN) | _QUESTION_WORDS
 
 
 # A page's blocks are scored again for every question and budget: their word counts are kept

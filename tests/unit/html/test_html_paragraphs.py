@@ -142,7 +142,8 @@ def test_a_limit_below_one_is_refused() -> None:
 
 def test_pruner_keeps_the_piece_that_answers(shared_data: Any, embedder: Any) -> None:
     # L-Eval NQ: "who got the most super bowls in nfl". The answer opens a 469-token paragraph
-    # ranked second; whole, it did not fit 512 tokens next to the first block.
+    # ranked second; whole, it did not fit 512 tokens next to the first block (since "who" no
+    # longer counts for BM25, the paragraph ranks first and fits whole too).
     from hrefine.eval.loaders import load_dataset
 
     it = next(i for i in load_dataset("leval-nq") if i.id == "nq_04_q05")
@@ -154,12 +155,6 @@ def test_pruner_keeps_the_piece_that_answers(shared_data: Any, embedder: Any) ->
     assert split.tokens <= 512 and whole.tokens <= 512
     plain = normalize_space(lxml.html.fromstring(split.html).text_content())
     assert answer_containment(plain, it.answers) == 1.0
-    assert (
-        answer_containment(
-            normalize_space(lxml.html.fromstring(whole.html).text_content()), it.answers
-        )
-        == 0.0
-    )
     # Reports of the pieces point to their paragraph in the unsplit cleaned page.
     elements = [e for e in lxml.html.fromstring(split.cleaned[0]).iter() if isinstance(e.tag, str)]
     kept = [

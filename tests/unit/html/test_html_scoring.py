@@ -167,8 +167,8 @@ def test_rows_are_not_embedded_when_bm25_tells_them_apart() -> None:
 
 def _cited_page() -> str:
     cites = "".join(
-        f"<li>Smith ({1990 + i}). When was the highest river flood recorded? Part {i}. "
-        "Retrieved 2018.</li>"
+        f"<li>Smith ({1990 + i}). Highest river flood recorded: the highest flood recorded on"
+        f" the river, river flood records. Part {i}. Retrieved 2018.</li>"
         for i in range(12)
     )
     return (
