@@ -18,7 +18,7 @@ __all__ = ["BM25Scorer", "lexical_tokens", "plural_stem", "query_window"]
 _SPACED = re.compile(r"\S+")
 # What an apostrophe joins to a word ("Handmaid's", "don't", "we'll"): not a word of its own, and
 # a question's "'s" would otherwise match every "(s)" and possessive of a page.
-_CLITIC = re.compile(r"['\u2019](?:s|t|d|ll|re|ve|m)\b")
+_CLITIC = re.compile(r"['\u2019](?:s|t|d|ll|re|ve|m)\b", re.IGNORECASE)
 # A question's own words: they say what is asked, not what about (bm25s' English list is
 # Lucene's, made for keyword queries, and keeps them).
 _QUESTION_WORDS = frozenset(
@@ -31,9 +31,8 @@ def lexical_tokens(text: str) -> list[str]:
     """Lower-cased, accent-folded word tokens; CJK characters are tokens of their own.
 
     Numbers keep their digits and lose thousands separators ("1,000" and "1000" match).
-    Clitics ("'s", "n't"'s "'t", "'ll"...) are dropped.
     """
-    folded = _CLITIC.sub("", text.casefold())
+    folded = text.casefold()
     if not folded.isascii():  # ASCII has no accents to fold: most pages' text skips this
         folded = unicodedata.normalize("NFKD", folded)
         folded = "".join(ch for ch in folded if not unicodedata.combining(ch))
@@ -181,7 +180,8 @@ class BM25Scorer:
 
 
 def _scored_words(text: str, stop: frozenset[str], *, stem: bool) -> list[str]:
-    words = [w for w in lexical_tokens(text) if w not in stop]
+    # Clitics go here, not in lexical_tokens: the evaluation's token metrics count those.
+    words = [w for w in lexical_tokens(_CLITIC.sub("", text)) if w not in stop]
     return [plural_stem(w) for w in words] if stem else words
 
 
