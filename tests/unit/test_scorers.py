@@ -22,10 +22,11 @@ def test_lexical_tokens_fold_case_accents_punctuation_and_thousands() -> None:
     assert lexical_tokens("東京 Tokyo") == ["東", "京", "tokyo"]
 
 
-def test_bm25_words_drop_clitics_but_not_single_letters() -> None:
+def test_bm25_for_questions_drops_clitics_but_not_single_letters() -> None:
     text = "Handmaid's Tale, HANDMAID 'S, don\u2019t, we'll, 'sorry', Producer(s), vitamin D"
     words = ["handmaid", "tale", "handmaid", "don", "we", "sorry", "producer", "s", "vitamin", "d"]
-    assert BM25Scorer(stopwords=None)._words(text, frozenset()) == words
+    assert BM25Scorer(stopwords=None, questions=True)._words(text, frozenset()) == words
+    assert BM25Scorer(stopwords=None)._words("Handmaid's", frozenset()) == ["handmaid", "s"]
     assert lexical_tokens("Handmaid's") == ["handmaid", "s"]  # metrics count these tokens
 
 
@@ -37,9 +38,11 @@ def test_bm25_ignores_question_words_and_possessive_s() -> None:
         "When did it air? It is a show.",
         "Season 2 of The Handmaid 's Tale premiered on April 25 , 2018 .",
     ]
-    scores = BM25Scorer(stem=True).score("when did season 2 of handmaid's tale start", texts)
+    query = "when did season 2 of handmaid's tale start"
+    scores = BM25Scorer(stem=True, questions=True).score(query, texts)
     assert scores[0] == 0 and scores[1] == 0 and scores[2] > 0
-    assert BM25Scorer(stopwords=None).score("who did", ["who did it"])[0] > 0
+    plain = BM25Scorer(stem=True).score(query, texts)  # the default matches every word
+    assert plain[0] > 0 and plain[1] > 0
 
 
 def test_bm25_is_case_and_punctuation_insensitive() -> None:
@@ -390,8 +393,13 @@ def _bm25s_scores(scorer: BM25Scorer, query: str, texts: list[str]) -> np.ndarra
     return np.asarray(index.get_scores(q_ids), dtype=np.float32)
 
 
-@pytest.mark.parametrize(("stem", "stopwords"), [(False, "en"), (True, "en"), (True, None)])
-def test_bm25_gives_bm25s_scores_on_a_real_pages_blocks(stem: bool, stopwords: str | None) -> None:
+@pytest.mark.parametrize(
+    ("stem", "stopwords", "questions"),
+    [(False, "en", False), (True, "en", False), (True, None, False), (True, "en", True)],
+)
+def test_bm25_gives_bm25s_scores_on_a_real_pages_blocks(
+    stem: bool, stopwords: str | None, questions: bool
+) -> None:
     from hrefine.eval.loaders import load_dataset
     from hrefine.html import build_block_tree
 
@@ -399,7 +407,7 @@ def test_bm25_gives_bm25s_scores_on_a_real_pages_blocks(stem: bool, stopwords: s
     tree = build_block_tree(item.document, max_words=64)
     texts = [n.text for n in tree.nodes if n.text] + ["", "the of and"]
     assert len(texts) > 50
-    scorer = BM25Scorer(stem=stem, stopwords=stopwords)
+    scorer = BM25Scorer(stem=stem, stopwords=stopwords, questions=questions)
     # A repeated query word counts twice, as in bm25s; the second call reads remembered counts.
     for query in (item.question, "electron electron chain", item.question):
         ours = scorer.score(query, texts)

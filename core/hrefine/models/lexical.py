@@ -105,19 +105,30 @@ class BM25Scorer:
     k1, b:
         The BM25 parameters (``k1 >= 0``, ``0 <= b <= 1``; ValueError otherwise).
     stopwords:
-        ``"en"`` (default) drops English function words and question words, so "who was X?"
-        ranks by X, not by "who" and "was"; ``None`` keeps every token.
+        ``"en"`` (default) drops English function words (bm25s' list), so "who was X?" ranks
+        by "who" and X, not by "was"; ``None`` keeps every token.
     stem:
         Match singular and plural forms (:func:`plural_stem` on the query's and the texts'
         words): "which airports" finds "airport". Off by default: on long chunks it lost more
         answers than it found (L-Eval NQ, CUAD and Qasper chunk retrieval); the HTML pruner
         turns it on for its short blocks, where it found more.
+    questions:
+        The queries are questions: their question words (who, what, when, which, how, did...)
+        are not matched, nor is what an apostrophe joins to a word (the "'s" of "Handmaid's",
+        which would match every "(s)" of an infobox). Off by default: on chunk retrieval
+        (L-Eval NQ) it lost answers; the HTML pruner turns it on, where it found more.
     """
 
     name = "bm25"
 
     def __init__(
-        self, *, k1: float = 1.5, b: float = 0.75, stopwords: str | None = "en", stem: bool = False
+        self,
+        *,
+        k1: float = 1.5,
+        b: float = 0.75,
+        stopwords: str | None = "en",
+        stem: bool = False,
+        questions: bool = False,
     ) -> None:
         if k1 < 0 or not 0 <= b <= 1:
             msg = f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}"
@@ -126,12 +137,14 @@ class BM25Scorer:
         self.b = b
         self.stopwords = stopwords
         self.stem = stem
+        self.questions = questions
 
     def _stop(self) -> frozenset[str]:
         if self.stopwords not in (None, "en"):
             msg = f"unknown stopword list {self.stopwords!r}; use 'en' or None"
             raise ValueError(msg)
-        return _stopwords(self.stopwords)
+        stop = _stopwords(self.stopwords)
+        return stop | _QUESTION_WORDS if self.questions else stop
 
     def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
         """BM25 score of each text for ``query`` (0 where no query term occurs).
@@ -148,7 +161,7 @@ class BM25Scorer:
             return np.zeros(len(texts), dtype=np.float32)
         # Only the query's words are counted in each text, so no index of the whole vocabulary
         # is built: a pruner scores each page's blocks once per question.
-        key = (self.stopwords, self.stem)
+        key = (self.stopwords, self.stem, self.questions)
         wanted = sorted(set(q))
         tf = np.zeros((len(wanted), len(texts)), dtype=np.float64)
         lengths = np.empty(len(texts), dtype=np.float64)
@@ -176,23 +189,23 @@ class BM25Scorer:
         return frozenset(self._words(query, self._stop()))
 
     def _words(self, text: str, stop: frozenset[str]) -> list[str]:
-        return _scored_words(text, stop, stem=self.stem)
+        return _scored_words(text, stop, stem=self.stem, questions=self.questions)
 
 
-def _scored_words(text: str, stop: frozenset[str], *, stem: bool) -> list[str]:
-    # Clitics go here, not in lexical_tokens: the evaluation's token metrics count those.
-    words = [w for w in lexical_tokens(_CLITIC.sub("", text)) if w not in stop]
+def _scored_words(text: str, stop: frozenset[str], *, stem: bool, questions: bool) -> list[str]:
+    if questions:  # here, not in lexical_tokens: the evaluation's token metrics count clitics
+        text = _CLITIC.sub("", text)
+    words = [w for w in lexical_tokens(text) if w not in stop]
     return [plural_stem(w) for w in words] if stem else words
 
 
 @functools.lru_cache(maxsize=2)
 def _stopwords(name: str | None) -> frozenset[str]:
-    """The stopword list ``name`` (``"en"``: bm25s' English list and the question words), or
-    none for None."""
+    """The stopword list ``name`` (``"en"``: bm25s' English list), or none for None."""
     if name is None:
         return frozenset()
     stopwords = require("bm25s.stopwords", "models")
-    return frozenset(stopwords.STOPWORDS_EN) | _QUESTION_WORDS
+    return frozenset(stopwords.STOPWORDS_EN)
 
 
 # A page's blocks are scored again for every question and budget: their word counts are kept
@@ -203,14 +216,16 @@ _CACHED_CHARS = 1024
 _CACHED_TEXTS = 4096
 
 
-def _term_counts(text: str, key: tuple[str | None, bool]) -> tuple[dict[str, int], int]:
+def _term_counts(text: str, key: tuple[str | None, bool, bool]) -> tuple[dict[str, int], int]:
     if len(text) > _CACHED_CHARS:
         return _count_terms(text, key)
     return _count_terms_cached(text, key)
 
 
-def _count_terms(text: str, key: tuple[str | None, bool]) -> tuple[dict[str, int], int]:
-    words = _scored_words(text, _stopwords(key[0]), stem=key[1])
+def _count_terms(text: str, key: tuple[str | None, bool, bool]) -> tuple[dict[str, int], int]:
+    stopwords, stem, questions = key
+    stop = _stopwords(stopwords) | (_QUESTION_WORDS if questions else frozenset())
+    words = _scored_words(text, stop, stem=stem, questions=questions)
     return Counter(words), len(words)
 
 
