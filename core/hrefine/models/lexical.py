@@ -143,8 +143,7 @@ class BM25Scorer:
         if self.stopwords not in (None, "en"):
             msg = f"unknown stopword list {self.stopwords!r}; use 'en' or None"
             raise ValueError(msg)
-        stop = _stopwords(self.stopwords)
-        return stop | _QUESTION_WORDS if self.questions else stop
+        return _stop_set(self.stopwords, self.questions)
 
     def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
         """BM25 score of each text for ``query`` (0 where no query term occurs).
@@ -208,6 +207,13 @@ def _stopwords(name: str | None) -> frozenset[str]:
     return frozenset(stopwords.STOPWORDS_EN)
 
 
+@functools.lru_cache(maxsize=4)
+def _stop_set(name: str | None, questions: bool) -> frozenset[str]:
+    """The words a scorer does not match: the list ``name``, and question words if asked."""
+    stop = _stopwords(name)
+    return stop | _QUESTION_WORDS if questions else stop
+
+
 # A page's blocks are scored again for every question and budget: their word counts are kept
 # (keyed by the text and the scorer's settings), so a repeated call only counts the query.
 # Long texts (whole chunks, pages, tables) are counted each time: they would hold the memory.
@@ -224,8 +230,7 @@ def _term_counts(text: str, key: tuple[str | None, bool, bool]) -> tuple[dict[st
 
 def _count_terms(text: str, key: tuple[str | None, bool, bool]) -> tuple[dict[str, int], int]:
     stopwords, stem, questions = key
-    stop = _stopwords(stopwords) | (_QUESTION_WORDS if questions else frozenset())
-    words = _scored_words(text, stop, stem=stem, questions=questions)
+    words = _scored_words(text, _stop_set(stopwords, questions), stem=stem, questions=questions)
     return Counter(words), len(words)
 
 
