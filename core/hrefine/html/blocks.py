@@ -144,8 +144,7 @@ class _Contexts:
     """Headings in force and table headers, for the scoring context of each block."""
 
     def __init__(self, root: Any) -> None:
-        title = root.find("head/title")
-        self.base = normalize_space(text_content(title)) if title is not None else ""
+        self.base = _page_title(root)
         self.tables: dict[Any, tuple[str, Any]] = {}
 
     def table_header(self, table: Any) -> tuple[str, Any]:
@@ -259,14 +258,17 @@ class _Contexts:
 def title_parts(root: Any) -> tuple[str, ...]:
     """What opens the scoring context of (nearly) every block of a page, as written there: its
     ``<title>``, then its ``<h1>`` when it has only one."""
-    parts: list[str] = []
-    title = root.find("head/title")
-    if title is not None:
-        parts.append(normalize_space(text_content(title)))
+    parts = [_page_title(root)]
     h1s = list(itertools.islice(root.iter("h1"), 2))
     if len(h1s) == 1:
         parts.append(normalize_space(text_content(h1s[0]))[:_HEADING_CHARS])
     return tuple(p for p in parts if p)
+
+
+def _page_title(root: Any) -> str:
+    """The text of a page's ``<title>``, or ""."""
+    title = root.find("head/title")
+    return normalize_space(text_content(title)) if title is not None else ""
 
 
 def _headings(root: Any) -> tuple[dict[Any, tuple[int, str, bool]], dict[Any, Any]]:
