@@ -1,7 +1,8 @@
-"""Errors raised by hrefine.
+"""Every error hrefine raises on purpose.
 
-Every error is an :class:`HrefineError`, so callers can catch one type. Messages state what was
-received and what was expected.
+Each one is an :class:`HrefineError`, so a caller can catch one type, and also the built-in
+exception it refines (``ValueError``, ``TypeError``, ``FileNotFoundError``...), so code written
+against the built-ins keeps working. Messages say what was received and what to change.
 """
 
 from __future__ import annotations
@@ -9,18 +10,32 @@ from __future__ import annotations
 __all__ = [
     "BudgetTooSmallError",
     "ConfigError",
+    "DatasetUnavailableError",
     "EmptyInputError",
+    "GenerationError",
     "HrefineError",
     "HtmlParseError",
+    "InputTypeError",
     "MissingDependencyError",
     "ModelNotFoundError",
     "ModelOutputError",
     "PersistenceError",
+    "TreeError",
 ]
 
 
 class HrefineError(Exception):
     """Base class of every error hrefine raises on purpose."""
+
+
+class ConfigError(HrefineError, ValueError):
+    """A setting or argument has a value hrefine cannot use (an unknown scorer name, a negative
+    weight, a budget below zero); the message names the valid values."""
+
+
+class InputTypeError(HrefineError, TypeError):
+    """An argument is of a type hrefine does not take (a number where text is expected, a
+    string where a list of texts is); the message names the types it takes."""
 
 
 class EmptyInputError(HrefineError, ValueError):
@@ -44,12 +59,13 @@ class BudgetTooSmallError(HrefineError, ValueError):
         self.smallest = smallest
 
 
-class ConfigError(HrefineError, ValueError):
-    """A setting names something hrefine does not have (an unknown scorer, for example)."""
-
-
 class HtmlParseError(HrefineError, ValueError):
     """The input could not be parsed as HTML (or is not HTML at all)."""
+
+
+class TreeError(HrefineError, ValueError):
+    """A :class:`~hrefine.tree.Tree` operation names a node that is not there, or would break
+    the tree (a self-loop, a cycle, an edge that does not exist, vectors of the wrong shape)."""
 
 
 class ModelOutputError(HrefineError, ValueError):
@@ -60,8 +76,16 @@ class ModelOutputError(HrefineError, ValueError):
         self.raw_output = raw_output
 
 
+class GenerationError(HrefineError, RuntimeError):
+    """An LLM call failed on every try or timed out; ``__cause__`` holds the last error."""
+
+
 class ModelNotFoundError(HrefineError, FileNotFoundError):
     """A model name or path could not be resolved locally (hrefine never downloads at call time)."""
+
+
+class DatasetUnavailableError(HrefineError, FileNotFoundError):
+    """An evaluation dataset's files are not where they were looked for."""
 
 
 class PersistenceError(HrefineError, ValueError):

@@ -21,7 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from hrefine.errors import HrefineError
+from hrefine.errors import DatasetUnavailableError, HrefineError
 
 __all__ = [
     "DATASETS",
@@ -40,10 +40,6 @@ logger = logging.getLogger(__name__)
 
 DocFormat = Literal["html", "text"]
 AnswerMode = Literal["all", "any"]
-
-
-class DatasetUnavailableError(HrefineError, FileNotFoundError):
-    """A dataset's files are not in the data folder (the harness skips it with this message)."""
 
 
 @lru_cache(maxsize=16)

@@ -18,15 +18,11 @@ import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from hrefine.errors import HrefineError
+from hrefine.errors import GenerationError
 
 __all__ = ["GenerationError", "Generator", "LLMCallable", "as_generator"]
 
 logger = logging.getLogger(__name__)
-
-
-class GenerationError(HrefineError, RuntimeError):
-    """The LLM call failed on every try or timed out; ``__cause__`` holds the last error."""
 
 
 @runtime_checkable
