@@ -187,21 +187,15 @@ class Ours:
         from hrefine.budget import get_counter
         from hrefine.eval.baselines import ChunkCompressor, LeadCompressor
         from hrefine.html import HtmlPruner
-        from hrefine.models.embed import (
-            DEFAULT_EMBEDDER_MAX_TOKENS,
-            SentenceTransformerEmbedder,
-            default_embedder_path,
-        )
+        from hrefine.models.embed import SentenceTransformerEmbedder, default_embedder_path
 
         self.counter = get_counter(None)
 
         def embedder(precision: str = "auto") -> SentenceTransformerEmbedder:
-            # The library's default embedder settings (default_embedder()).
+            # The library's default embedder settings (default_embedder()): it reads to the
+            # model's own limit, the pruner asks for its 128 word pieces per block.
             return SentenceTransformerEmbedder(
-                str(default_embedder_path()),
-                name="all-MiniLM-L6-v2",
-                max_seq_length=DEFAULT_EMBEDDER_MAX_TOKENS,
-                precision=precision,
+                str(default_embedder_path()), name="all-MiniLM-L6-v2", precision=precision
             )
 
         # The pruner's vector cache is emptied before each timed (cold) call, see run_quality;
@@ -236,7 +230,7 @@ class Ours:
             (self.embedder, self.pruner_embed),
             (self.embedder_f32, self.pruner_f32),
         ):
-            emb._cache._data.clear()
+            emb.clear_cache()
             pruner._cleaned.clear()
 
     def warm_up(self, html: str) -> None:
@@ -514,7 +508,7 @@ def run_generative(
     stage-2 input (our stage-1 output): :func:`benchmarks.htmlrag_ref.reference_prefill`.
     """
     from hrefine.html import HtmlPruner
-    from hrefine.models.lm import default_lm
+    from hrefine.models import default_lm
 
     lm = default_lm()
     gen = HtmlPruner(

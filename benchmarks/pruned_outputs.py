@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
 import sys
 import time
@@ -60,7 +61,7 @@ def cases(kinds: tuple[str, ...]) -> Iterator[tuple[str, str, Any, str, int]]:
             for budget in BUDGETS:
                 yield f"{kind}/{it.id}/{budget}", kind, it.document, it.question, budget
         pages = sorted({it.doc_id: it for it in wtq}.values(), key=lambda it: it.doc_id)
-        for a, b in zip(pages[:PAIRS], pages[1 : PAIRS + 1], strict=True):
+        for a, b in itertools.pairwise(pages[: PAIRS + 1]):
             docs = [a.document, b.document]
             yield f"{kind}/pair/{a.id}+{b.doc_id}/1024", kind, docs, a.question, 1024
 
@@ -77,7 +78,9 @@ def _pruners(kinds: tuple[str, ...]) -> dict[str, Any]:
             emb = SentenceTransformerEmbedder(
                 str(default_embedder_path()), name="all-MiniLM-L6-v2", precision="float32"
             )
-            out[kind] = HtmlPruner(embedder=emb, **PRUNERS[kind])
+            # Recorded reading each block up to the model's own limit (256 pieces): an embedder
+            # given by the caller was not held to the default's 128 before embed_max_tokens.
+            out[kind] = HtmlPruner(embedder=emb, embed_max_tokens=None, **PRUNERS[kind])
         else:
             out[kind] = HtmlPruner(**PRUNERS[kind])
     return out

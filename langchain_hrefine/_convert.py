@@ -2,8 +2,8 @@
 
 This is the only module of ``langchain_hrefine`` that sees both worlds: LangChain ``Embeddings``
 become a core :class:`~hrefine.models.Embedder`, chat models, LLMs and Runnables become a core
-:class:`~hrefine.models.Generator`, and ``Document`` objects go in as HTML strings and come back as
-new ``Document`` objects. Caller objects are never mutated: metadata is always copied.
+:class:`~hrefine.models.TextGenerator`, and ``Document`` objects go in as HTML strings and come
+back as new ``Document`` objects. Caller objects are never mutated: metadata is always copied.
 """
 
 from __future__ import annotations
@@ -12,8 +12,15 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from hrefine.errors import InputTypeError
 from hrefine.html.outcome import DocumentOutcome, copy_metadata, log_dropped, outcome_metadata
-from hrefine.models import CallableEmbedder, Embedder, Generator, as_generator, get_embedder
+from hrefine.models import (
+    CallableEmbedder,
+    Embedder,
+    TextGenerator,
+    as_text_generator,
+    get_embedder,
+)
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.output_parsers import StrOutputParser
@@ -24,7 +31,7 @@ __all__ = [
     "documents_to_html",
     "outcomes_to_documents",
     "to_embedder",
-    "to_generator",
+    "to_text_generator",
 ]
 
 logger = logging.getLogger(__name__)
@@ -88,8 +95,8 @@ class HrefineEmbeddings(Embeddings):
         return [float(x) for x in self.embedder.embed_query(text)]
 
 
-def to_generator(llm: Any, **options: Any) -> Generator:
-    """Turn a LangChain chat model, LLM or Runnable into a core :class:`~hrefine.models.Generator`.
+def to_text_generator(llm: Any, **options: Any) -> TextGenerator:
+    """Turn a LangChain chat model, LLM or Runnable into a core ``TextGenerator``.
 
     The model is called as ``llm | StrOutputParser()``: ``invoke`` on the sync path and
     ``ainvoke`` on the async path, so the event loop is never blocked by a model with native async.
@@ -98,17 +105,17 @@ def to_generator(llm: Any, **options: Any) -> Generator:
     ----------
     llm:
         A ``BaseChatModel``, ``BaseLLM`` or any ``Runnable`` taking a string prompt; a core
-        ``Generator`` or a plain ``str -> str`` callable is accepted too.
+        ``TextGenerator``, a ``LocalLM`` or a plain ``str -> str`` callable is accepted too.
     **options:
-        Passed to :class:`~hrefine.models.Generator` (``max_concurrency``, ``retries``,
+        Passed to :class:`~hrefine.models.TextGenerator` (``max_concurrency``, ``retries``,
         ``timeout``...).
 
     Returns
     -------
-    Generator
+    TextGenerator
         The wrapped model.
     """
-    if isinstance(llm, Generator):
+    if isinstance(llm, TextGenerator):
         return llm
     if isinstance(llm, Runnable):
         chain = llm | StrOutputParser()
@@ -120,14 +127,14 @@ def to_generator(llm: Any, **options: Any) -> Generator:
             return str(await chain.ainvoke(prompt))
 
         options.setdefault("name", f"langchain:{type(llm).__name__}")
-        return Generator(_invoke, afn=_ainvoke, **options)
-    if callable(llm):
-        return as_generator(llm, **options)
+        return TextGenerator(_invoke, afn=_ainvoke, **options)
+    if callable(llm) or hasattr(llm, "session"):  # a str -> str callable, or a LocalLM
+        return as_text_generator(llm, **options)
     msg = (
         f"cannot use {type(llm).__name__} as an LLM: pass a LangChain chat model, LLM or "
         "Runnable, or a str -> str callable"
     )
-    raise TypeError(msg)
+    raise InputTypeError(msg)
 
 
 def documents_to_html(documents: Sequence[Document]) -> list[str]:

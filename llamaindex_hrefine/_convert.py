@@ -3,7 +3,7 @@
 This is the only module of ``llamaindex_hrefine`` that sees both worlds: LlamaIndex embed models
 become a core :class:`~hrefine.models.Embedder` (and a core embedder becomes a LlamaIndex embed
 model, :class:`HrefineEmbedding`), an explicitly given LlamaIndex LLM becomes a core
-:class:`~hrefine.models.Generator`, and ``NodeWithScore`` objects go in as HTML strings and come
+:class:`~hrefine.models.TextGenerator`, and ``NodeWithScore`` objects go in as HTML strings and come
 back as new ``NodeWithScore`` objects holding new nodes. Caller nodes are never mutated.
 """
 
@@ -15,8 +15,15 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from hrefine.errors import ConfigError, InputTypeError
 from hrefine.html.outcome import DocumentOutcome, copy_metadata, log_dropped, outcome_metadata
-from hrefine.models import CallableEmbedder, Embedder, Generator, as_generator, get_embedder
+from hrefine.models import (
+    CallableEmbedder,
+    Embedder,
+    TextGenerator,
+    as_text_generator,
+    get_embedder,
+)
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms import LLM
 from llama_index.core.schema import MetadataMode, NodeWithScore
@@ -28,7 +35,7 @@ __all__ = [
     "nodes_to_html",
     "outcomes_to_nodes",
     "to_embedder",
-    "to_generator",
+    "to_text_generator",
 ]
 
 logger = logging.getLogger(__name__)
@@ -83,8 +90,8 @@ def to_embedder(embed_model: BaseEmbedding | Embedder | None) -> Embedder | None
     raise TypeError(msg)
 
 
-def to_generator(llm: Any, **options: Any) -> Generator:
-    """Turn an explicitly given LlamaIndex LLM into a core :class:`~hrefine.models.Generator`.
+def to_text_generator(llm: Any, **options: Any) -> TextGenerator:
+    """Turn an explicitly given LlamaIndex LLM into a core :class:`~hrefine.models.TextGenerator`.
 
     ``Settings.llm`` is never read: its default is a hosted model that fails without an API key,
     so hrefine only uses the LLM it is handed.
@@ -92,14 +99,14 @@ def to_generator(llm: Any, **options: Any) -> Generator:
     Parameters
     ----------
     llm:
-        A LlamaIndex ``LLM`` (called with ``complete``/``acomplete``), a core ``Generator`` or a
-        ``str -> str`` callable.
+        A LlamaIndex ``LLM`` (called with ``complete``/``acomplete``), a core
+        ``TextGenerator``, a ``LocalLM`` or a ``str -> str`` callable.
     **options:
-        Passed to :class:`~hrefine.models.Generator`.
+        Passed to :class:`~hrefine.models.TextGenerator`.
 
     Returns
     -------
-    Generator
+    TextGenerator
         The wrapped model.
     """
     if llm is None:
@@ -107,8 +114,8 @@ def to_generator(llm: Any, **options: Any) -> Generator:
             "no LLM given: pass llm= explicitly (hrefine never falls back to Settings.llm, "
             "whose default needs an OpenAI key)"
         )
-        raise ValueError(msg)
-    if isinstance(llm, Generator):
+        raise ConfigError(msg)
+    if isinstance(llm, TextGenerator):
         return llm
     if isinstance(llm, LLM):
         model = llm
@@ -120,11 +127,11 @@ def to_generator(llm: Any, **options: Any) -> Generator:
             return str((await model.acomplete(prompt)).text)
 
         options.setdefault("name", f"llamaindex:{type(llm).__name__}")
-        return Generator(_complete, afn=_acomplete, **options)
-    if callable(llm):
-        return as_generator(llm, **options)
+        return TextGenerator(_complete, afn=_acomplete, **options)
+    if callable(llm) or hasattr(llm, "session"):  # a str -> str callable, or a LocalLM
+        return as_text_generator(llm, **options)
     msg = f"cannot use {type(llm).__name__} as an LLM: pass a LlamaIndex LLM or a callable"
-    raise TypeError(msg)
+    raise InputTypeError(msg)
 
 
 def complete_state(component: Any, state: dict[str, Any]) -> dict[str, Any]:

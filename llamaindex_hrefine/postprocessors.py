@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hrefine.html import MIN_BUDGET
+from hrefine.html import MIN_BUDGET, HtmlPruner, HtmlPrunerOptions
 from hrefine.html.outcome import (
-    CLEANED_CACHE_HELP,
-    READ_WORDS_HELP,
-    SPLIT_PARAGRAPHS_HELP,
     DocumentOutcome,
     aprune_documents,
-    build_pruner,
     check_query,
     prune_documents,
-    pruner_key,
 )
 from hrefine.models import Embedder
+from hrefine.options import Rebuilt, adapter_model
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
@@ -31,6 +27,13 @@ from llamaindex_hrefine._convert import (
 
 __all__ = ["HtmlRagNodePostprocessor"]
 
+if TYPE_CHECKING:
+    _HtmlRagFields = BaseNodePostprocessor
+else:  # one field per HtmlPrunerOptions setting (its embedder is the ``embed_model`` field)
+    _HtmlRagFields = adapter_model(
+        BaseNodePostprocessor, HtmlPrunerOptions, name="_HtmlRagNodePostprocessorFields"
+    )
+
 
 def _query_of(query_bundle: QueryBundle | None) -> str:
     if query_bundle is None:
@@ -42,7 +45,7 @@ def _query_of(query_bundle: QueryBundle | None) -> str:
     return check_query(query_bundle.query_str)
 
 
-class HtmlRagNodePostprocessor(BaseNodePostprocessor):
+class HtmlRagNodePostprocessor(_HtmlRagFields):
     """Prune the HTML held by retrieved nodes to a token budget with HtmlRAG.
 
     Each node's content is HTML. The pages are cleaned, split into a block tree, the blocks are
@@ -57,12 +60,23 @@ class HtmlRagNodePostprocessor(BaseNodePostprocessor):
     left out because none of their blocks made the budget). These keys are excluded from the LLM
     and embed views, so they do not count against the budget in the prompt.
 
-    The settings are those of ``langchain_hrefine.HtmlRagCompressor`` (``max_tokens``,
-    ``scorer``, ``tokenizer``, ``generative``, ``lm``, ``max_words``, ``boilerplate``,
-    ``omit_end_tags``, ``lexical_weight``, ``narrow_tables``, ``split_paragraphs``,
-    ``demote_back_matter``, ``read_words``, ``cleaned_cache``, ``prune_together``), with
-    ``embed_model`` (a LlamaIndex ``BaseEmbedding`` or an hrefine ``Embedder``) in place of
-    ``embeddings``.
+    Parameters
+    ----------
+    max_tokens:
+        Token budget of the pruned HTML (all nodes together, or each node; see
+        ``prune_together``).
+    embed_model:
+        A LlamaIndex ``BaseEmbedding`` or an hrefine ``Embedder`` for the ``"embedding"``
+        scorer; None: hrefine's embedded all-MiniLM-L6-v2 (``Settings.embed_model`` is never
+        read).
+    prune_together:
+        All nodes against one budget, as in the paper (True), or each node on its own (False).
+    **settings:
+        Every :class:`~hrefine.html.HtmlPrunerOptions` setting but ``embedder`` is a field of
+        the same name, type, default and description (``scorer``, ``tokenizer``,
+        ``max_words``, ``generative``, ``lm``, ``read_words``...), as in
+        ``langchain_hrefine.HtmlRagCompressor``; they are checked when the postprocessor is
+        made.
 
     Examples
     --------
@@ -83,10 +97,6 @@ class HtmlRagNodePostprocessor(BaseNodePostprocessor):
             f"{MIN_BUDGET})."
         ),
     )
-    scorer: Any = Field(
-        default="embedding",
-        description="'embedding', 'bm25', 'cross-encoder:<model>' or an hrefine Scorer.",
-    )
     embed_model: BaseEmbedding | Embedder | None = Field(
         default=None,
         description=(
@@ -95,44 +105,6 @@ class HtmlRagNodePostprocessor(BaseNodePostprocessor):
             "never read."
         ),
     )
-    tokenizer: Any = Field(
-        default=None,
-        description=(
-            "Tokenizer the budget is counted in (a tokenizer, tokenizer.json path or "
-            "str -> int callable); None: hrefine's default (Llama-3.2)."
-        ),
-    )
-    generative: bool = Field(
-        default=False, description="Run the paper's generative second stage (tag-path scoring)."
-    )
-    lm: Any = Field(
-        default=None, description="hrefine LocalLM for the generative stage; None: the default."
-    )
-    max_words: int = Field(default=256, gt=0, description="Largest block, in words.")
-    boilerplate: bool = Field(
-        default=True, description="Remove navigation, footers and other boilerplate."
-    )
-    omit_end_tags: bool = Field(
-        default=True,
-        description="Leave out optional end tags (</td>, </li>...): same page, fewer tokens.",
-    )
-    lexical_weight: float | None = Field(
-        default=None,
-        ge=0,
-        allow_inf_nan=False,
-        description="Weight of the BM25 match added to dense block scores; None: 0.3.",
-    )
-    narrow_tables: bool = Field(
-        default=True,
-        description="Narrow a table bigger than the budget to its best columns, every row kept.",
-    )
-    split_paragraphs: bool = Field(default=True, description=SPLIT_PARAGRAPHS_HELP)
-    demote_back_matter: bool = Field(
-        default=True,
-        description="Rank references, notes, external links and 'see also' after the body.",
-    )
-    read_words: int | None = Field(default=None, ge=1, description=READ_WORDS_HELP)
-    cleaned_cache: int = Field(default=64, ge=0, description=CLEANED_CACHE_HELP)
     prune_together: bool = Field(
         default=True,
         description=(
@@ -141,8 +113,9 @@ class HtmlRagNodePostprocessor(BaseNodePostprocessor):
         ),
     )
 
-    _pruner: Any = PrivateAttr(default=None)
-    _pruner_key: tuple[Any, ...] | None = PrivateAttr(default=None)
+    _pruner: Rebuilt[HtmlPruner] = PrivateAttr(
+        default_factory=lambda: Rebuilt(HtmlPrunerOptions, HtmlPruner)
+    )
 
     def __init__(self, **data: Any) -> None:
         super().__init__(**data)
@@ -158,13 +131,9 @@ class HtmlRagNodePostprocessor(BaseNodePostprocessor):
         # Refuses, rather than let the copy be built without its embed model or LM.
         return complete_state(self, super().__getstate__())
 
-    def _get_pruner(self) -> Any:
-        """The core ``HtmlPruner`` for the current settings (rebuilt when a setting changed)."""
-        key = pruner_key(self, self.embed_model)
-        if self._pruner is None or key != self._pruner_key:
-            self._pruner = build_pruner(self, to_embedder(self.embed_model))
-            self._pruner_key = key
-        return self._pruner
+    def _get_pruner(self) -> HtmlPruner:
+        """The core ``HtmlPruner`` for the current fields (made again when one changed)."""
+        return self._pruner.get(self, {"embedder": (self.embed_model, to_embedder)})
 
     def _finish(
         self, nodes: list[NodeWithScore], outcomes: list[DocumentOutcome]

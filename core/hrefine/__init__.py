@@ -21,7 +21,7 @@ from hrefine.errors import (
     ModelOutputError,
     PersistenceError,
 )
-from hrefine.tree import Node, Tree
+from hrefine.tree import Node, NodeKind, Tree
 
 __version__ = "0.1.0"
 
@@ -35,6 +35,7 @@ __all__ = [
     "ModelNotFoundError",
     "ModelOutputError",
     "Node",
+    "NodeKind",
     "PersistenceError",
     "Selection",
     "TokenCounter",

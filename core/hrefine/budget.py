@@ -1,47 +1,61 @@
-"""Token counting and the one budgeted selection every method uses.
+"""Token counting, the one budgeted selection and the one measured fill every method uses.
 
 Budgets are counted in tokens of a named tokenizer (the reader LLM's, when the caller passes it).
 :func:`select` is pure: given each unit's token cost and score it picks the best units that fit,
 expands a parent that does not fit into its children, and returns the choice in document order,
-with every unit it did not take listed with the reason.
+with every unit it did not take listed with the reason. :func:`fill` runs :func:`select` and
+checks the choice on the real output (rendered and counted by the caller, since joining units
+rarely costs exactly the sum of their costs), then adjusts it until the output fits and no unit
+left out would still fit. The two live in :mod:`hrefine._selection` and are imported from here.
 """
 
 from __future__ import annotations
 
-import heapq
 import logging
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol, runtime_checkable
-
-import numpy as np
+from typing import Any, Protocol, runtime_checkable
 
 from hrefine._optional import available
 from hrefine._pieces import PieceCounts
-from hrefine.errors import BudgetTooSmallError, HrefineError
+from hrefine._selection import (
+    EXPANDED,
+    LIMIT,
+    MEASURED_OVER,
+    OVER_BUDGET,
+    TRIAL_LIMIT,
+    Fill,
+    Selection,
+    fill,
+    select,
+)
+from hrefine._unicode import CJK
+from hrefine.errors import InputTypeError
 
 __all__ = [
+    "EXPANDED",
+    "LIMIT",
+    "MEASURED_OVER",
+    "OVER_BUDGET",
+    "TRIAL_LIMIT",
     "CallableCounter",
     "EncodeCounter",
+    "Fill",
     "MemoCounter",
     "RegexCounter",
     "Selection",
     "TokenCounter",
     "default_counter",
+    "fill",
     "get_counter",
     "select",
 ]
 
 logger = logging.getLogger(__name__)
-
-# Drop reasons reported in Selection.dropped.
-OVER_BUDGET = "over_budget"
-EXPANDED = "expanded_into_children"
-LIMIT = "max_units_reached"
 
 
 @runtime_checkable
@@ -60,11 +74,7 @@ class TokenCounter(Protocol):
 
 
 # CJK ideographs, kana and hangul count one token each; words, numbers and symbols count one each.
-_CJK = (
-    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
-    r"\U00020000-\U0002a6df]"
-)
-_TOKEN_RE = re.compile(rf"{_CJK}|[^\W\d_]+|\d+|[^\w\s]", re.UNICODE)
+_TOKEN_RE = re.compile(rf"{CJK}|[^\W\d_]+|\d+|[^\w\s]", re.UNICODE)
 
 
 class RegexCounter:
@@ -299,7 +309,7 @@ def get_counter(tokenizer: Any = None) -> TokenCounter:
         return CallableCounter(tokenizer)
     kind = type(tokenizer).__name__
     msg = f"cannot count tokens with {kind}; pass a tokenizer, path or callable"
-    raise TypeError(msg)
+    raise InputTypeError(msg)
 
 
 def _counter_from_path(name: str) -> TokenCounter:
@@ -327,132 +337,3 @@ def _counter_from_path(name: str) -> TokenCounter:
 
     msg = f"tokenizer {name!r} is not a tokenizer.json file or folder (and transformers is absent)"
     raise ModelNotFoundError(msg)
-
-
-class Selection(NamedTuple):
-    """Result of :func:`select`.
-
-    Attributes
-    ----------
-    selected:
-        Ids of chosen units, in document order.
-    scores:
-        The score of every unit (as given), indexed by id.
-    used:
-        Tokens used by the chosen units, separators included.
-    budget:
-        The budget that was asked for.
-    dropped:
-        Every unit not chosen, mapped to why: ``"over_budget"`` (it did not fit when its turn
-        came), ``"expanded_into_children"`` (a parent replaced by its children) or
-        ``"max_units_reached"``. Children of a chosen parent are neither selected nor dropped.
-    """
-
-    selected: list[int]
-    scores: np.ndarray
-    used: int
-    budget: int
-    dropped: dict[int, str]
-
-
-def select(
-    costs: Sequence[int] | np.ndarray,
-    scores: Sequence[float] | np.ndarray,
-    budget: int,
-    *,
-    order: Sequence[int] | np.ndarray | None = None,
-    children: Mapping[int, Sequence[int]] | None = None,
-    candidates: Sequence[int] | None = None,
-    separator_cost: int = 0,
-    max_units: int | None = None,
-    allow_empty: bool = False,
-) -> Selection:
-    """Choose the best-scored units that fit ``budget`` tokens, in document order.
-
-    Units are taken best score first; a unit that does not fit the room left is skipped (or, if
-    it has children, replaced by them as candidates), and the walk goes on, so a smaller
-    lower-ranked unit still fills the room. Hence the result is never over budget and is maximal:
-    no unit left out would fit into the room that is left.
-
-    Parameters
-    ----------
-    costs:
-        Token cost of each unit (id = index).
-    scores:
-        Relevance of each unit; higher is better. NaN counts as the lowest score.
-    budget:
-        Token budget; ``used`` never exceeds it.
-    order:
-        Document position of each unit (default: the id).
-    children:
-        Optional hierarchy: a parent that does not fit is expanded into these children.
-    candidates:
-        Units considered first (default: every unit that is nobody's child).
-    separator_cost:
-        Tokens charged per chosen unit for the joiner placed between units.
-    max_units:
-        Stop after this many units.
-    allow_empty:
-        Return an empty selection instead of raising when nothing fits.
-
-    Raises
-    ------
-    BudgetTooSmallError
-        Nothing fits and ``allow_empty`` is false.
-    """
-    cost_arr = np.asarray(costs, dtype=np.int64)
-    score_arr = np.asarray(scores, dtype=np.float64)
-    n = len(cost_arr)
-    if score_arr.shape != (n,):
-        msg = f"got {score_arr.shape[0] if score_arr.ndim else 0} scores for {n} units"
-        raise HrefineError(msg)
-    if budget < 0:
-        msg = f"budget must be >= 0 tokens, got {budget}"
-        raise ValueError(msg)
-    if n and (cost_arr < 0).any():
-        msg = "token costs must be >= 0"
-        raise ValueError(msg)
-    pos = np.arange(n) if order is None else np.asarray(order, dtype=np.int64)
-    kids = children or {}
-    if candidates is None:
-        child_ids = {c for cs in kids.values() for c in cs}
-        start = [i for i in range(n) if i not in child_ids]
-    else:
-        start = list(candidates)
-    safe = np.where(np.isnan(score_arr), -np.inf, score_arr)
-
-    heap: list[tuple[float, int, int]] = []
-    for i in start:
-        heapq.heappush(heap, (-safe[i], int(pos[i]), int(i)))
-    remaining = int(budget)
-    chosen: list[int] = []
-    dropped: dict[int, str] = {}
-    seen: set[int] = set()
-    while heap:
-        _, _, i = heapq.heappop(heap)
-        if i in seen:
-            continue
-        seen.add(i)
-        if max_units is not None and len(chosen) >= max_units:
-            dropped[i] = LIMIT
-            continue
-        need = int(cost_arr[i]) + separator_cost
-        if need <= remaining:
-            chosen.append(i)
-            remaining -= need
-        elif kids.get(i):
-            dropped[i] = EXPANDED
-            for c in kids[i]:
-                if c not in seen:
-                    heapq.heappush(heap, (-safe[c], int(pos[c]), int(c)))
-        else:
-            dropped[i] = OVER_BUDGET
-    if not chosen and n and not allow_empty:
-        smallest = int(cost_arr.min()) + separator_cost
-        msg = (
-            f"budget of {budget} tokens is smaller than the smallest unit "
-            f"({smallest} tokens with separator); raise the budget or use smaller units"
-        )
-        raise BudgetTooSmallError(msg, budget=budget, smallest=smallest)
-    chosen.sort(key=lambda i: (int(pos[i]), i))
-    return Selection(chosen, score_arr, int(budget) - remaining, int(budget), dropped)

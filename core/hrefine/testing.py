@@ -4,7 +4,7 @@ Tests (ours and our users') need models that are fast, offline and predictable, 
 still means something. :class:`KeywordEmbedder` implements the :class:`~hrefine.models.Embedder`
 protocol with hashed bag-of-words vectors, so a text that shares words with the query scores
 higher. :class:`ScriptedLM` is a ``str -> str`` callable (sync and async) that replays scripted
-answers and records every prompt; wrap it with :func:`hrefine.models.as_generator`.
+answers and records every prompt; wrap it with :func:`hrefine.models.as_text_generator`.
 
 Nothing here imports a framework or loads a model.
 """

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hrefine.models.lm import LocalLM
+from hrefine.models.local_lm import LocalLM
 from lm_fixture import load_default_lm
 
 

@@ -16,7 +16,7 @@ from e2e_helpers import (
     load_question,
 )
 from hrefine.budget import get_counter
-from hrefine.models.lm import LocalLM
+from hrefine.models.local_lm import LocalLM
 from langchain_core.documents import Document
 from langchain_core.messages import ToolMessage
 from langchain_core.output_parsers import StrOutputParser

@@ -198,8 +198,14 @@ def test_changing_a_setting_rebuilds_the_pruner() -> None:
 def test_end_tag_and_lexical_settings_reach_the_pruner(documents: list[Document]) -> None:
     compact = _compressor(max_tokens=400, lexical_weight=0.5)
     full = _compressor(max_tokens=400, omit_end_tags=False, lexical_weight=0)
-    assert compact._get_pruner().lexical_weight == 0.5 and compact._get_pruner().omit_end_tags
-    assert full._get_pruner().lexical_weight == 0 and not full._get_pruner().omit_end_tags
+    assert (
+        compact._get_pruner().options.lexical_weight == 0.5
+        and compact._get_pruner().options.omit_end_tags
+    )
+    assert (
+        full._get_pruner().options.lexical_weight == 0
+        and not full._get_pruner().options.omit_end_tags
+    )
     with_tags = "".join(d.page_content for d in full.compress_documents(documents, QUERY))
     without = "".join(d.page_content for d in compact.compress_documents(documents, QUERY))
     assert "</td>" in with_tags and "</td>" not in without
@@ -248,19 +254,20 @@ def test_core_embedder_accepted_and_junk_rejected(documents: list[Document]) -> 
 
 
 def test_every_pruner_setting_is_a_field_that_reaches_the_pruner() -> None:
-    from hrefine.html.outcome import PRUNER_SETTINGS
+    from hrefine.html import HtmlPrunerOptions
 
-    assert set(PRUNER_SETTINGS) <= set(HtmlRagCompressor.model_fields)
+    settings = set(HtmlPrunerOptions.names()) - HtmlPrunerOptions.adapter_excluded
+    assert settings <= set(HtmlRagCompressor.model_fields)
     compressor = _compressor(max_tokens=100)
     first = compressor._get_pruner()
-    assert first.demote_back_matter and first.narrow_tables
+    assert first.options.demote_back_matter and first.options.narrow_tables
     compressor.demote_back_matter = False
     assert compressor._get_pruner() is not first
-    assert compressor._get_pruner().demote_back_matter is False
+    assert compressor._get_pruner().options.demote_back_matter is False
     compressor.cleaned_cache = 0
     assert compressor._get_pruner()._cleaned.max_pages == 0
-    assert compressor._get_pruner().split_paragraphs is True
+    assert compressor._get_pruner().options.split_paragraphs is True
     compressor.split_paragraphs = False
-    assert compressor._get_pruner().split_paragraphs is False
+    assert compressor._get_pruner().options.split_paragraphs is False
     with pytest.raises(ValidationError, match="cleaned_cache"):
         HtmlRagCompressor(cleaned_cache=-1)

@@ -8,14 +8,14 @@ import textwrap
 
 import numpy as np
 import pytest
-from hrefine.models import Generator
+from hrefine.models import TextGenerator
 from hrefine.testing import KeywordEmbedder, ScriptedLM
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import FakeListChatModel, FakeListLLM
 from langchain_core.runnables import RunnableLambda
 from lc_helpers import KeywordEmbeddings
 
-from langchain_hrefine._convert import HrefineEmbeddings, to_embedder, to_generator
+from langchain_hrefine._convert import HrefineEmbeddings, to_embedder, to_text_generator
 
 
 def test_to_embedder_wraps_langchain_embeddings_with_unit_rows() -> None:
@@ -51,35 +51,35 @@ def test_to_embedder_rejects_other_objects_naming_the_type() -> None:
         to_embedder(3)  # type: ignore[arg-type]
 
 
-def test_to_generator_chat_model_sync_and_async() -> None:
-    gen = to_generator(FakeListChatModel(responses=["first", "second"]), retries=0)
-    assert isinstance(gen, Generator)
+def test_to_text_generator_chat_model_sync_and_async() -> None:
+    gen = to_text_generator(FakeListChatModel(responses=["first", "second"]), retries=0)
+    assert isinstance(gen, TextGenerator)
     assert gen.generate("hello") == "first"
     assert gen.name == "langchain:FakeListChatModel"
 
 
-async def test_to_generator_chat_model_async_path() -> None:
-    gen = to_generator(FakeListChatModel(responses=["a", "b", "c"]), retries=0)
+async def test_to_text_generator_chat_model_async_path() -> None:
+    gen = to_text_generator(FakeListChatModel(responses=["a", "b", "c"]), retries=0)
     assert await gen.abatch(["p1", "p2", "p3"]) == ["a", "b", "c"]
 
 
-def test_to_generator_llm_and_runnable() -> None:
-    assert to_generator(FakeListLLM(responses=["done"])).generate("x") == "done"
-    upper = to_generator(RunnableLambda(lambda s: s.upper()))
+def test_to_text_generator_llm_and_runnable() -> None:
+    assert to_text_generator(FakeListLLM(responses=["done"])).generate("x") == "done"
+    upper = to_text_generator(RunnableLambda(lambda s: s.upper()))
     assert upper.generate("abc") == "ABC"
 
 
-def test_to_generator_plain_callable_and_generator() -> None:
+def test_to_text_generator_plain_callable_and_generator() -> None:
     lm = ScriptedLM(["scripted"])
-    gen = to_generator(lm)
+    gen = to_text_generator(lm)
     assert gen.generate("prompt") == "scripted"
     assert lm.prompts == ["prompt"]
-    assert to_generator(gen) is gen
+    assert to_text_generator(gen) is gen
 
 
-def test_to_generator_rejects_non_callables() -> None:
+def test_to_text_generator_rejects_non_callables() -> None:
     with pytest.raises(TypeError, match="cannot use int"):
-        to_generator(42)
+        to_text_generator(42)
 
 
 def test_import_without_langchain_names_the_extra() -> None:

@@ -8,13 +8,13 @@ import textwrap
 
 import numpy as np
 import pytest
-from hrefine.models import Generator
+from hrefine.models import TextGenerator
 from hrefine.testing import KeywordEmbedder
 from llama_index.core import Settings
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.llms import MockLLM
 
-from llamaindex_hrefine._convert import HrefineEmbedding, to_embedder, to_generator
+from llamaindex_hrefine._convert import HrefineEmbedding, to_embedder, to_text_generator
 
 
 def test_hrefine_embedding_is_a_llamaindex_embed_model() -> None:
@@ -50,25 +50,25 @@ def test_to_embedder_unwraps_hrefine_embedding_and_wraps_others() -> None:
         to_embedder("not a model")  # type: ignore[arg-type]
 
 
-def test_to_generator_needs_an_explicit_llm_and_never_reads_settings() -> None:
+def test_to_text_generator_needs_an_explicit_llm_and_never_reads_settings() -> None:
     with pytest.raises(ValueError, match=r"Settings\.llm"):
-        to_generator(None)
+        to_text_generator(None)
     # Reading Settings.llm would resolve the OpenAI default; it must still be unset.
     assert Settings._llm is None
 
 
-async def test_to_generator_mock_llm_sync_and_async() -> None:
-    gen = to_generator(MockLLM(max_tokens=3), retries=0)
-    assert isinstance(gen, Generator)
+async def test_to_text_generator_mock_llm_sync_and_async() -> None:
+    gen = to_text_generator(MockLLM(max_tokens=3), retries=0)
+    assert isinstance(gen, TextGenerator)
     assert gen.name == "llamaindex:MockLLM"
     assert gen.generate("hello there") == "text text text"
     assert await gen.agenerate("hello") == "text text text"
 
 
-def test_to_generator_callable_and_rejects_junk() -> None:
-    assert to_generator(lambda p: p[::-1]).generate("abc") == "cba"
+def test_to_text_generator_callable_and_rejects_junk() -> None:
+    assert to_text_generator(lambda p: p[::-1]).generate("abc") == "cba"
     with pytest.raises(TypeError, match="cannot use int"):
-        to_generator(7)
+        to_text_generator(7)
 
 
 def test_import_without_llama_index_names_the_extra() -> None:

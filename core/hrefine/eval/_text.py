@@ -1,4 +1,6 @@
-"""Plain-text helpers shared by the baselines and the metrics: HTML to text, chunking, budget fill.
+"""Plain-text helpers shared by the baselines and the metrics: HTML to text, budget fill.
+
+Chunking lives in :mod:`hrefine.chunk`.
 
 Everything here counts tokens with the caller's :class:`~hrefine.budget.TokenCounter`, so baselines
 and methods are measured against the same tokenizer.
@@ -13,11 +15,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from hrefine._optional import require
-from hrefine.budget import TokenCounter, select
+from hrefine.budget import TokenCounter, fill
 
 __all__ = [
     "SEPARATOR",
-    "chunk_text",
     "fill_budget",
     "html_to_text",
     "looks_like_html",
@@ -27,6 +28,9 @@ __all__ = [
 
 #: Joiner placed between selected chunks.
 SEPARATOR = "\n\n"
+# Tokens a join may save (Llama-3's BPE writes "." and the "\n\n" after it as one token), so a
+# chunk whose cost is up to this much over the room left is still tried.
+_SLACK = 2
 
 # Elements whose text is never shown to a reader.
 _DROP = frozenset(
@@ -44,7 +48,6 @@ _BLOCK = frozenset(
 _CELL = frozenset({"td", "th"})
 _TAG_RE = re.compile(r"</?[A-Za-z][A-Za-z0-9_:-]*(?:\s[^<>]*)?/?>|<!--|<!DOCTYPE", re.I)
 _SPACES = re.compile(r"[ \t\r\f\v\u00a0]+")
-_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
 _WORD_PIECE = re.compile(r"\s*\S+")
 
 
@@ -149,90 +152,6 @@ def text_to_html(text: str) -> str:
     return f"<html><body>\n{body}</body></html>"
 
 
-def _split_long(piece: str, counter: TokenCounter, limit: int) -> list[str]:
-    """Split one over-long line at sentence ends (then at spaces) into pieces of <= ``limit``."""
-    sentences = [s for s in _SENTENCE_END.split(piece) if s.strip()]
-    by_words = len(sentences) == 1
-    units = piece.split() if by_words else sentences
-    if len(units) <= 1:
-        return [piece]
-    out: list[str] = []
-    cur: list[str] = []
-    used = 0
-    for unit, cost in zip(units, counter.count_many(units), strict=True):
-        if cost > limit and not by_words:
-            if cur:
-                out.append(" ".join(cur))
-                cur, used = [], 0
-            out.extend(_split_long(unit, counter, limit))
-            continue
-        if cur and used + cost > limit:
-            out.append(" ".join(cur))
-            cur, used = [], 0
-        cur.append(unit)
-        used += cost
-    if cur:
-        out.append(" ".join(cur))
-    return out
-
-
-def chunk_text(text: str, counter: TokenCounter, chunk_tokens: int = 128) -> list[str]:
-    """Split plain text into chunks of about ``chunk_tokens`` tokens, in document order.
-
-    Lines are packed greedily; a chunk closes at a paragraph break (blank line) once it holds at
-    least half of ``chunk_tokens``, and a line longer than ``chunk_tokens`` is split at sentence
-    ends, then at spaces. No text is lost: joining the chunks gives back every non-blank line.
-
-    Parameters
-    ----------
-    text:
-        Plain text (convert HTML with :func:`html_to_text` first).
-    counter:
-        Token counter for chunk sizes.
-    chunk_tokens:
-        Target chunk size in tokens (chunks may exceed it only where one word does).
-
-    Returns
-    -------
-    list[str]
-        The chunks; empty when ``text`` holds no visible characters.
-    """
-    if chunk_tokens < 1:
-        msg = f"chunk_tokens must be >= 1, got {chunk_tokens}"
-        raise ValueError(msg)
-    # (line, starts_paragraph) for every non-blank line.
-    lines: list[tuple[str, bool]] = []
-    new_para = True
-    for raw in text.split("\n"):
-        line = raw.strip()
-        if not line:
-            new_para = True
-            continue
-        lines.append((line, new_para))
-        new_para = False
-    if not lines:
-        return []
-    costs = counter.count_many([line for line, _ in lines])
-    chunks: list[str] = []
-    cur: list[str] = []
-    used = 0
-    for (line, starts_para), cost in zip(lines, costs, strict=True):
-        if cost > chunk_tokens:
-            if cur:
-                chunks.append("\n".join(cur))
-                cur, used = [], 0
-            chunks.extend(_split_long(line, counter, chunk_tokens))
-            continue
-        if cur and (used + cost > chunk_tokens or (starts_para and used >= chunk_tokens // 2)):
-            chunks.append("\n".join(cur))
-            cur, used = [], 0
-        cur.append(line)
-        used += cost + 1  # the newline joiner
-    if cur:
-        chunks.append("\n".join(cur))
-    return chunks
-
-
 def fill_budget(
     texts: Sequence[str],
     scores: Sequence[float] | np.ndarray,
@@ -246,9 +165,10 @@ def fill_budget(
 ) -> str:
     """Join the best-scored texts that fit ``max_tokens``, in document order.
 
-    Uses :func:`hrefine.budget.select`, so a smaller lower-ranked text still fills the room left,
-    then re-counts the joined result and drops the lowest-scored texts until it fits (BPE counts
-    are not exactly additive across joins).
+    The measured fill of :func:`hrefine.budget.fill`: texts are chosen by score on their
+    counted costs (a smaller lower-ranked text still fills the room left), the joined result is
+    counted, and texts are dropped or added until it fits and no text left out would still fit
+    (token counts are not exactly additive across joins).
 
     Parameters
     ----------
@@ -272,26 +192,33 @@ def fill_budget(
     Returns
     -------
     str
-        The joined selection.
+        The joined selection; empty when there are no texts.
 
     Raises
     ------
     hrefine.errors.BudgetTooSmallError
         No unit fits ``max_tokens``.
     """
+    if not texts:
+        return ""
     cost_list = list(costs) if costs is not None else counter.count_many(list(texts))
-    sep_cost = counter.count(separator) if separator else 0
-    sel = select(
-        cost_list, scores, max_tokens, order=order, candidates=candidates, separator_cost=sep_cost
+    pos = list(range(len(texts))) if order is None else list(order)
+
+    def measure(kept: frozenset[int]) -> tuple[str, int]:
+        out = separator.join(texts[i] for i in sorted(kept, key=lambda i: (pos[i], i)))
+        return out, counter.count(out)
+
+    done = fill(
+        cost_list,
+        scores,
+        max_tokens,
+        measure,
+        order=pos,
+        candidates=candidates,
+        separator_cost=counter.count(separator) if separator else 0,
+        slack=_SLACK,
     )
-    chosen = list(sel.selected)
-    score_arr = np.asarray(scores, dtype=np.float64)
-    out = separator.join(texts[i] for i in chosen)
-    while chosen and counter.count(out) > max_tokens:
-        worst = min(chosen, key=lambda i: (score_arr[i], -i))
-        chosen.remove(worst)
-        out = separator.join(texts[i] for i in chosen)
-    return out
+    return "" if done.output is None else done.output
 
 
 def truncate_to_tokens(text: str, counter: TokenCounter, max_tokens: int) -> str:

@@ -2,8 +2,9 @@
 
 - :class:`LeadCompressor` (``"lead"``): the start of the document, truncated at a word boundary.
 - :class:`ChunkCompressor` with BM25 (``"bm25"``) or embeddings (``"embedding"``): the document
-  is cut into chunks of about 128 tokens, each chunk is scored against the query, and the best
-  chunks that fit the budget are returned in document order (:func:`hrefine.budget.select`).
+  is cut into chunks of about 128 tokens (:func:`hrefine.chunk.chunks`), each chunk is scored
+  against the query, and the best chunks that fit the budget are returned in document order
+  (:func:`hrefine.budget.fill`).
 
 HTML documents are converted to plain text first (:func:`hrefine.eval._text.html_to_text`).
 """
@@ -17,10 +18,10 @@ from typing import Any
 import numpy as np
 
 from hrefine.budget import TokenCounter, get_counter
+from hrefine.chunk import chunks as cut_into_chunks
 from hrefine.errors import BudgetTooSmallError, EmptyInputError
 from hrefine.eval._text import (
     SEPARATOR,
-    chunk_text,
     fill_budget,
     html_to_text,
     looks_like_html,
@@ -190,8 +191,8 @@ class ChunkCompressor:
         key = _key(document)
         cached = self._chunks.get(key)
         if cached is None:
-            chunks = chunk_text(as_plain_text(document), self.counter, self.chunk_tokens)
-            cached = (chunks, self.counter.count_many(chunks))
+            cut = cut_into_chunks(as_plain_text(document), self.counter, self.chunk_tokens)
+            cached = ([c.text for c in cut], [c.tokens for c in cut])
             self._chunks.put(key, cached)
         return cached  # type: ignore[no-any-return]
 

@@ -129,7 +129,7 @@ def evaluate_items(
     tokenizer:
         Counts tokens in and out (default: Llama-3.2's tokenizer).
     reader:
-        Optional LLM (a :class:`hrefine.models.Generator` or ``str -> str`` callable) that
+        Optional LLM (a :class:`hrefine.models.TextGenerator` or ``str -> str`` callable) that
         answers from the context; adds ``reader_em`` and ``reader_f1``.
     fail_fast:
         Re-raise the first error instead of recording it.
@@ -144,9 +144,9 @@ def evaluate_items(
     counter: TokenCounter = get_counter(tokenizer)
     generate: Callable[[str], str] | None = None
     if reader is not None:
-        from hrefine.models import as_generator
+        from hrefine.models import as_text_generator
 
-        generate = as_generator(reader)
+        generate = as_text_generator(reader)
     doc_tokens: dict[tuple[str, str], int] = {}
     position = {it.id: i for i, it in enumerate(items)}
     rows: dict[tuple[str, int], ItemResult] = {}

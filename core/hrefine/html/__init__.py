@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from hrefine.html.blocks import build_block_tree
 from hrefine.html.clean import DEFAULT_KEEP_ATTRS, clean_html
-from hrefine.html.prune import MIN_BUDGET, HtmlPruner
+from hrefine.html.options import MIN_BUDGET, HtmlPrunerOptions
+from hrefine.html.prune import HtmlPruner
 from hrefine.html.report import render_report
 from hrefine.html.result import BlockReport, PruneResult
 
@@ -21,6 +22,7 @@ __all__ = [
     "MIN_BUDGET",
     "BlockReport",
     "HtmlPruner",
+    "HtmlPrunerOptions",
     "PruneResult",
     "build_block_tree",
     "clean_html",

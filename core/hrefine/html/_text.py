@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from hrefine._unicode import CJK, CJK_CHAR, CJK_RANGES
+
 __all__ = [
     "BLOCK_TAGS",
     "CJK_CHAR",
@@ -19,12 +21,11 @@ __all__ = [
     "shown_text",
 ]
 
-# CJK ideographs, kana and hangul count one word each (they are not space-separated).
-_CJK = r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002a6df]"
-CJK_CHAR = re.compile(_CJK)
-# Where a text may be cut: after a CJK character or after a run of other non-space characters.
-CUT_UNIT = re.compile(_CJK + r"|[^\s" + _CJK[1:-1] + r"]+")
-_WORD = re.compile(_CJK + r"|[^\W_]+", re.UNICODE)
+# Where a text may be cut: after a CJK character (CJK is not space-separated) or after a run of
+# other non-space characters.
+CUT_UNIT = re.compile(CJK + r"|[^\s" + CJK_RANGES + r"]+")
+# A word: one CJK character, or a run of letters and digits.
+_WORD = re.compile(CJK + r"|[^\W_]+", re.UNICODE)
 
 # Tags that lay text out in lines; whitespace next to them is layout, not content.
 BLOCK_TAGS = frozenset(

@@ -229,7 +229,7 @@ class _Contexts:
                 open_section(el)
             index += 1
             node = tree.nodes[nid]
-            node.order = offset + index
+            tree.set_order(nid, offset + index)
             # Containers get a context too: a table or list scored as a whole uses it.
             parts = [heading]
             if el.tag != "table" and table is not None:

@@ -1,25 +1,28 @@
 """Fill a token budget with the best blocks, measured on the real rendered output.
 
-Shared by both pruning stages. Estimated block costs drive a greedy fill
-(:func:`hrefine.budget.select`); the rendered output is then counted with the budget tokenizer,
-because ancestor tags and BPE merges make the sum of block costs inexact. The result never
-exceeds the budget and leaves no room that the next-best block would fit into.
+Shared by both pruning stages. The blocks, and the groups that may be kept whole (a table, a
+list), go to the measured fill of :func:`hrefine.budget.fill`, which counts the rendered HTML with
+the budget tokenizer, because ancestor tags and BPE merges make the sum of block costs inexact.
+The result never exceeds the budget and leaves no room that the next-best block would fit into.
+This module adds what is HTML's own: the units, the rendering, and the fallback of a cut block
+when no block fits at all.
 """
 
 from __future__ import annotations
 
 import html as html_lib
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from hrefine.budget import TokenCounter, select
+from hrefine.budget import OVER_BUDGET, TokenCounter
+from hrefine.budget import fill as budget_fill
 from hrefine.errors import BudgetTooSmallError
 from hrefine.html._text import CUT_UNIT
 from hrefine.html.blocks import BlockForest
 from hrefine.html.render import Renderer
-from hrefine.html.result import OVER_BUDGET, TRUNCATED, BlockReport
+from hrefine.html.result import TRUNCATED, BlockReport
 from hrefine.tree import Tree
 
 __all__ = ["Fit", "fill", "inherit_scores", "reports"]
@@ -28,6 +31,8 @@ logger = logging.getLogger(__name__)
 
 # Tokens two pieces of text may lose to a BPE merge at their junction.
 _SLACK = 2
+# Most select-and-render rounds, shrinking the room by the overshoot, before units are dropped.
+_ROUNDS = 6
 # Most trial renders spent topping up the budget after the greedy fill.
 _MAX_TOPUPS = 200
 
@@ -56,8 +61,9 @@ class _Units:
     """What the fill chooses among: every block, plus whole groups (a table or list kept as one).
 
     A group's cost is its whole HTML, its score the best of its own score (the group scored as
-    a whole, when given) and the scores of the blocks inside it. When a group does not fit,
-    :func:`~hrefine.budget.select` replaces it by the units right below it.
+    a whole, when given) and the scores of the blocks inside it; its members are the blocks
+    inside it. When a group does not fit, :func:`~hrefine.budget.select` replaces it by the
+    units right below it.
     """
 
     def __init__(
@@ -92,10 +98,6 @@ class _Units:
             self.children[u] = below + kids
         self.top = _frontier(tree, tree.roots, local, group_unit)
 
-    def rank(self) -> list[int]:
-        """Unit ids, best score first, earlier (hence enclosing) units first among equals."""
-        return sorted(range(len(self.members)), key=lambda u: (-self.score[u], self.order[u], u))
-
 
 def _frontier(
     tree: Tree, start: Sequence[int], local: dict[int, int], group_unit: dict[int, int]
@@ -127,11 +129,11 @@ def fill(
 ) -> Fit:
     """Keep the best-scored blocks whose rendered HTML fits ``budget`` tokens.
 
-    Greedy fill by score (:func:`hrefine.budget.select`, which walks past a unit that does not
-    fit and expands a group that does not fit into its parts), then the real output is counted:
-    if ancestor tags push it over, the fill is redone with the overshoot taken off, then the
-    lowest-scored kept units are dropped one by one; finally every unit still out is tried,
-    best first, while room is left. The best-scored unit that fits on its own is always kept.
+    The measured fill of :func:`hrefine.budget.fill` over the blocks and the groups (a group
+    that does not fit is expanded into its parts), with the output rendered by
+    :class:`~hrefine.html.render.Renderer` and counted with ``counter``: never over budget, the
+    best-scored unit that fits on its own always kept, and no unit left out that would still
+    fit. When no block fits on its own, the best block's text is returned, cut to the budget.
 
     Parameters
     ----------
@@ -142,80 +144,31 @@ def fill(
         as its best block either way).
     """
     renderer = Renderer(forest)
-    renders = 0
     safe = np.where(np.isnan(scores), -np.inf, scores)
     units = _Units(forest, ids, costs, safe, groups or {}, group_scores)
-    rank = units.rank()
 
-    def measure(kept: set[int]) -> tuple[list[str], int]:
-        nonlocal renders
-        renders += 1
-        parts = renderer.render(ids[j] for j in kept)
-        docs = _place(forest, parts, n_docs)
+    def measure(kept: frozenset[int]) -> tuple[list[str], int]:
+        docs = _place(forest, renderer.render(ids[j] for j in kept), n_docs)
         return docs, counter.count("\n".join(d for d in docs if d))
 
-    room = budget
-    chosen: list[int] = []
-    kept: set[int] = set()
-    docs: list[str] = [""] * n_docs
-    tokens = 0
-    for _ in range(6):
-        sel = select(
-            units.cost,
-            units.score,
-            room,
-            order=units.order,
-            children=units.children,
-            candidates=units.top,
-            allow_empty=True,
-        )
-        chosen = list(sel.selected)
-        kept = set().union(*(units.members[u] for u in chosen))
-        docs, tokens = measure(kept)
-        if tokens <= budget or not kept:
-            break
-        room -= max(1, tokens - budget)
-        if room <= 0:
-            break
-    chosen.sort(key=lambda u: (units.score[u], -units.order[u]))
-    while tokens > budget and chosen:
-        kept -= units.members[chosen.pop(0)]
-        docs, tokens = measure(kept)
-    top = _best_solo(rank, units, budget, measure)
-    if top is None:
+    done = budget_fill(
+        units.cost,
+        units.score,
+        budget,
+        measure,
+        order=units.order,
+        children=units.children,
+        candidates=units.top,
+        members=units.members,
+        slack=_SLACK,
+        rounds=_ROUNDS,
+        max_trials=_MAX_TOPUPS,
+        allow_empty=True,
+    )
+    if done.output is None:
         block_rank = [int(j) for j in np.argsort(-safe, kind="stable")]
-        return _truncated(forest, ids, block_rank, budget, counter, n_docs, renders)
-    if not units.members[top] <= kept:
-        kept = set(units.members[top])
-        docs, tokens = measure(kept)
-    tries = 0
-    for u in rank:
-        if units.members[u] <= kept or units.cost[u] > budget - tokens + _SLACK:
-            continue
-        if tries >= _MAX_TOPUPS:
-            break
-        tries += 1
-        trial = kept | units.members[u]
-        trial_docs, trial_tokens = measure(trial)
-        if trial_tokens <= budget:
-            kept = trial
-            docs, tokens = trial_docs, trial_tokens
-    return Fit({ids[j] for j in kept}, docs, tokens, renders)
-
-
-def _best_solo(
-    rank: list[int],
-    units: _Units,
-    budget: int,
-    measure: Callable[[set[int]], tuple[list[str], int]],
-) -> int | None:
-    """The best-ranked unit whose HTML, rendered alone, fits the budget."""
-    for u in rank:
-        if units.cost[u] > budget + _SLACK:
-            continue
-        if measure(set(units.members[u]))[1] <= budget:
-            return u
-    return None
+        return _truncated(forest, ids, block_rank, budget, counter, n_docs, done.renders)
+    return Fit({ids[j] for j in done.kept}, done.output, done.tokens, done.renders)
 
 
 def _place(forest: BlockForest, parts: list[str], n: int) -> list[str]:

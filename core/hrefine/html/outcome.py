@@ -24,73 +24,15 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "CLEANED_CACHE_HELP",
-    "PRUNER_SETTINGS",
-    "READ_WORDS_HELP",
-    "SPLIT_PARAGRAPHS_HELP",
     "DocumentOutcome",
     "aprune_documents",
-    "build_pruner",
     "check_query",
     "document_outcomes",
     "empty_outcome",
     "log_dropped",
     "outcome_metadata",
     "prune_documents",
-    "pruner_key",
 ]
-
-
-#: HtmlPruner settings both framework adapters expose as fields of the same names.
-PRUNER_SETTINGS = (
-    "scorer",
-    "tokenizer",
-    "generative",
-    "lm",
-    "max_words",
-    "boilerplate",
-    "omit_end_tags",
-    "lexical_weight",
-    "narrow_tables",
-    "split_paragraphs",
-    "demote_back_matter",
-    "read_words",
-    "cleaned_cache",
-)
-
-
-#: The adapters' description of their ``read_words`` field.
-READ_WORDS_HELP = (
-    "Words of a block a dense scorer reads (its start, or the window holding most of the "
-    "query's words); None: whole blocks."
-)
-
-SPLIT_PARAGRAPHS_HELP = (
-    "True (default): split a paragraph over a quarter of the budget at sentence ends, so the "
-    "part that answers can be kept without the rest; False: paragraphs stay whole."
-)
-
-CLEANED_CACHE_HELP = (
-    "Pages whose cleaned tree is kept, so a page pruned again (another query or budget) is not "
-    "cleaned again; 0 keeps none."
-)
-
-
-def pruner_key(owner: object, embeddings: object) -> tuple[Any, ...]:
-    """What an adapter's pruner depends on: its settings (objects by identity) and embeddings.
-
-    The adapter rebuilds its :class:`HtmlPruner` when this changes (a field was set anew).
-    """
-    values = [getattr(owner, name) for name in PRUNER_SETTINGS]
-    plain = (str, int, float, bool, type(None))
-    return (*(v if isinstance(v, plain) else id(v) for v in values), id(embeddings))
-
-
-def build_pruner(owner: object, embedder: Any) -> HtmlPruner:
-    """An :class:`HtmlPruner` from an adapter's settings fields and a converted embedder."""
-    from hrefine.html.prune import HtmlPruner
-
-    return HtmlPruner(embedder=embedder, **{n: getattr(owner, n) for n in PRUNER_SETTINGS})
 
 
 @dataclass(frozen=True)

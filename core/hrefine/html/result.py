@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from hrefine.budget import OVER_BUDGET as OVER_BUDGET
+
 __all__ = ["BlockReport", "PruneResult"]
 
-# Reasons a block is not in the output.
-OVER_BUDGET = "over_budget"
+# Reasons a block is not in the output (and OVER_BUDGET, the budget's own).
 BELOW_THRESHOLD = "below_threshold"
 EMPTY = "empty"
 TRUNCATED = "truncated"

@@ -19,10 +19,12 @@ if TYPE_CHECKING:
         get_embedder,
     )
     from hrefine.models.lexical import BM25Scorer, lexical_tokens
-    from hrefine.models.llm import GenerationError, Generator, as_generator
-    from hrefine.models.lm import LMSession, LocalLM, default_lm
+    from hrefine.models.lm_session import AppendResult, LMSession
+    from hrefine.models.local_lm import LocalLM
     from hrefine.models.rerank import CrossEncoderScorer
     from hrefine.models.scorers import EmbeddingScorer, Scorer, get_scorer
+    from hrefine.models.smollm2 import default_lm
+    from hrefine.models.text_generator import LLMCallable, TextGenerator, as_text_generator
 
 _WHERE = {
     "batch_size_for": "device",
@@ -35,12 +37,13 @@ _WHERE = {
     "get_embedder": "embed",
     "BM25Scorer": "lexical",
     "lexical_tokens": "lexical",
-    "GenerationError": "llm",
-    "Generator": "llm",
-    "as_generator": "llm",
-    "LMSession": "lm",
-    "LocalLM": "lm",
-    "default_lm": "lm",
+    "AppendResult": "lm_session",
+    "LMSession": "lm_session",
+    "LocalLM": "local_lm",
+    "default_lm": "smollm2",
+    "LLMCallable": "text_generator",
+    "TextGenerator": "text_generator",
+    "as_text_generator": "text_generator",
     "CrossEncoderScorer": "rerank",
     "EmbeddingScorer": "scorers",
     "Scorer": "scorers",
@@ -48,18 +51,19 @@ _WHERE = {
 }
 
 __all__ = [
+    "AppendResult",
     "BM25Scorer",
     "CallableEmbedder",
     "CrossEncoderScorer",
     "Embedder",
     "EmbeddingScorer",
-    "GenerationError",
-    "Generator",
+    "LLMCallable",
     "LMSession",
     "LocalLM",
     "Scorer",
     "SentenceTransformerEmbedder",
-    "as_generator",
+    "TextGenerator",
+    "as_text_generator",
     "batch_size_for",
     "default_embedder",
     "default_lm",

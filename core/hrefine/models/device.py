@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, TypeVar
 
-from hrefine.errors import HrefineError
+from hrefine.errors import ConfigError
 
 if TYPE_CHECKING:
     import torch
@@ -50,14 +50,14 @@ def pick_device(preferred: str | None = None) -> str:
 
     Raises
     ------
-    HrefineError
+    ConfigError
         When ``preferred`` is not a device string torch knows.
     """
     if preferred is not None:
         kind = preferred.split(":", 1)[0]
         if kind not in _KNOWN_KINDS:
-            message = f"unknown device {preferred!r}; expected one of {', '.join(_KNOWN_KINDS)}"
-            raise HrefineError(message)
+            msg = f"unknown device {preferred!r}; expected one of {', '.join(_KNOWN_KINDS)}"
+            raise ConfigError(msg)
         logger.info("Using device %s (asked for)", preferred)
         return preferred
 
@@ -136,8 +136,8 @@ def cpu_workers(requested: int | None = None) -> int:
     """
     if requested is not None:
         if requested < 1:
-            msg = f"cpu_workers must be >= 1, got {requested}"
-            raise HrefineError(msg)
+            msg = f"cpu_workers must be >= 1 (or None for the default), got {requested}"
+            raise ConfigError(msg)
         return requested
     import torch
 

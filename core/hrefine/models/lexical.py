@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from hrefine._optional import require
+from hrefine._unicode import CJK
 
 __all__ = ["BM25Scorer", "lexical_tokens", "plural_stem", "query_window"]
 
@@ -24,7 +25,7 @@ _CLITIC = re.compile(r"['\u2019](?:s|t|d|ll|re|ve|m)\b", re.IGNORECASE)
 _QUESTION_WORDS = frozenset(
     ["who", "whom", "whose", "what", "which", "when", "where", "why", "how", "do", "does", "did"]
 )
-_WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]|[^\W_]+", re.UNICODE)
+_WORD = re.compile(CJK + r"|[^\W_]+", re.UNICODE)
 
 
 def lexical_tokens(text: str) -> list[str]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -54,9 +53,9 @@ class CrossEncoderScorer:
             st = require("sentence_transformers", "models")
             from hrefine.models.device import pick_device
 
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
             device = self.device or pick_device()
             try:
+                # local_files_only: never a network call, whatever HF_HUB_OFFLINE says.
                 self._model = st.CrossEncoder(
                     self.model_name_or_path,
                     device=device,
@@ -64,7 +63,11 @@ class CrossEncoderScorer:
                     local_files_only=True,
                 )
             except (OSError, ValueError) as exc:
-                msg = f"cross-encoder {self.model_name_or_path!r} is not available locally"
+                msg = (
+                    f"cross-encoder {self.model_name_or_path!r} is not a local folder or a "
+                    "cached model; hrefine does not download models: pass a folder, or fetch "
+                    "the model into the Hugging Face cache first"
+                )
                 raise ModelNotFoundError(msg) from exc
             logger.info("loaded cross-encoder %s on %s", self.model_name_or_path, device)
         return self._model

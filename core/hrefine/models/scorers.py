@@ -6,12 +6,13 @@ methods in one place.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import inspect
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from hrefine.errors import ConfigError
+from hrefine.errors import ConfigError, InputTypeError
 from hrefine.models.embed import Embedder, get_embedder
 from hrefine.models.lexical import BM25Scorer
 from hrefine.models.rerank import CrossEncoderScorer
@@ -31,26 +32,61 @@ class Scorer(Protocol):
 
 
 class EmbeddingScorer:
-    """Cosine similarity between the query embedding and each text's embedding."""
+    """Cosine similarity between the query embedding and each text's embedding.
 
-    def __init__(self, embedder: Embedder | None = None) -> None:
+    Parameters
+    ----------
+    embedder:
+        Anything :func:`~hrefine.models.embed.get_embedder` takes (None: the embedded
+        all-MiniLM-L6-v2).
+    max_tokens:
+        Word pieces read of the query and of each text, passed to an embedder whose methods
+        take ``max_tokens`` (hrefine's own); any other embedder reads its texts as it always
+        does (in full, or to its own limit). None: the embedder's own limit.
+    """
+
+    def __init__(self, embedder: Embedder | None = None, *, max_tokens: int | None = None) -> None:
+        if max_tokens is not None and (
+            isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
+        ):
+            msg = f"max_tokens must be a whole number >= 1 or None, got {max_tokens!r}"
+            raise ConfigError(msg)
         self.embedder = get_embedder(embedder)
+        self.max_tokens = max_tokens
         self.name = f"embedding:{self.embedder.name}"
 
     def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
         """Cosine similarity of each text to ``query``."""
         if not texts:
             return np.zeros(0, dtype=np.float32)
-        both = getattr(self.embedder, "embed_query_and_documents", None)
+        emb = self.embedder
+        both = getattr(emb, "embed_query_and_documents", None)
         if callable(both):  # one model pass for a new query and the texts
-            q, docs = both(query, list(texts))
+            q, docs = both(query, list(texts), **self._limit(both))
         else:
-            q = self.embedder.embed_query(query)
-            docs = self.embedder.embed(list(texts))
+            q = emb.embed_query(query, **self._limit(emb.embed_query))
+            docs = emb.embed(list(texts), **self._limit(emb.embed))
         return np.asarray(docs @ q, dtype=np.float32)
 
+    def _limit(self, method: Callable[..., Any]) -> dict[str, int]:
+        """``{"max_tokens": ...}`` for a method that takes it and a set limit, else nothing."""
+        if self.max_tokens is None or not _takes_max_tokens(method):
+            return {}
+        return {"max_tokens": self.max_tokens}
 
-def get_scorer(spec: Any = "embedding", *, embedder: Any = None) -> Scorer:
+
+def _takes_max_tokens(method: Callable[..., Any]) -> bool:
+    """Whether ``method`` has a keyword parameter ``max_tokens`` (a ``**kwargs`` is not one)."""
+    try:
+        param = inspect.signature(method).parameters.get("max_tokens")
+    except (TypeError, ValueError):  # no signature to read (some builtins)
+        return False
+    return param is not None and param.kind in (param.KEYWORD_ONLY, param.POSITIONAL_OR_KEYWORD)
+
+
+def get_scorer(
+    spec: Any = "embedding", *, embedder: Any = None, max_tokens: int | None = None
+) -> Scorer:
     """Resolve a scorer.
 
     Parameters
@@ -60,11 +96,20 @@ def get_scorer(spec: Any = "embedding", *, embedder: Any = None) -> Scorer:
         with ``score(query, texts)``.
     embedder:
         Embedder for ``"embedding"`` (default: the embedded all-MiniLM-L6-v2).
+    max_tokens:
+        Word pieces each text's embedding reads, for ``"embedding"`` (see
+        :class:`EmbeddingScorer`); the other scorers do not use it. None: the embedder's own
+        limit.
+
+    Returns
+    -------
+    Scorer
+        The scorer (``spec`` itself when it is an object).
     """
     check_scorer(spec)
     if isinstance(spec, str):
         if spec == "embedding":
-            return EmbeddingScorer(embedder)
+            return EmbeddingScorer(embedder, max_tokens=max_tokens)
         if spec == "bm25":
             return BM25Scorer()
         return CrossEncoderScorer(spec.split(":", 1)[1])
@@ -72,9 +117,10 @@ def get_scorer(spec: Any = "embedding", *, embedder: Any = None) -> Scorer:
 
 
 def check_scorer(spec: Any) -> None:
-    """Raise :class:`~hrefine.errors.ConfigError` (a ValueError: an unknown name) or TypeError
-    (no ``score`` method) for a scorer spec :func:`get_scorer` cannot resolve; loads nothing,
-    so settings can be checked up front."""
+    """Raise :class:`~hrefine.errors.ConfigError` (a ValueError: an unknown name) or
+    :class:`~hrefine.errors.InputTypeError` (a TypeError: no ``score`` method) for a scorer
+    spec :func:`get_scorer` cannot resolve; loads nothing, so settings can be checked up
+    front."""
     if isinstance(spec, str):
         if spec in ("embedding", "bm25") or (
             spec.startswith("cross-encoder:") and spec.split(":", 1)[1].strip()
@@ -83,5 +129,8 @@ def check_scorer(spec: Any) -> None:
         msg = f"unknown scorer {spec!r}; use 'embedding', 'bm25' or 'cross-encoder:<model>'"
         raise ConfigError(msg)
     if not callable(getattr(spec, "score", None)):
-        msg = f"cannot use {type(spec).__name__} as a scorer: it has no score(query, texts)"
-        raise TypeError(msg)
+        msg = (
+            f"cannot use {type(spec).__name__} as a scorer: it has no score(query, texts); "
+            "pass 'embedding', 'bm25', 'cross-encoder:<model>' or an object with that method"
+        )
+        raise InputTypeError(msg)

@@ -1,12 +1,12 @@
-"""HTML to text, chunking, budget fill and truncation."""
+"""HTML to text, budget fill and truncation."""
 
 from __future__ import annotations
 
 import pytest
 from hrefine.budget import RegexCounter, get_counter
+from hrefine.chunk import chunk_text
 from hrefine.errors import BudgetTooSmallError
 from hrefine.eval._text import (
-    chunk_text,
     fill_budget,
     html_to_text,
     looks_like_html,
@@ -48,30 +48,6 @@ def test_looks_like_html_and_text_to_html_round_trip() -> None:
     assert html_to_text(page).splitlines() == ["one & two", "three"]
 
 
-def test_chunk_text_loses_no_text_and_respects_size() -> None:
-    counter = RegexCounter()
-    para = " ".join(f"word{i}." for i in range(300))
-    text = "Heading\n\n" + "short line\n" * 5 + "\n" + para + "\n\nTail paragraph."
-    chunks = chunk_text(text, counter, chunk_tokens=40)
-    assert " ".join(" ".join(chunks).split()) == " ".join(text.split())
-    assert max(counter.count(c) for c in chunks) <= 40 + 2
-    assert chunk_text("  \n\n ", counter) == []
-
-
-def test_chunk_text_closes_chunks_at_paragraph_breaks() -> None:
-    counter = RegexCounter()
-    p1 = " ".join(["alpha"] * 30)
-    p2 = " ".join(["beta"] * 10)
-    assert chunk_text(f"{p1}\n\n{p2}", counter, chunk_tokens=60) == [p1, p2]
-    # Short paragraphs are packed together until half the chunk size is reached.
-    assert chunk_text("a b\n\nc d\n\ne f", counter, chunk_tokens=60) == ["a b\nc d\ne f"]
-
-
-def test_chunk_text_rejects_bad_size() -> None:
-    with pytest.raises(ValueError, match="chunk_tokens"):
-        chunk_text("x", RegexCounter(), chunk_tokens=0)
-
-
 def test_fill_budget_never_over_and_in_document_order() -> None:
     counter = get_counter()
     texts = [f"chunk number {i} " + "filler " * (i % 7 + 3) for i in range(30)]
@@ -89,6 +65,33 @@ def test_fill_budget_respects_candidates() -> None:
     counter = RegexCounter()
     out = fill_budget(["a b", "c d", "e f"], [3.0, 2.0, 1.0], counter, 100, candidates=[2])
     assert out == "e f"
+
+
+@pytest.mark.parametrize("budget", [60, 128, 300, 512])
+def test_fill_budget_on_chunked_text_never_over_and_leaves_no_chunk_that_fits(budget: int) -> None:
+    counter = get_counter()
+    text = (
+        html_to_text(PAGE)
+        + "\n\n"
+        + "\n\n".join(
+            f"Section {k}. "
+            + " ".join(f"The value of item {k}-{i} is {k * i % 97}." for i in range(k))
+            for k in range(1, 40)
+        )
+    )
+    chunks = chunk_text(text, counter, chunk_tokens=64)
+    scores = [float((i * 37) % 23) for i in range(len(chunks))]
+    out = fill_budget(chunks, scores, counter, budget)
+    assert counter.count(out) <= budget
+    kept = [chunks.index(part) for part in out.split("\n\n")]
+    assert kept == sorted(kept)
+    for i in set(range(len(chunks))) - set(kept):
+        with_it = "\n\n".join(chunks[j] for j in sorted([*kept, i]))
+        assert counter.count(with_it) > budget
+    # the best chunk that fits on its own is kept
+    fitting = [i for i in range(len(chunks)) if counter.count(chunks[i]) <= budget]
+    best = max(fitting, key=lambda i: (scores[i], -i))
+    assert best in kept
 
 
 @pytest.mark.parametrize("budget", [1, 7, 64, 300])

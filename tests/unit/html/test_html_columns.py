@@ -15,6 +15,7 @@ from hrefine.html.blocks import serialize_element
 from hrefine.html.clean import clean_document
 from hrefine.html.columns import project_columns, table_grid
 from hrefine.html.render import omit_end_tags
+from hrefine.html.scoring import ScoredItem
 from hrefine.models.lexical import BM25Scorer
 
 TEAMS = [f"Team{chr(65 + i // 26)}{chr(65 + i % 26)}" for i in range(60)]
@@ -224,10 +225,12 @@ def test_pruner_scores_a_pages_big_tables_in_one_model_call(
     assert len(texts_per_call) == 2
     assert texts_per_call[0] >= sum(len(t["headers"]) for t in tables)
 
-    def one_by_one(query: str, groups: list[list[str]]) -> list[np.ndarray]:
-        return [pruner._score(query, g) for g in groups]
+    scoring = pruner._scoring
 
-    pruner._score_groups = one_by_one  # type: ignore[method-assign]
+    def one_by_one(query: str, groups: list[list[str]]) -> list[np.ndarray]:
+        return [scoring.score(query, [ScoredItem("text", -1, "", t) for t in g]) for g in groups]
+
+    scoring.score_groups = one_by_one  # type: ignore[method-assign]
     apart = pruner.prune(page, q["question"], 512)
     assert apart.html == together.html
     assert [t["kept"] for t in apart.stats["narrowed_tables"]] == [t["kept"] for t in tables]

@@ -200,12 +200,12 @@ def test_the_report_draws_each_piece_of_a_split_paragraph() -> None:
 
 
 def test_pieces_whose_cut_cannot_be_redone_are_drawn_as_text(monkeypatch: Any) -> None:
-    import hrefine.html.report as report_module
+    import hrefine.html._report_page as report_page
 
     result = HtmlPruner(scorer="bm25", split_paragraphs=True).prune(
         _linked_sentences(), "what of thing45", 96
     )
-    monkeypatch.setattr(report_module, "split_element", lambda el, count: None)
+    monkeypatch.setattr(report_page, "split_element", lambda el, count: None)
     full = result.to_html().split('<div class="page kept-view">')[0]
     pieces = [i for i, b in enumerate(result.blocks) if b.tag_path.endswith(">p")]
     drawn = re.findall(r'<span class="hb ([^"]*)" data-b="(\d+)">([^<]*)</span>', full)

@@ -378,5 +378,5 @@ def test_a_used_pruner_pickles_and_copies_as_its_settings(bm25_pruner: HtmlPrune
     page = _story_page()
     expected = bm25_pruner.prune(page, "Beaverbrook", 60).html  # resolves the counter, caches
     for twin in (pickle.loads(pickle.dumps(bm25_pruner)), copy.deepcopy(bm25_pruner)):
-        assert twin.scorer_spec == "bm25" and twin._counter is None and not twin._cleaned._data
+        assert twin.options.scorer == "bm25" and twin._counter is None and not twin._cleaned._data
         assert twin.prune(page, "Beaverbrook", 60).html == expected

@@ -8,6 +8,7 @@ import html as html_lib
 import json
 import re
 from html.parser import HTMLParser
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 from hrefine.html import BlockReport, HtmlPruner, PruneResult, render_report
 from hrefine.html._load import LIBXML_MAX_DEPTH, parse_document
 from hrefine.html._text import element_text, own_text
+from hrefine.html.report import _asset
 from html_pages import raw_hostile_result
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "html"
@@ -200,6 +202,29 @@ def test_report_is_self_contained_and_pins_its_own_code_by_hash(
     for _, attrs in parsed.tags:  # nothing loads from anywhere
         assert not {"src", "href", "srcdoc", "action", "style"} & set(attrs)
     assert "http://" not in report.split("<body>")[0]
+
+
+def test_report_inlines_its_package_data_assets_and_pins_exactly_those(
+    real: tuple[PruneResult, str],
+) -> None:
+    result, report = real
+    folder = resources.files("hrefine.html") / "report_assets"
+    for name in ("report.css", "report.js"):
+        shipped = (folder / name).read_text(encoding="utf-8")
+        assert _asset(name) == shipped and shipped.strip()
+        assert _asset(name) is _asset(name)  # read once, then cached
+    css, js = _asset("report.css"), _asset("report.js")
+    # Inlined, an asset must not be able to end its own element.
+    assert "</style" not in css.lower() and "</script" not in js.lower()
+    parsed = _tags(report)
+    share = 100.0 * result.tokens / result.budget
+    assert parsed.style_text == ["\n" + css.replace("__FILL__", f"{share:.2f}")]
+    assert parsed.script_text[-1] == "\n" + js
+    csp = next(a["content"] for t, a in parsed.tags if t == "meta" and a.get("http-equiv"))
+    assert csp is not None
+    directives = dict(d.strip().split(" ", 1) for d in csp.split(";"))
+    assert directives["script-src"] == f"'sha256-{_sha(parsed.script_text[-1])}'"
+    assert directives["style-src"] == f"'sha256-{_sha(parsed.style_text[0])}'"
 
 
 def _hostile_result(bm25: HtmlPruner, budget: int = 4000) -> PruneResult:

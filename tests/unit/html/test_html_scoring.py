@@ -6,9 +6,19 @@ from collections.abc import Sequence
 
 import numpy as np
 import pytest
-from hrefine.html import HtmlPruner, clean_html
+from hrefine.errors import ConfigError
+from hrefine.html import HtmlPruner, HtmlPrunerOptions, clean_html
 from hrefine.html.render import omit_end_tags
+from hrefine.html.scoring import BlockScorer, ScoredItem
 from hrefine.testing import KeywordEmbedder
+
+
+def _item(text: str, *, back: bool = False) -> ScoredItem:
+    return ScoredItem("text", -1, "", text, back=back)
+
+
+def _items(texts: Sequence[str], back: Sequence[bool]) -> list[ScoredItem]:
+    return [_item(t, back=b) for t, b in zip(texts, back, strict=True)]
 
 
 class KeywordScorer:
@@ -129,12 +139,15 @@ def test_a_row_matching_in_its_own_cells_still_outranks_the_top_rows() -> None:
 
 def test_a_rows_two_added_matches_do_not_set_the_lexical_scale() -> None:
     flat = KeywordScorer({}, default=0.5)
-    pruner = HtmlPruner(scorer=flat)
+    scoring = BlockScorer(HtmlPrunerOptions(scorer=flat))
     query = "busiest airport passengers"
     row = "Busiest Town3 airport 900 passengers"
-    texts = ["The busiest airport by passengers.", row]
-    split = {1: (row, "Busiest airport | Rank | Airport | Passengers")}
-    scores = pruner._score(query, texts, split=split)
+    # The row is matched as its own cells plus its header (it borrows the table's dense score).
+    items = [
+        _item("The busiest airport by passengers."),
+        ScoredItem("block", 1, "Busiest airport | Rank | Airport | Passengers", row, borrow=0),
+    ]
+    scores = scoring.score(query, items)
     # The paragraph is the best text matched whole: its lexical part is the full weight,
     # however high the row's own match plus its header's adds up.
     assert scores[0] == pytest.approx(0.5 + 0.3)
@@ -142,14 +155,15 @@ def test_a_rows_two_added_matches_do_not_set_the_lexical_scale() -> None:
 
 
 def test_lexical_weight_must_not_be_negative() -> None:
-    with pytest.raises(ValueError, match="lexical_weight"):
+    with pytest.raises(ConfigError, match="lexical_weight"):
         HtmlPruner(lexical_weight=-0.1)
 
 
 def test_bm25_scorer_is_not_fused_with_itself() -> None:
-    pruner = HtmlPruner(scorer="bm25")
+    scoring = BlockScorer(HtmlPrunerOptions(scorer="bm25"))
     texts = ["alpha beta", "gamma"]
-    assert np.allclose(pruner._score("alpha", texts), pruner.scorer.score("alpha", texts))
+    fused = scoring.score("alpha", [_item(t) for t in texts])
+    assert np.allclose(fused, scoring.scorer.score("alpha", texts))
 
 
 def test_rows_are_not_embedded_when_bm25_tells_them_apart() -> None:
@@ -198,7 +212,7 @@ def test_the_lexical_match_is_scaled_by_the_best_body_text_not_by_a_citation() -
     # A citation that repeats the question's words must not shrink the lexical part of the
     # body's scores: the best body match gets the whole lexical weight.
     flat = KeywordScorer({}, default=0.5)
-    pruner = HtmlPruner(scorer=flat, lexical_weight=0.3)
+    scoring = BlockScorer(HtmlPrunerOptions(scorer=flat, lexical_weight=0.3))
     texts = [
         "The flood of 1795 was the highest.",
         "Markets and trade of the town.",
@@ -206,14 +220,14 @@ def test_the_lexical_match_is_scaled_by_the_best_body_text_not_by_a_citation() -
         "Smith. When was the highest flood on the river recorded? Highest flood river. 2018.",
     ]
     query = "when was the highest flood on the river recorded?"
-    scores = pruner._score(query, texts, None, [False, False, False, True])
+    scores = scoring.score(query, _items(texts, back=[False, False, False, True]))
     assert scores[0] == pytest.approx(0.5 + 0.3)
     assert scores[1] == pytest.approx(0.5) and scores[2] == pytest.approx(0.5)
     assert scores[3] < min(scores[:3])  # the citation stays below the body
     # No body text matches: the citations are still ordered by their own match.
     cites = ["Smith. Highest flood of the river.", "Jones. Markets.", "Lee. Flood."]
     texts = ["Bridges over the water.", "Trade of the town.", *cites]
-    scores = pruner._score(query, texts, None, [False, False, True, True, True])
+    scores = scoring.score(query, _items(texts, back=[False, False, True, True, True]))
     assert scores[0] == pytest.approx(0.5) and scores[1] == pytest.approx(0.5)
     assert scores[2] > scores[4] > scores[3] and scores[2] < 0.5
 

@@ -1,30 +1,51 @@
-"""LMSession: a conversation over one KV cache of a :class:`~hrefine.models.lm.LocalLM`.
+"""LMSession: a conversation over one KV cache of a :class:`~hrefine.models.local_lm.LocalLM`.
 
 Each appended piece of text is pre-filled once; the attention it pays to earlier named segments can
 be measured, and branches share a prefix through :meth:`LMSession.checkpoint` and
-:meth:`LMSession.rollback`. Import these names from :mod:`hrefine.models.lm`; torch is imported
-only when a session runs the model.
+:meth:`LMSession.rollback`. A session is bound to one adapter when it opens and runs every pass
+under it through :meth:`LocalLM.forward`, so it keeps its scores while other threads use the same
+model under other adapters. torch is imported only when a session runs the model.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hrefine.errors import HrefineError
-from hrefine.models._attention import attention_hooks, eager_attention
+from hrefine.errors import ConfigError, EmptyInputError
 
 if TYPE_CHECKING:
     import torch
 
-    from hrefine.models.lm import LocalLM
+    from hrefine.models.local_lm import AdapterChoice, LocalLM
 
-__all__ = ["AppendResult", "LMSession"]
+__all__ = ["AppendResult", "ForwardResult", "LMSession"]
+
+
+@dataclass(frozen=True)
+class ForwardResult:
+    """What one :meth:`LocalLM.forward` pass returns.
+
+    Attributes
+    ----------
+    cache:
+        The KV cache with the new tokens added (pass it to the next :meth:`LocalLM.forward`).
+    logits:
+        ``float32`` torch tensor of shape ``(vocab_size,)``: next-token logits after the last
+        new token.
+    attention:
+        With ``capture``: segment name → attention mass from the new tokens to that span
+        (summed over its key positions, averaged over heads, layers and new tokens; spans of the
+        same name are summed). ``None`` otherwise.
+    """
+
+    cache: Any
+    logits: torch.Tensor
+    attention: dict[str, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -49,13 +70,16 @@ class LMSession:
     """A conversation over one KV cache of a :class:`LocalLM`.
 
     Each :meth:`append` runs only the new tokens through the model, reusing the cached keys and
-    values of everything before. A session remembers the adapter active when it started and
-    refuses to continue under another one.
+    values of everything before. Open one with :meth:`LocalLM.session`. A session belongs to one
+    thread at a time; many sessions may share one LocalLM across threads.
 
     Parameters
     ----------
     lm:
         The model the session runs on.
+    adapter:
+        The adapter every pass runs under (``None``: the base model), resolved now by
+        :meth:`LocalLM.resolve_adapter`.
 
     Attributes
     ----------
@@ -65,7 +89,7 @@ class LMSession:
         ``(name, start, end)`` token spans of the named appends still in the cache.
     """
 
-    def __init__(self, lm: LocalLM) -> None:
+    def __init__(self, lm: LocalLM, *, adapter: AdapterChoice) -> None:
         self.lm = lm
         self.prefilled_tokens = 0
         self.segments: list[tuple[str, int, int]] = []
@@ -73,7 +97,12 @@ class LMSession:
         self._cache: Any = None
         self._logits: Any = None
         self._saved: dict[int, Any] = {}
-        self._adapter = lm.active_adapter
+        self._adapter = lm.resolve_adapter(adapter)
+
+    @property
+    def adapter(self) -> str | None:
+        """The adapter this session runs under (``None``: the base model)."""
+        return self._adapter
 
     @property
     def length(self) -> int:
@@ -121,11 +150,9 @@ class LMSession:
         segment:
             Name of the span, recorded in :attr:`segments`.
         capture_attention:
-            Measure the attention from the new tokens to each earlier named segment. Weights are
-            reduced layer by layer inside forward hooks, so memory stays that of one layer. The
-            pass runs the eager attention kernel (the only one that returns weights), switched in
-            for this pass on a model loaded with a fused kernel; passes of other threads on the
-            same model wait for it (and it for them).
+            Measure the attention from the new tokens to each earlier named segment (see
+            ``capture`` in :meth:`LocalLM.forward`: the pass runs the eager kernel, with no pass
+            of another thread beside it).
 
         Returns
         -------
@@ -134,9 +161,8 @@ class LMSession:
 
         Raises
         ------
-        HrefineError
-            When the LM's active adapter changed since the session started, or attention is asked
-            for under an attention kernel that returns no weights.
+        ConfigError
+            When attention is asked for under an attention kernel that returns no weights.
         """
         new = [int(i) for i in ids]
         start = self.length
@@ -149,57 +175,19 @@ class LMSession:
             self.segments.append((segment, start, start + len(new)))
         return AppendResult(len(new), attention)
 
-    def _check_adapter(self) -> None:
-        if self.length == 0:
-            self._adapter = self.lm.active_adapter
-        elif self.lm.active_adapter != self._adapter:
-            message = (
-                f"the session was filled with adapter {self._adapter!r} but the LM now runs "
-                f"{self.lm.active_adapter!r}; open a new session after switching adapters"
-            )
-            raise HrefineError(message)
-
     def _forward(
         self, ids: list[int], segments: list[tuple[str, int, int]] | None
     ) -> dict[str, float] | None:
-        import torch
-
-        self._check_adapter()
-        model = self.lm.model
-        hooks: list[Any] = []
-        sums: dict[str, Any] = {}
-        layers: list[int] = [0]
-        capture = segments is not None
-        gate = self.lm._gate.alone() if capture else self.lm._gate.shared()
-        kernel = eager_attention(model) if capture else nullcontext()
-        with gate, kernel:
-            if segments is not None:
-                hooks = attention_hooks(model, segments, sums, layers)
-            try:
-                with torch.no_grad():
-                    out = model(
-                        input_ids=torch.tensor([ids], device=self.lm.device),
-                        past_key_values=self._cache,
-                        use_cache=True,
-                        **self.lm._logits_kwargs,
-                    )
-            finally:
-                for hook in hooks:
-                    hook.remove()
-        self._cache = out.past_key_values
-        self._logits = out.logits[0, -1].float()
+        result = self.lm.forward(ids, self._cache, adapter=self._adapter, capture=segments)
+        self._cache = result.cache
+        self._logits = result.logits
         self.prefilled_tokens += len(ids)
-        if segments is None:
-            return None
-        if layers[0] == 0 and segments:
-            message = "no attention weights came back from the model's attention layers"
-            raise HrefineError(message)
-        return {name: float(value) / layers[0] for name, value in sums.items()}
+        return result.attention
 
     def _require_logits(self) -> torch.Tensor:
         if self._logits is None:
-            message = "the session is empty; append text before asking for next-token scores"
-            raise HrefineError(message)
+            msg = "the session is empty; append text before asking for next-token scores"
+            raise EmptyInputError(msg)
         logits: torch.Tensor = self._logits
         return logits
 
@@ -234,10 +222,8 @@ class LMSession:
         logits = self._require_logits()
         ids = [int(i) for i in token_ids]
         if not ids or min(ids) < 0 or max(ids) >= logits.shape[-1]:
-            message = (
-                f"token ids must be a non-empty list in [0, {logits.shape[-1]}), got {ids[:10]}"
-            )
-            raise HrefineError(message)
+            msg = f"token ids must be a non-empty list in [0, {logits.shape[-1]}), got {ids[:10]}"
+            raise ConfigError(msg)
         picked = logits[torch.tensor(ids, device=logits.device)]
         return np.asarray(torch.softmax(picked, dim=-1).cpu().numpy())
 
@@ -259,19 +245,19 @@ class LMSession:
         """
         names = list(choices)
         if len(names) < 2 or len(set(names)) != len(names):
-            message = f"choices must be two or more distinct texts, got {names}"
-            raise HrefineError(message)
+            msg = f"choices must be two or more distinct texts, got {names}"
+            raise ConfigError(msg)
         context = self.lm.tokenizer.decode(self._ids[-8:]) if self._ids else ""
-        paths = [self.lm._answer_ids(context, c) for c in names]
+        paths = [self.lm.answer_ids(context, c) for c in names]
         depths = []
         for i, path in enumerate(paths):
             shared = max(_common_prefix(path, other) for j, other in enumerate(paths) if j != i)
             if shared >= len(path):
-                message = (
+                msg = (
                     f"choice {names[i]!r} tokenises to {path}, a prefix of another choice's "
                     "tokens; the choices cannot be told apart by their next tokens"
                 )
-                raise HrefineError(message)
+                raise ConfigError(msg)
             depths.append(shared + 1)
         self._require_logits()
         base = self.checkpoint()
@@ -316,12 +302,12 @@ class LMSession:
 
         Raises
         ------
-        HrefineError
+        ConfigError
             When ``length`` is outside that range.
         """
         if not 0 <= length <= self.length:
-            message = f"cannot roll back to {length} tokens; the session holds {self.length}"
-            raise HrefineError(message)
+            msg = f"cannot roll back to {length} tokens; the session holds {self.length}"
+            raise ConfigError(msg)
         if length == self.length:
             return
         if length == 0:
@@ -344,13 +330,12 @@ class LMSession:
         LMSession
             A session with the same tokens, segments and checkpoints, and its own cache.
         """
-        other = LMSession(self.lm)
+        other = LMSession(self.lm, adapter=self._adapter)
         other._cache = copy.deepcopy(self._cache)
         other._ids = list(self._ids)
         other.segments = list(self.segments)
         other._logits = self._logits
         other._saved = dict(self._saved)
-        other._adapter = self._adapter
         return other
 
 

@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 import pytest
 from hrefine.html import HtmlPruner
-from hrefine.html.tokentree import PROMPT_TEMPLATE, build_prompt, encode, path_scores
+from hrefine.html.generative import PROMPT_TEMPLATE, build_prompt
+from hrefine.models.token_trie import encode, path_scores
 
 PATHS = [
     "<html><body><h1>",
@@ -113,7 +114,7 @@ def test_several_documents_in_the_generative_stage(fake_lm: Any) -> None:
 @pytest.mark.lm
 def test_real_lm_scores_depend_on_the_question() -> None:
     from hrefine.errors import ModelNotFoundError
-    from hrefine.models.lm import default_lm
+    from hrefine.models import default_lm
 
     try:
         lm = default_lm()

@@ -1,35 +1,24 @@
-"""Generative block scoring over a token tree (HtmlRAG §3.4.2, Eq. 2/3, Algorithm 3).
+"""Generation log-probabilities of many token paths, sharing the model's work on their prefixes.
 
-The model reads the HTML, the question and the instruction of the paper's Figure 4, and a block's
-score is the log-probability of generating the block's tag path (``<html><body><div2><p>``),
-token by token. The paths of all blocks form a trie of tokens. Walking it depth first, the
-prompt is pre-filled once, each trie edge that leads to a branching point is appended once (the
-KV cache of the shared prefix is reused through ``checkpoint``/``rollback``), and the model is
-called only where a node has two or more children: a single child has probability 1. The
-probabilities are read at the last position of the sequence, so they depend on the question.
+Given a prompt and a set of texts the model could write next (HtmlRAG's tag paths such as
+``<html><body><div2><p>``), :func:`path_scores` gives each text's log-probability as the
+model's continuation (HtmlRAG §3.4.2, Eq. 2/3, Algorithm 3). The texts' tokens form a trie.
+Walking it depth first, the prompt is pre-filled once, each trie edge that leads to a branching
+point is appended once (the KV cache of the shared prefix is reused through ``checkpoint`` and
+``rollback``), and the model is asked only where a node has two or more children: a single
+child has probability 1. Probabilities are read at the last position of the sequence, so they
+depend on everything in the prompt.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 
-__all__ = ["PROMPT_TEMPLATE", "PathScores", "build_prompt", "path_scores"]
-
-#: The user message of the paper's Figure 4; the example path uses our path format.
-PROMPT_TEMPLATE = (
-    "**HTML**: ```{html}```\n"
-    "**Question**: **{question}**\n"
-    "Your task is to identify the most relevant text piece to the given question in the HTML "
-    "document. This text piece could either be a direct paraphrase to the fact, or a supporting "
-    "evidence that can be used to infer the fact. The overall length of the text piece should be "
-    "more than 20 words and less than 300 words. You should provide the path to the text piece "
-    "in the HTML document. An example for the output is: <html><body><div2><p>Some key "
-    "information..."
-)
+__all__ = ["PathScores", "encode", "path_scores"]
 
 
 class _Session(Protocol):
@@ -65,13 +54,6 @@ class PathScores:
     prefilled_tokens: int = 0
     lm_calls: int = 0
     trie_edges: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-def build_prompt(lm: Any, html: str, question: str) -> str:
-    """The full prompt (chat template applied by ``lm.chat_prompt``) for Figure 4's task."""
-    user = PROMPT_TEMPLATE.format(html=html, question=question)
-    return str(lm.chat_prompt(user))
 
 
 def encode(tokenizer: Any, text: str) -> list[int]:
@@ -121,9 +103,14 @@ def path_scores(lm: Any, prompt: str, paths: Sequence[str]) -> PathScores:
     lm:
         A :class:`~hrefine.models.LocalLM` (or anything with ``tokenizer`` and ``session()``).
     prompt:
-        The full prompt text (see :func:`build_prompt`).
+        The full prompt text, chat template applied.
     paths:
-        Tag paths, e.g. ``"<html><body><table><tr3>"``.
+        The continuations to score, e.g. tag paths ``"<html><body><table><tr3>"``.
+
+    Returns
+    -------
+    PathScores
+        One log-probability per path, and what computing them cost.
     """
     trie = _Trie()
     ends = [trie.insert(encode(lm.tokenizer, p)) for p in paths]

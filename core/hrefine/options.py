@@ -1,0 +1,238 @@
+"""One options model per method: settings declared once, validated once, reachable everywhere.
+
+Each method's settings are a keyword-only, frozen dataclass derived from :class:`Options`
+(``HtmlPrunerOptions``, and the same for the next methods). The core object takes one
+(``HtmlPruner(options)``, or its fields as keywords), and both framework adapters build their
+fields from it (:func:`adapter_model`), so adding a setting is one change in one file and every
+core setting can be set from LangChain and LlamaIndex alike.
+
+A field is declared with :func:`setting`, which keeps its one-line description for the
+adapters' field descriptions and the API docs. Checks live in the subclass's
+``__post_init__``, written with :func:`check_int`, :func:`check_number` and
+:func:`check_bool`, so a bad value fails when the options are made, with a message that names
+the setting and what it takes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, ClassVar, Generic, TypeVar, get_type_hints
+
+from hrefine.errors import ConfigError, InputTypeError
+
+__all__ = [
+    "Options",
+    "Rebuilt",
+    "adapter_model",
+    "check_bool",
+    "check_int",
+    "check_number",
+    "setting",
+]
+
+_O = TypeVar("_O", bound="Options")
+# Values compared by value in an options key; anything else (a model, a tokenizer) by identity.
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def setting(default: Any = dataclasses.MISSING, *, help: str) -> Any:
+    """A field of an options dataclass with its one-line description.
+
+    Parameters
+    ----------
+    default:
+        The default value (immutable: options are frozen).
+    help:
+        One line saying what the setting does; the adapters use it as their field's
+        description.
+    """
+    return dataclasses.field(default=default, metadata={"help": help})
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Options:
+    """Base of every method's options: frozen, keyword-only, validated in ``__post_init__``.
+
+    Subclasses are ``@dataclass(frozen=True, kw_only=True)`` and declare each field with
+    :func:`setting`. Models (an embedder, an LM, a tokenizer object) may be values; they are
+    compared by identity in :meth:`key` and left out of :meth:`plain`.
+    """
+
+    #: Fields the framework adapters do not expose as fields of their own (each adapter has a
+    #: field of its framework's type in their place, converted in its ``_convert.py``).
+    adapter_excluded: ClassVar[frozenset[str]] = frozenset()
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """The setting names, in declaration order."""
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    @classmethod
+    def describe(cls, name: str) -> str:
+        """The one-line description of setting ``name``."""
+        for f in dataclasses.fields(cls):
+            if f.name == name:
+                return str(f.metadata.get("help", ""))
+        raise cls._unknown([name])
+
+    @classmethod
+    def build(cls: type[_O], options: _O | None = None, /, **settings: Any) -> _O:
+        """``options`` (or the defaults) with ``settings`` changed, validated once.
+
+        Raises
+        ------
+        ConfigError
+            A setting name is not one of this class's (the message lists them) or a value is
+            out of range.
+        InputTypeError
+            ``options`` is not a ``cls`` or a value is of the wrong type.
+        """
+        if options is not None and not isinstance(options, cls):
+            msg = f"options must be a {cls.__name__}, got {type(options).__name__}"
+            raise InputTypeError(msg)
+        unknown = sorted(set(settings) - set(cls.names()))
+        if unknown:
+            raise cls._unknown(unknown)
+        base = options if options is not None else None
+        if base is None:
+            return cls(**settings)
+        return dataclasses.replace(base, **settings) if settings else base
+
+    def replace(self: _O, **changes: Any) -> _O:
+        """A copy with ``changes`` applied and validated (unknown names raise ConfigError)."""
+        return type(self).build(self, **changes)
+
+    def key(self) -> tuple[Any, ...]:
+        """What a component built from these options depends on: plain values by value, models
+        and other objects by identity (an adapter rebuilds its core object when this changes)."""
+        values = (getattr(self, n) for n in self.names())
+        return tuple(v if isinstance(v, _PLAIN) else ("id", id(v)) for v in values)
+
+    def plain(self) -> dict[str, Any]:
+        """The settings whose values are JSON-able (str, numbers, bools, None), by name; models
+        and other objects are left out (they are never saved)."""
+        return {n: v for n in self.names() if isinstance(v := getattr(self, n), _PLAIN)}
+
+    @classmethod
+    def _unknown(cls, names: Iterable[str]) -> ConfigError:
+        valid = ", ".join(cls.names())
+        msg = f"{cls.__name__} has no setting {', '.join(map(repr, names))}; valid: {valid}"
+        return ConfigError(msg)
+
+
+def check_int(name: str, value: Any, *, minimum: int | None = None, none: bool = False) -> None:
+    """Check that setting ``name`` is an int (not a bool) of at least ``minimum`` (or None,
+    where ``none``)."""
+    if value is None and none:
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        kind = "an int or None" if none else "an int"
+        msg = f"{name} must be {kind}, got {type(value).__name__} {value!r}"
+        raise InputTypeError(msg)
+    if minimum is not None and value < minimum:
+        msg = f"{name} must be >= {minimum}" + (" or None" if none else "") + f", got {value}"
+        raise ConfigError(msg)
+
+
+def check_number(
+    name: str, value: Any, *, minimum: float | None = None, none: bool = False
+) -> None:
+    """Check that setting ``name`` is a finite number of at least ``minimum`` (or None, where
+    ``none``)."""
+    if value is None and none:
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        kind = "a number or None" if none else "a number"
+        msg = f"{name} must be {kind}, got {type(value).__name__} {value!r}"
+        raise InputTypeError(msg)
+    if value != value or value in (float("inf"), float("-inf")):
+        msg = f"{name} must be a finite number, got {value}"
+        raise ConfigError(msg)
+    if minimum is not None and value < minimum:
+        msg = f"{name} must be >= {minimum}" + (" or None" if none else "") + f", got {value}"
+        raise ConfigError(msg)
+
+
+def check_bool(name: str, value: Any) -> None:
+    """Check that setting ``name`` is a bool."""
+    if not isinstance(value, bool):
+        msg = f"{name} must be True or False, got {type(value).__name__} {value!r}"
+        raise InputTypeError(msg)
+
+
+def adapter_model(base: type, options: type[Options], *, name: str) -> type:
+    """A pydantic model class deriving from ``base`` with one field per setting of ``options``.
+
+    Both framework adapters make their component's fields this way, so a setting is declared
+    once (in the options dataclass) and reaches LangChain and LlamaIndex alike: each field has
+    the setting's type, default and description. Settings in ``options.adapter_excluded`` are
+    left out (the adapter declares a field of its framework's type in their place). Values are
+    checked by the options class when the adapter builds its options from the fields.
+
+    Parameters
+    ----------
+    base:
+        The framework's pydantic base class (``BaseDocumentCompressor``,
+        ``BaseNodePostprocessor``...).
+    options:
+        The method's options dataclass.
+    name:
+        Name of the generated class (the adapter subclasses it).
+    """
+    from pydantic import Field, create_model
+
+    hints = get_type_hints(options)
+    fields: dict[str, Any] = {}
+    for f in dataclasses.fields(options):
+        if f.name in options.adapter_excluded:
+            continue
+        description = str(f.metadata.get("help", ""))
+        fields[f.name] = (hints[f.name], Field(default=f.default, description=description))
+    model: type = create_model(name, __base__=base, __module__=base.__module__, **fields)
+    return model
+
+
+_T = TypeVar("_T")
+
+
+class Rebuilt(Generic[_T]):
+    """The core object a framework adapter makes from its fields, made again when a field
+    changed since (a LangChain or LlamaIndex component's fields may be set after construction).
+
+    Parameters
+    ----------
+    options:
+        The method's options dataclass; the adapter has one field per setting outside
+        ``options.adapter_excluded``.
+    make:
+        Builds the core object from validated options.
+    """
+
+    def __init__(self, options: type[Options], make: Callable[[Any], _T]) -> None:
+        self.options = options
+        self.make = make
+        self._built: _T | None = None
+        self._key: tuple[Any, ...] | None = None
+
+    def get(self, owner: object, models: Mapping[str, tuple[Any, Callable[[Any], Any]]]) -> _T:
+        """The object for ``owner``'s current fields.
+
+        Parameters
+        ----------
+        owner:
+            The adapter component; each setting is read from its field of the same name.
+        models:
+            Setting name -> (the adapter's framework object, its conversion to the core type):
+            the excluded settings, converted only when the object is made again.
+        """
+        excluded = self.options.adapter_excluded
+        values = {n: getattr(owner, n) for n in self.options.names() if n not in excluded}
+        plain = (v if isinstance(v, _PLAIN) else ("id", id(v)) for v in values.values())
+        key = (*plain, *(id(raw) for raw, _ in models.values()))
+        if self._built is None or key != self._key:
+            converted = {n: convert(raw) for n, (raw, convert) in models.items()}
+            self._built = self.make(self.options.build(**values, **converted))
+            self._key = key
+        return self._built
