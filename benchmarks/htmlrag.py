@@ -231,7 +231,7 @@ class Ours:
             (self.embedder_f32, self.pruner_f32),
         ):
             emb.clear_cache()
-            pruner._cleaned.clear()
+            pruner.clear_cache()
 
     def warm_up(self, html: str) -> None:
         """Load every model and warm the parsers outside the timings."""
@@ -246,7 +246,7 @@ class Ours:
 
     def run(self, method: str, html: str, cleaned: str, question: str, budget: int) -> str:
         """The output of one method (HTML for the pruners, text for the text baselines)."""
-        from hrefine.eval._text import truncate_to_tokens
+        from hrefine.eval.text import truncate_to_tokens
 
         if method == M_OURS_EMBED:
             return self.pruner_embed.prune(html, question, budget).html
@@ -413,8 +413,8 @@ def score_quality(
     counter: Any,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Containment per method and budget, plus one row per question."""
-    from hrefine.eval._text import html_to_text
     from hrefine.eval.metrics import answer_containment
+    from hrefine.eval.text import html_to_text
 
     table: dict[str, Any] = {}
     rows = [
@@ -631,8 +631,8 @@ def score_cleaning(
     items: Sequence[Any], ours: dict[str, Any], ref: dict[str, Any], counter: Any
 ) -> dict[str, Any]:
     """Gold-text token recall and size (cleaned / raw tokens) per cleaner."""
-    from hrefine.eval._text import html_to_text
     from hrefine.eval.metrics import token_recall
+    from hrefine.eval.text import html_to_text
 
     per: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     rows = []

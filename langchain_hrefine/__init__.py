@@ -1,8 +1,10 @@
 """LangChain components backed by hrefine.
 
 ``HtmlRagCompressor`` prunes retrieved HTML pages to a token budget (a
-``BaseDocumentCompressor``), and ``CompressionRetriever`` chains any retriever with any
-compressor. Needs ``langchain-core``: ``pip install 'hrefine[langchain]'``.
+``BaseDocumentCompressor``), ``CompressionRetriever`` chains any retriever with any
+compressor, and ``HrefineEmbeddings`` makes an hrefine embedder (by default the embedded
+all-MiniLM-L6-v2, offline) LangChain ``Embeddings``, named as LangChain names its embedding
+classes (``HuggingFaceEmbeddings``). Needs ``langchain-core``: ``pip install 'hrefine[langchain]'``.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from hrefine.errors import MissingDependencyError
 if not available("langchain_core"):
     raise MissingDependencyError("langchain_core", "langchain")
 
+from langchain_hrefine._convert import HrefineEmbeddings
 from langchain_hrefine.compressors import HtmlRagCompressor
 from langchain_hrefine.retrievers import CompressionRetriever
 
-__all__ = ["CompressionRetriever", "HtmlRagCompressor"]
+__all__ = ["CompressionRetriever", "HrefineEmbeddings", "HtmlRagCompressor"]

@@ -67,7 +67,7 @@ def to_embedder(embeddings: Embeddings | Embedder | None) -> Embedder | None:
         f"cannot use {type(embeddings).__name__} as embeddings: pass a LangChain Embeddings, "
         "an hrefine Embedder, or None for the embedded default model"
     )
-    raise TypeError(msg)
+    raise InputTypeError(msg)
 
 
 class HrefineEmbeddings(Embeddings):

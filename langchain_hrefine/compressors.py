@@ -55,7 +55,15 @@ class HtmlRagCompressor(_HtmlRagFields):
     The compressor pickles and deep-copies (its pruner's caches start empty in the copy, and a
     loaded embedder is loaded again from its folder on first use).
 
-    Parameters
+    Every :class:`~hrefine.html.HtmlPrunerOptions` setting but ``embedder`` is a field of the
+    same name, type, default and description: ``scorer``, ``tokenizer`` (pass the reader LLM's
+    tokenizer), ``max_words``, ``generative``, ``lm``, ``fine_max_words``,
+    ``stage1_max_tokens``, ``boilerplate``, ``omit_end_tags``, ``lexical_weight``,
+    ``narrow_tables``, ``split_paragraphs``, ``demote_back_matter``, ``read_words``,
+    ``embed_max_tokens``, ``cleaned_cache``. They are checked when the compressor is made (and
+    again when a changed field is next used).
+
+    Attributes
     ----------
     max_tokens:
         Token budget of the pruned HTML (all documents together, or each document; see
@@ -67,14 +75,6 @@ class HtmlRagCompressor(_HtmlRagFields):
         True (as in the paper): all documents compete for one budget, and a document with no
         block in the best set is left out. False: each document is pruned to ``max_tokens`` on
         its own.
-    **settings:
-        Every :class:`~hrefine.html.HtmlPrunerOptions` setting but ``embedder`` is a field of
-        the same name, type, default and description: ``scorer``, ``tokenizer`` (pass the
-        reader LLM's tokenizer), ``max_words``, ``generative``, ``lm``, ``fine_max_words``,
-        ``stage1_max_tokens``, ``boilerplate``, ``omit_end_tags``, ``lexical_weight``,
-        ``narrow_tables``, ``split_paragraphs``, ``demote_back_matter``, ``read_words``,
-        ``embed_max_tokens``, ``cleaned_cache``. They are checked when the compressor is made
-        (and again when a changed field is next used).
 
     Examples
     --------

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from hrefine.errors import ConfigError
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
     CallbackManagerForRetrieverRun,
@@ -38,7 +39,7 @@ class CompressionRetriever(BaseRetriever):
     in ``langchain-classic``). Callbacks flow to both children; the async path awaits the base
     retriever's ``ainvoke`` and the compressor's ``acompress_documents``.
 
-    Parameters
+    Attributes
     ----------
     base_retriever:
         Any LangChain retriever. Extra keyword arguments of ``invoke`` (other than ``k``) are
@@ -73,7 +74,7 @@ class CompressionRetriever(BaseRetriever):
         k = kwargs.pop("k", self.k)
         if k is not None and (not isinstance(k, int) or isinstance(k, bool) or k < 1):
             msg = f"k must be a positive int or None, got {k!r}"
-            raise ValueError(msg)
+            raise ConfigError(msg)
         return k
 
     def _get_relevant_documents(

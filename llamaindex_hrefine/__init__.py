@@ -1,7 +1,10 @@
 """LlamaIndex components backed by hrefine.
 
 ``HtmlRagNodePostprocessor`` prunes the HTML held by retrieved nodes to a token budget (a
-``BaseNodePostprocessor``). Needs ``llama-index-core``: ``pip install 'hrefine[llamaindex]'``.
+``BaseNodePostprocessor``), and ``HrefineEmbedding`` makes an hrefine embedder (by default the
+embedded all-MiniLM-L6-v2, offline) a LlamaIndex embed model, named as LlamaIndex names its
+embed models (``HuggingFaceEmbedding``). Needs ``llama-index-core``:
+``pip install 'hrefine[llamaindex]'``.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from hrefine.errors import MissingDependencyError
 if not available("llama_index.core"):
     raise MissingDependencyError("llama_index.core", "llamaindex")
 
+from llamaindex_hrefine._convert import HrefineEmbedding
 from llamaindex_hrefine.postprocessors import HtmlRagNodePostprocessor
 
-__all__ = ["HtmlRagNodePostprocessor"]
+__all__ = ["HrefineEmbedding", "HtmlRagNodePostprocessor"]

@@ -87,7 +87,7 @@ def to_embedder(embed_model: BaseEmbedding | Embedder | None) -> Embedder | None
         f"cannot use {type(embed_model).__name__} as an embed model: pass a LlamaIndex "
         "BaseEmbedding, an hrefine Embedder, or None for the embedded default model"
     )
-    raise TypeError(msg)
+    raise InputTypeError(msg)
 
 
 def to_text_generator(llm: Any, **options: Any) -> TextGenerator:
@@ -144,7 +144,7 @@ def complete_state(component: Any, state: dict[str, Any]) -> dict[str, Any]:
             f"cannot pickle this {type(component).__name__}: {', '.join(lost)} cannot be "
             "pickled (an embedding model or LLM holding a client, a lock or a local function)"
         )
-        raise TypeError(msg)
+        raise InputTypeError(msg)
     return state
 
 
@@ -185,7 +185,7 @@ class HrefineEmbedding(BaseEmbedding):
                 f"cannot pickle this HrefineEmbedding: its embedder "
                 f"({type(self._embedder).__name__}) cannot be pickled"
             )
-            raise TypeError(msg)
+            raise InputTypeError(msg)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:

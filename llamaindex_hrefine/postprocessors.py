@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from hrefine.errors import EmptyInputError
 from hrefine.html import MIN_BUDGET, HtmlPruner, HtmlPrunerOptions
 from hrefine.html.outcome import (
     DocumentOutcome,
@@ -41,7 +42,7 @@ def _query_of(query_bundle: QueryBundle | None) -> str:
             "HtmlRagNodePostprocessor needs the query: call postprocess_nodes(nodes, "
             "query_str=...) or pass a query_bundle (query engines do this for you)"
         )
-        raise ValueError(msg)
+        raise EmptyInputError(msg)
     return check_query(query_bundle.query_str)
 
 
@@ -60,7 +61,12 @@ class HtmlRagNodePostprocessor(_HtmlRagFields):
     left out because none of their blocks made the budget). These keys are excluded from the LLM
     and embed views, so they do not count against the budget in the prompt.
 
-    Parameters
+    Every :class:`~hrefine.html.HtmlPrunerOptions` setting but ``embedder`` is a field of the
+    same name, type, default and description (``scorer``, ``tokenizer``, ``max_words``,
+    ``generative``, ``lm``, ``read_words``...), as in ``langchain_hrefine.HtmlRagCompressor``;
+    they are checked when the postprocessor is made.
+
+    Attributes
     ----------
     max_tokens:
         Token budget of the pruned HTML (all nodes together, or each node; see
@@ -71,12 +77,6 @@ class HtmlRagNodePostprocessor(_HtmlRagFields):
         read).
     prune_together:
         All nodes against one budget, as in the paper (True), or each node on its own (False).
-    **settings:
-        Every :class:`~hrefine.html.HtmlPrunerOptions` setting but ``embedder`` is a field of
-        the same name, type, default and description (``scorer``, ``tokenizer``,
-        ``max_words``, ``generative``, ``lm``, ``read_words``...), as in
-        ``langchain_hrefine.HtmlRagCompressor``; they are checked when the postprocessor is
-        made.
 
     Examples
     --------

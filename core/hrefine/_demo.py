@@ -26,7 +26,7 @@ def run_demo(
         default_data_dir,
         load_dataset,
     )
-    from hrefine.eval._text import html_to_text
+    from hrefine.eval.text import html_to_text
     from hrefine.html import HtmlPruner, clean_html
 
     try:

@@ -72,7 +72,7 @@ def chunks(text: str, counter: TokenCounter, chunk_tokens: int = 128) -> list[Ch
     Parameters
     ----------
     text:
-        Plain text (convert HTML with :func:`hrefine.eval._text.html_to_text` first).
+        Plain text (convert HTML with :func:`hrefine.eval.text.html_to_text` first).
     counter:
         Token counter for chunk sizes.
     chunk_tokens:

@@ -80,7 +80,6 @@ def doctor(
     ] = False,
 ) -> None:
     """Show versions, the device, and which embedded models load (and how long each took)."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     out = Console()
     table = Table(title="hrefine doctor", show_lines=False)
     table.add_column("what")

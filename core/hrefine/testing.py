@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from hrefine.errors import ConfigError, GenerationError, InputTypeError
+
 __all__ = ["DEFAULT_STOPWORDS", "KeywordEmbedder", "ScriptedLM", "keyword_tokens"]
 
 #: Words that carry no topic; :class:`KeywordEmbedder` ignores them by default.
@@ -100,13 +102,13 @@ class KeywordEmbedder:
             vocab = [k.casefold() for k in keywords]
             if not vocab:
                 msg = "keywords is empty; pass at least one keyword or leave it None"
-                raise ValueError(msg)
+                raise ConfigError(msg)
             self._index: dict[str, int] | None = {w: i for i, w in enumerate(dict.fromkeys(vocab))}
             dim = len(self._index)
         else:
             if dim < 1:
                 msg = f"dim must be >= 1, got {dim}"
-                raise ValueError(msg)
+                raise ConfigError(msg)
             self._index = None
         self.dim = dim
         self.name = name
@@ -158,7 +160,7 @@ class KeywordEmbedder:
         """
         if isinstance(texts, str):
             msg = "embed() takes a sequence of texts; use embed_query() for one string"
-            raise TypeError(msg)
+            raise InputTypeError(msg)
         self._count(len(texts))
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
@@ -179,7 +181,7 @@ class KeywordEmbedder:
         """
         if not isinstance(text, str):
             msg = f"embed_query() takes one string, got {type(text).__name__}"
-            raise TypeError(msg)
+            raise InputTypeError(msg)
         self._count(1)
         return self._vector(text)
 
@@ -223,7 +225,7 @@ class ScriptedLM:
             self._responses = [str(r) for r in responses]
             if not self._responses:
                 msg = "responses is empty; give at least one answer or a callable"
-                raise ValueError(msg)
+                raise ConfigError(msg)
         self.cycle = cycle
         self.prompts: list[str] = []
         self._lock = threading.Lock()
@@ -241,7 +243,7 @@ class ScriptedLM:
                     f"ScriptedLM got call {index + 1} but holds {len(self._responses)} "
                     "responses; pass more responses or cycle=True"
                 )
-                raise IndexError(msg)
+                raise GenerationError(msg)
             index %= len(self._responses)
         return self._responses[index]
 

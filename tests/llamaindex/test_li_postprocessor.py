@@ -12,8 +12,7 @@ from li_helpers import make_nodes
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
 
-from llamaindex_hrefine import HtmlRagNodePostprocessor
-from llamaindex_hrefine._convert import HrefineEmbedding
+from llamaindex_hrefine import HrefineEmbedding, HtmlRagNodePostprocessor
 
 QUERY = "how many gold medals did Norway win at the 2014 Winter Olympics"
 

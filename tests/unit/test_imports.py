@@ -10,7 +10,16 @@ import pytest
 
 @pytest.mark.parametrize(
     "module",
-    ["hrefine", "hrefine.models", "hrefine.budget", "hrefine.persist", "hrefine.cli"],
+    [
+        "hrefine",
+        "hrefine.models",
+        "hrefine.budget",
+        "hrefine.chunk",
+        "hrefine.persist",
+        "hrefine.options",
+        "hrefine.html",
+        "hrefine.cli",
+    ],
 )
 def test_import_leaves_heavy_libraries_out(module: str) -> None:
     code = (

@@ -6,6 +6,7 @@ import asyncio
 
 import numpy as np
 import pytest
+from hrefine.errors import GenerationError
 from hrefine.models import Embedder, as_text_generator
 from hrefine.testing import KeywordEmbedder, ScriptedLM, keyword_tokens
 
@@ -54,7 +55,7 @@ def test_scripted_lm_replays_records_and_runs_out_loudly() -> None:
     lm = ScriptedLM(["yes", "no"])
     assert [lm("p1"), lm("p2")] == ["yes", "no"]
     assert lm.prompts == ["p1", "p2"]
-    with pytest.raises(IndexError, match="cycle=True"):
+    with pytest.raises(GenerationError, match="cycle=True"):
         lm("p3")
     cyc = ScriptedLM(["a"], cycle=True)
     assert [cyc("x"), cyc("y")] == ["a", "a"]

@@ -3,7 +3,7 @@
 This is the only module of ``hrefine.eval`` that touches the frameworks, and only inside
 functions, so importing the core never imports them. The document is chunked with the
 evaluation's tokenizer, the chunks go in as Documents/Nodes, and what comes back (in the
-framework's rank order) is fitted to the token budget by :func:`hrefine.eval._text.fill_budget`,
+framework's rank order) is fitted to the token budget by :func:`hrefine.eval.text.fill_budget`,
 in document order where the chunk's position survived.
 """
 
@@ -17,7 +17,7 @@ import numpy as np
 from hrefine.budget import TokenCounter, get_counter
 from hrefine.chunk import chunk_text
 from hrefine.errors import EmptyInputError
-from hrefine.eval._text import fill_budget
+from hrefine.eval.text import fill_budget
 
 __all__ = ["LangChainCompressor", "LlamaIndexCompressor", "is_langchain", "is_llamaindex"]
 

@@ -6,7 +6,7 @@
   against the query, and the best chunks that fit the budget are returned in document order
   (:func:`hrefine.budget.fill`).
 
-HTML documents are converted to plain text first (:func:`hrefine.eval._text.html_to_text`).
+HTML documents are converted to plain text first (:func:`hrefine.eval.text.html_to_text`).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import numpy as np
 
 from hrefine.budget import TokenCounter, get_counter
 from hrefine.chunk import chunks as cut_into_chunks
-from hrefine.errors import BudgetTooSmallError, EmptyInputError
-from hrefine.eval._text import (
+from hrefine.errors import BudgetTooSmallError, ConfigError, EmptyInputError
+from hrefine.eval.text import (
     SEPARATOR,
     fill_budget,
     html_to_text,
@@ -155,7 +155,7 @@ class ChunkCompressor:
     ) -> None:
         if chunk_tokens < 1:
             msg = f"chunk_tokens must be >= 1, got {chunk_tokens}"
-            raise ValueError(msg)
+            raise ConfigError(msg)
         self.counter: TokenCounter = get_counter(tokenizer)
         self.chunk_tokens = chunk_tokens
         self._scorer_spec = scorer

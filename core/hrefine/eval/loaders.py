@@ -21,7 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from hrefine.errors import DatasetUnavailableError, HrefineError
+from hrefine.errors import ConfigError, DatasetUnavailableError
 
 __all__ = [
     "DATASETS",
@@ -100,7 +100,7 @@ class EvalItem:
             return self.doc_text
         if self.doc_path is None:
             msg = f"item {self.id!r} has neither doc_text nor doc_path"
-            raise HrefineError(msg)
+            raise ConfigError(msg)
         return _read_document(self.doc_path)
 
 
@@ -166,10 +166,10 @@ def _jsonl(path: Path) -> Iterable[dict[str, Any]]:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
                 msg = f"{path}:{lineno} is not valid JSON: {exc.msg}"
-                raise HrefineError(msg) from exc
+                raise ConfigError(msg) from exc
             if not isinstance(row, dict):
                 msg = f"{path}:{lineno} holds a {type(row).__name__}, expected a JSON object"
-                raise HrefineError(msg)
+                raise ConfigError(msg)
             yield row
 
 
@@ -457,7 +457,7 @@ def load_jsonl(path: str | os.PathLike[str], *, name: str | None = None) -> list
                 f"{file} line {lineno}: missing {missing or ['document or doc']}; "
                 "each line needs id, question and document (inline) or doc (a path)"
             )
-            raise HrefineError(msg)
+            raise ConfigError(msg)
         extra = {k: v for k, v in row.items() if k not in known}
         if "article_body" in extra and "gold_text" not in extra:
             extra["gold_text"] = extra["article_body"]
@@ -481,7 +481,7 @@ def load_jsonl(path: str | os.PathLike[str], *, name: str | None = None) -> list
             if doc_path is not None:
                 fmt = _doc_format(doc_path.name)
             else:
-                from hrefine.eval._text import looks_like_html
+                from hrefine.eval.text import looks_like_html
 
                 fmt = "html" if doc_text and looks_like_html(doc_text) else "text"
         answers = row.get("answers", [])
@@ -545,7 +545,7 @@ def load_dataset(
         spec = DATASETS.get(key)
         if spec is None:
             msg = f"unknown dataset {name!r}; use one of {sorted(DATASETS)} or a .jsonl path"
-            raise ValueError(msg)
+            raise ConfigError(msg)
         folder = default_data_dir(data_dir) / spec.folder
         if not folder.is_dir():
             msg = f"dataset {key!r} is not available: folder {folder} does not exist"
@@ -586,7 +586,7 @@ def subset(items: Sequence[EvalItem], limit: int | None) -> list[EvalItem]:
     """
     if limit is not None and limit < 0:
         msg = f"limit must be >= 0, got {limit}"
-        raise ValueError(msg)
+        raise ConfigError(msg)
     ranked = sorted(items, key=lambda it: (_id_hash(it.doc_id), _id_hash(it.id), it.id))
     return ranked if limit is None else ranked[:limit]
 

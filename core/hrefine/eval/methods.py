@@ -21,8 +21,9 @@ from collections.abc import Callable
 from typing import Any
 
 from hrefine.budget import TokenCounter, get_counter
-from hrefine.eval._text import looks_like_html, text_to_html
+from hrefine.errors import ConfigError, InputTypeError
 from hrefine.eval.base import Compressor, FunctionCompressor
+from hrefine.eval.text import looks_like_html, text_to_html
 
 __all__ = ["PrunerCompressor", "available_methods", "get_method", "register_method"]
 
@@ -119,7 +120,7 @@ def _import(path: str) -> Any:
     module_name, _, attr = path.partition(":")
     if not module_name or not attr:
         msg = f"expected an import path 'package.module:Name', got {path!r}"
-        raise ValueError(msg)
+        raise ConfigError(msg)
     module = importlib.import_module(module_name)
     obj: Any = module
     for part in attr.split("."):
@@ -127,7 +128,7 @@ def _import(path: str) -> Any:
             obj = getattr(obj, part)
         except AttributeError as exc:
             msg = f"{module_name!r} has no attribute {attr!r}"
-            raise ValueError(msg) from exc
+            raise ConfigError(msg) from exc
     return obj
 
 
@@ -171,7 +172,7 @@ def _adapt(obj: Any, counter: TokenCounter, name: str | None, chunk_tokens: int)
         f"cannot evaluate a {type(obj).__name__}: expected compress(document, query, max_tokens), "
         "a LangChain compressor, a LlamaIndex postprocessor or prune(html, query, max_tokens)"
     )
-    raise TypeError(msg)
+    raise InputTypeError(msg)
 
 
 def get_method(
@@ -223,7 +224,7 @@ def get_method(
                 return comp  # type: ignore[no-any-return]
         elif ":" not in method:
             msg = f"unknown method {method!r}; use one of {available_methods()} or 'module:Name'"
-            raise ValueError(msg)
+            raise ConfigError(msg)
         if isinstance(target, str):
             target = _import(target)
     chunk_tokens = int(options.get("chunk_tokens", 128))
@@ -234,5 +235,5 @@ def get_method(
         target = _instantiate(target, counter, options)
     elif options:
         msg = f"options {sorted(options)} given, but {method!r} is not a class to construct"
-        raise ValueError(msg)
+        raise ConfigError(msg)
     return _adapt(target, counter, label, chunk_tokens)

@@ -16,6 +16,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 
+from hrefine.errors import ConfigError
 from hrefine.models.lexical import lexical_tokens
 
 __all__ = [
@@ -168,7 +169,7 @@ def answer_containment(context: str, answers: Sequence[str], *, mode: str = "all
     """
     if mode not in {"all", "any"}:
         msg = f"mode must be 'all' or 'any', got {mode!r}"
-        raise ValueError(msg)
+        raise ConfigError(msg)
     golds = scorable_answers(answers)
     if not golds:
         return None

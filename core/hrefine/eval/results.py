@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from hrefine.errors import ConfigError
 from hrefine.eval.baselines import as_plain_text
 from hrefine.eval.loaders import EvalItem
 from hrefine.eval.metrics import (
@@ -25,8 +26,12 @@ class ItemResult:
 
     Attributes
     ----------
-    item_id, doc_id, budget:
-        What was run.
+    item_id:
+        The question's id.
+    doc_id:
+        Its document's id.
+    budget:
+        The token budget it was run at.
     tokens_in:
         Tokens of the raw document.
     tokens_out:
@@ -73,8 +78,10 @@ class BudgetSummary:
         Mean of each metric over the items it could score.
     scored:
         How many items each metric scored.
-    tokens_in, tokens_out:
-        Mean tokens of the documents and of the contexts.
+    tokens_in:
+        Mean tokens of the documents.
+    tokens_out:
+        Mean tokens of the contexts.
     compression:
         Mean of ``tokens_out / tokens_in``.
     ms_per_item:
@@ -99,8 +106,10 @@ class EvalResult:
 
     Attributes
     ----------
-    method, dataset:
-        Names.
+    method:
+        The method's name.
+    dataset:
+        The dataset's name.
     budgets:
         Budgets run.
     primary_metric:
@@ -147,7 +156,7 @@ class EvalResult:
             if s.budget == budget:
                 return s
         msg = f"no summary for budget {budget}; budgets run: {self.budgets}"
-        raise KeyError(msg)
+        raise ConfigError(msg)
 
     def score(self, budget: int, metric: str | None = None) -> float | None:
         """Mean of ``metric`` (default: the primary one) at ``budget``; None if never scored."""

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from hrefine.budget import TokenCounter, get_counter
+from hrefine.errors import ConfigError
 from hrefine.eval.base import Compressor
 from hrefine.eval.baselines import as_plain_text
 from hrefine.eval.loaders import (
@@ -331,7 +332,7 @@ def run_many(
     budget_list = sorted({int(b) for b in budgets})
     if not budget_list or budget_list[0] < 1:
         msg = f"budgets must be positive token counts, got {list(budgets)}"
-        raise ValueError(msg)
+        raise ConfigError(msg)
     counter = get_counter(tokenizer)
     built: dict[int, Compressor | str] = {}
     for i, method in enumerate(methods):

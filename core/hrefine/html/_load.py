@@ -15,7 +15,7 @@ from html.parser import HTMLParser
 from typing import Any
 
 from hrefine._optional import require
-from hrefine.errors import EmptyInputError, HtmlParseError
+from hrefine.errors import EmptyInputError, HtmlParseError, InputTypeError
 
 __all__ = [
     "LIBXML_MAX_DEPTH",
@@ -153,7 +153,7 @@ def _text_and_utf8(html: str | bytes) -> tuple[str, bytes]:
         text = html
     else:
         msg = f"expected HTML as str or bytes, got {type(html).__name__}"
-        raise TypeError(msg)
+        raise InputTypeError(msg)
     text = _XML_DECL.sub("", text, count=1)
     try:
         data = text.encode("utf-8")

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from hrefine.html.blocks import BlockForest
+from hrefine.html.tags import WRAPPER_TAGS
 
 __all__ = ["document_order", "positions", "traced_positions"]
 
-_WRAPPERS = ("html", "head", "body")
 # How far ahead a stage-2 element is looked for when the two orders do not line up exactly.
 _LOOKAHEAD = 64
 
@@ -63,12 +63,12 @@ def traced_positions(
     for root, written, source in zip(forest.roots, sources, source_roots, strict=True):
         if source_index is None:
             index.update(document_order(source))
-        for tag in _WRAPPERS:
+        for tag in WRAPPER_TAGS:
             here = root if root.tag == tag else root.find(tag)
             there = source if source.tag == tag else source.find(tag)
             if here is not None and there is not None:
                 mapped[here] = there
-        parsed = [e for e in root.iter() if isinstance(e.tag, str) and e.tag not in _WRAPPERS]
+        parsed = [e for e in root.iter() if isinstance(e.tag, str) and e.tag not in WRAPPER_TAGS]
         mapped.update(_align(parsed, list(written)))
     out: dict[int, int] = {}
     for nid, el in enumerate(forest.elements):

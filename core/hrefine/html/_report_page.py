@@ -24,9 +24,10 @@ from copy import deepcopy
 from typing import Any
 
 from hrefine.html._load import LIBXML_MAX_DEPTH, parse_document, text_content
-from hrefine.html._text import BLOCK_TAGS, normalize_space
+from hrefine.html._text import normalize_space
 from hrefine.html.paragraphs import split_element
-from hrefine.html.result import BELOW_THRESHOLD, EMPTY, OVER_BUDGET, TRUNCATED, BlockReport
+from hrefine.html.result import EMPTY, OVER_BUDGET, TRUNCATED, BlockReport
+from hrefine.html.tags import BLOCK_TAGS, HEADING_TAGS, TABLE_SECTION_TAGS
 
 __all__ = ["PageWriter", "esc"]
 
@@ -106,9 +107,7 @@ _INLINE_SAME = frozenset(
     ]
 )
 _FLOW_SAME = frozenset(["ul", "ol", "dl", "pre", "blockquote", "figure", "figcaption"])
-_HEADINGS = frozenset(["h1", "h2", "h3", "h4", "h5", "h6"])
-_TABLE_SECTIONS = frozenset(["thead", "tbody", "tfoot"])
-_TABLE_PARTS = frozenset(["table", "thead", "tbody", "tfoot", "tr"])
+_TABLE_PARTS = frozenset({"table", "tr", *TABLE_SECTION_TAGS})
 _VOID = frozenset(["br", "hr"])
 # Written as a div or span with a class, whatever the context.
 _RENAMED = {
@@ -120,8 +119,8 @@ _RENAMED = {
     "a": ("span", "p-a"),
 }
 # Dropped blocks whose element is a paragraph-like box get a reason badge after their text.
-_BADGED = frozenset(["p-p", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote"])
-_REASONS = {OVER_BUDGET: "ob", BELOW_THRESHOLD: "bt", EMPTY: "em", TRUNCATED: "tr"}
+_BADGED = frozenset({"p-p", "blockquote", *HEADING_TAGS})
+_REASONS = {OVER_BUDGET: "ob", EMPTY: "em", TRUNCATED: "tr"}
 _SAFE_URL = re.compile(r"^https?://[^\s\x00-\x1f\x7f]+$", re.I)
 _SPAN_LIMIT = 1000
 
@@ -267,7 +266,7 @@ class PageWriter:
             text_shown = not self.kept_only or inside
         if text_shown:
             self._text(el.text, own_id, own_cls)
-        heading = in_heading or name in _HEADINGS
+        heading = in_heading or name in HEADING_TAGS
         for child in el:
             self._element(child, name, heading, inside)
             if text_shown:
@@ -336,14 +335,14 @@ class PageWriter:
             return "span", "p-img"
         if tag in _VOID or tag in _INLINE_SAME or tag in _FLOW_SAME:
             return tag, ""
-        if tag in _HEADINGS:
+        if tag in HEADING_TAGS:
             return (tag, "") if not in_heading else ("span", f"p-{tag}")
         if tag == "table":
             return ("table", "") if parent not in _TABLE_PARTS else ("div", "p-table")
-        if tag in _TABLE_SECTIONS or tag == "caption":
+        if tag in TABLE_SECTION_TAGS or tag == "caption":
             return (tag, "") if parent == "table" else ("div", f"p-{tag}")
         if tag == "tr":
-            return ("tr", "") if parent in ("table", *_TABLE_SECTIONS) else ("div", "p-tr")
+            return ("tr", "") if parent in ("table", *TABLE_SECTION_TAGS) else ("div", "p-tr")
         if tag in ("td", "th"):
             return (tag, "") if parent == "tr" else ("div", f"p-{tag}")
         if tag == "li":

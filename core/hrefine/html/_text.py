@@ -6,13 +6,11 @@ import re
 from typing import Any
 
 from hrefine._unicode import CJK, CJK_CHAR, CJK_RANGES
+from hrefine.html.tags import BLOCK_TAGS
 
 __all__ = [
-    "BLOCK_TAGS",
     "CJK_CHAR",
     "CUT_UNIT",
-    "GENERIC_TAGS",
-    "INLINE_TAGS",
     "cell_span",
     "count_words",
     "element_text",
@@ -27,100 +25,8 @@ CUT_UNIT = re.compile(CJK + r"|[^\s" + CJK_RANGES + r"]+")
 # A word: one CJK character, or a run of letters and digits.
 _WORD = re.compile(CJK + r"|[^\W_]+", re.UNICODE)
 
-# Tags that lay text out in lines; whitespace next to them is layout, not content.
-BLOCK_TAGS = frozenset(
-    [
-        "address",
-        "article",
-        "aside",
-        "blockquote",
-        "body",
-        "caption",
-        "center",
-        "dd",
-        "details",
-        "dialog",
-        "div",
-        "dl",
-        "dt",
-        "fieldset",
-        "figcaption",
-        "figure",
-        "footer",
-        "form",
-        "h1",
-        "h2",
-        "h3",
-        "h4",
-        "h5",
-        "h6",
-        "head",
-        "header",
-        "hr",
-        "html",
-        "legend",
-        "li",
-        "main",
-        "menu",
-        "nav",
-        "ol",
-        "p",
-        "pre",
-        "section",
-        "summary",
-        "table",
-        "tbody",
-        "td",
-        "tfoot",
-        "th",
-        "thead",
-        "title",
-        "tr",
-        "ul",
-    ]
-)
-INLINE_TAGS = frozenset(
-    [
-        "a",
-        "abbr",
-        "b",
-        "bdi",
-        "bdo",
-        "big",
-        "br",
-        "cite",
-        "code",
-        "del",
-        "dfn",
-        "em",
-        "font",
-        "i",
-        "img",
-        "ins",
-        "kbd",
-        "label",
-        "mark",
-        "nobr",
-        "q",
-        "s",
-        "samp",
-        "small",
-        "span",
-        "strike",
-        "strong",
-        "sub",
-        "sup",
-        "time",
-        "tt",
-        "u",
-        "var",
-        "wbr",
-    ]
-)
 # Elements whose end breaks the line.
 _LINE_ENDS = BLOCK_TAGS | {"br"}
-# Containers that say nothing about their content; a single-child wrapper of this kind is merged.
-GENERIC_TAGS = frozenset({"div", "section", "span", "font", "center", "nobr", "tbody"})
 
 
 # ASCII letters and digits kept, every other byte a space: on ASCII text, ``_WORD``'s words are

@@ -19,9 +19,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from hrefine._optional import require
+from hrefine.errors import ConfigError
 from hrefine.html._load import parse_document, text_content
 from hrefine.html._text import count_words, element_text, has_word, normalize_space, own_text
 from hrefine.html.clean import clean_document, serialize
+from hrefine.html.tags import HEADING_TAGS, WRAPPER_TAGS
 from hrefine.tree import Tree
 
 __all__ = ["BlockForest", "build_block_tree", "build_forest", "title_parts"]
@@ -38,9 +40,8 @@ _LABEL_STEPS = 4
 # Elements never labelled (a term is a label itself) and elements that are never labels:
 # headings and table headers are in the context already, a value is not a label.
 _NOT_LABELLED = frozenset({"dt", "html", "head", "body", "thead", "caption"})
-_NOT_LABELS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6", "head", "thead", "caption", "dd"})
+_NOT_LABELS = HEADING_TAGS | {"head", "thead", "caption", "dd"}
 # Wrappers that are never a block themselves: their children are always visited.
-_TRANSPARENT = frozenset({"html", "head", "body"})
 _DOC_STRIDE = 1_000_000_000
 # Section titles of a page's back matter: citations and pointers elsewhere, which support the
 # text but rarely answer a question about it. English only; a trailing "[edit]" is ignored.
@@ -128,7 +129,7 @@ def _words_or_unknown(el: Any) -> int:
     ``<html>`` and ``<body>`` are always opened, so their count (a pass over the whole page,
     once per wrapper) is never needed; whether they hold a word at all is.
     """
-    if el.tag not in _TRANSPARENT or len(el) == 0:
+    if el.tag not in WRAPPER_TAGS or len(el) == 0:
         return _subtree_words(el)
     return -1 if _has_word(el) else 0
 
@@ -328,7 +329,7 @@ def _label(el: Any, words: dict[Any, int]) -> str:
                 return ""  # text between them: the label is not directly before
             return _short_text(prev)
         parent = cur.getparent()
-        if parent is None or parent.tag in _TRANSPARENT or (parent.text or "").strip():
+        if parent is None or parent.tag in WRAPPER_TAGS or (parent.text or "").strip():
             return ""
         cur = parent
     return ""
@@ -399,11 +400,11 @@ def build_forest(
     """
     if max_words < 1:
         msg = f"max_words must be >= 1, got {max_words}"
-        raise ValueError(msg)
+        raise ConfigError(msg)
     docs = list(range(len(roots))) if doc_ids is None else [int(d) for d in doc_ids]
     if len(docs) != len(roots):
         msg = f"got {len(docs)} document ids for {len(roots)} documents"
-        raise ValueError(msg)
+        raise ConfigError(msg)
     tree = Tree(metadata={"max_words": max_words, "documents": len(roots)})
     elements: list[Any] = []
     for doc, root in zip(docs, roots, strict=True):
@@ -428,7 +429,7 @@ def _add_document(
     while queue:
         el, words, parent, path, ipath = queue.popleft()
         leaf_html: str | None = None
-        expand = len(el) > 0 and (words >= max_words or el.tag in _TRANSPARENT)
+        expand = len(el) > 0 and (words >= max_words or el.tag in WRAPPER_TAGS)
         if not expand and len(el) > 0 and too_big is not None:
             leaf_html = serialize_element(el)
             expand = too_big(str(el.tag), leaf_html)
@@ -453,7 +454,7 @@ def _add_document(
             if words < 0:
                 meta["words"] = _subtree_words(el)
             text = element_text(el)
-            if el.tag in _TRANSPARENT:  # a page of bare text: the block is the body's content
+            if el.tag in WRAPPER_TAGS:  # a page of bare text: the block is the body's content
                 leaf_html = inner_html(el)
             meta.update(is_leaf=True, html=leaf_html or serialize_element(el))
             kind = "block"

@@ -20,7 +20,8 @@ from hrefine.html._load import (
     drop_tree,
     parse_document,
 )
-from hrefine.html._text import BLOCK_TAGS, GENERIC_TAGS, cell_span, collapse_space
+from hrefine.html._text import cell_span, collapse_space
+from hrefine.html.tags import BLOCK_TAGS, GENERIC_TAGS, HEADING_TAGS
 
 __all__ = ["DEFAULT_KEEP_ATTRS", "clean_document", "clean_html"]
 
@@ -104,9 +105,7 @@ _COMMON_ATTRS = frozenset(
     ]
 )
 # A <p> start tag closes these (libxml2): a <p> inside one would not parse back where it was.
-_P_CLOSES = frozenset(
-    ["b", "big", "i", "s", "small", "strike", "tt", "u", "h1", "h2", "h3", "h4", "h5", "h6"]
-)
+_P_CLOSES = frozenset({"b", "big", "i", "s", "small", "strike", "tt", "u", *HEADING_TAGS})
 # ... and these close an open <p> (a few obsolete tags besides the blocks).
 _P_BREAKERS = BLOCK_TAGS | {"dir", "listing", "xmp"}
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)

@@ -22,6 +22,7 @@ import numpy as np
 
 from hrefine.html._load import drop_tree
 from hrefine.html._text import cell_span, element_text, normalize_space
+from hrefine.html.tags import TABLE_SECTION_TAGS
 
 __all__ = ["ColumnChoice", "TableGrid", "project_columns", "table_grid"]
 
@@ -92,7 +93,7 @@ def _rows(table: Any) -> list[Any]:
     for child in table:
         if child.tag == "tr":
             rows.append(child)
-        elif child.tag in ("thead", "tbody", "tfoot"):
+        elif child.tag in TABLE_SECTION_TAGS:
             rows.extend(r for r in child if r.tag == "tr")
     return rows
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hrefine.errors import EmptyInputError
+from hrefine.errors import EmptyInputError, InputTypeError
 
 if TYPE_CHECKING:
     from hrefine.html.prune import HtmlPruner
@@ -49,8 +49,10 @@ class DocumentOutcome:
         Best first-stage score among the kept blocks (None when none was kept).
     stage2_score:
         Best generative-stage score among the kept blocks, when that stage ran.
-    blocks_kept, blocks_total:
-        Number of the page's blocks kept, and found.
+    blocks_kept:
+        Number of the page's blocks kept.
+    blocks_total:
+        Number of the page's blocks found.
     budget:
         The token budget the page was pruned under.
     shared_budget:
@@ -76,7 +78,7 @@ def check_query(query: object) -> str:
     """The query, or a clear error when it is not a non-empty string."""
     if not isinstance(query, str):
         msg = f"query must be a str, got {type(query).__name__}"
-        raise TypeError(msg)
+        raise InputTypeError(msg)
     if not query.strip():
         msg = "the query is empty; HtmlRAG ranks the HTML blocks against the query"
         raise EmptyInputError(msg)

@@ -18,7 +18,9 @@ from collections.abc import Callable, Sequence
 from itertools import accumulate
 from typing import Any
 
+from hrefine.errors import ConfigError
 from hrefine.html._text import CJK_CHAR
+from hrefine.html.tags import HEADING_TAGS
 
 __all__ = ["split_element", "split_long_paragraphs"]
 
@@ -29,8 +31,7 @@ _SPLIT_TAGS = ("p",)
 # list items and headings are not: their pieces would read as more cells, items or headings.
 _CONTAINER_TAGS = ("body", "div", "section", "article", "main", "blockquote", "center")
 _BLOCK_INSIDE = frozenset(
-    {"table", "ul", "ol", "dl", "div", "p", "blockquote", "pre", "section", "figure"}
-    | {"h1", "h2", "h3", "h4", "h5", "h6"}
+    {"table", "ul", "ol", "dl", "div", "p", "blockquote", "pre", "section", "figure"} | HEADING_TAGS
 )
 # A sentence ends with . ! or ? (closing quotes and brackets allowed) before white space, or
 # with a full stop, ! or ? of CJK text (。！？, then closing marks), which no space need follow.
@@ -75,7 +76,7 @@ def split_long_paragraphs(
     """
     if limit < 1:
         msg = f"limit must be >= 1, got {limit}"
-        raise ValueError(msg)
+        raise ConfigError(msg)
     big: list[tuple[Any, str]] = []
     for root in roots:
         for el in root.iter(*_SPLIT_TAGS, *_CONTAINER_TAGS):

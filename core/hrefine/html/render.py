@@ -20,13 +20,13 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from hrefine.html._text import BLOCK_TAGS, GENERIC_TAGS, shown_text
+from hrefine.html._text import shown_text
 from hrefine.html.blocks import BlockForest
+from hrefine.html.tags import BLOCK_TAGS, GENERIC_TAGS, WRAPPER_TAGS
 
 __all__ = ["Renderer", "omit_end_tags"]
 
 # Page wrappers: written as their content only (a pruned page is an HTML fragment).
-_UNWRITTEN = frozenset({"html", "head", "body"})
 # Elements that end a line of text: no space is needed next to them. The cleaner keeps no other
 # empty element but table cells (``<hr>``, ``<wbr>``, alt-less images go), so ``<br>`` is the
 # only void element an own text is written with.
@@ -149,11 +149,11 @@ class Renderer:
                         seq.extend(
                             e
                             for e in el.iter()
-                            if isinstance(e.tag, str) and (e is not el or e.tag not in _UNWRITTEN)
+                            if isinstance(e.tag, str) and (e is not el or e.tag not in WRAPPER_TAGS)
                         )
                         continue
                     live = [c for c in el if c in alive]
-                    bare = el.tag in _UNWRITTEN or (
+                    bare = el.tag in WRAPPER_TAGS or (
                         el.tag in GENERIC_TAGS and el not in own and len(live) == 1
                     )
                     if not bare:
@@ -233,7 +233,9 @@ class Renderer:
     def _pieces(self, el: Any, keep_text: bool, alive: set[Any]) -> list[Any]:
         """Stack items of a non-leaf element: its tags, kept text, live children and gaps."""
         live = [c for c in el if c in alive]
-        bare = el.tag in _UNWRITTEN or (el.tag in GENERIC_TAGS and not keep_text and len(live) == 1)
+        bare = el.tag in WRAPPER_TAGS or (
+            el.tag in GENERIC_TAGS and not keep_text and len(live) == 1
+        )
         breaks = el.tag in _BREAKS
         seq: list[Any] = []
         # The gap left by what was dropped since the last item: gaps in a row are one item.

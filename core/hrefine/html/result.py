@@ -10,7 +10,6 @@ from hrefine.budget import OVER_BUDGET as OVER_BUDGET
 __all__ = ["BlockReport", "PruneResult"]
 
 # Reasons a block is not in the output (and OVER_BUDGET, the budget's own).
-BELOW_THRESHOLD = "below_threshold"
 EMPTY = "empty"
 TRUNCATED = "truncated"
 
@@ -31,15 +30,17 @@ class BlockReport:
         The block's plain text.
     tokens:
         Token cost of the block's HTML (budget tokenizer).
-    stage1_score, stage2_score:
-        Scores of the embedding/BM25 stage and of the generative stage (None if not scored).
+    stage1_score:
+        Score of the embedding/BM25 stage (None if not scored).
+    stage2_score:
+        Score of the generative stage (None if not scored).
     rank:
         0 for the best-scored block of the deciding stage, 1 for the next, and so on.
     kept:
         Whether the block is in the output.
     reason:
         Why it is not: ``"over_budget"`` (it did not fit when its turn came),
-        ``"below_threshold"``, ``"empty"``; ``"truncated"`` for a kept block cut to fit; None
+        ``"empty"`` (its document had no text); ``"truncated"`` for a kept block cut to fit; None
         when kept whole.
     element:
         Where the block lies in ``PruneResult.cleaned[doc]``: the index of its element among
@@ -69,6 +70,10 @@ class BlockReport:
 class PruneResult:
     """The pruned HTML of one or more documents, with provenance.
 
+    :meth:`to_html` writes a self-contained HTML report of the result (each block outlined on
+    the cleaned page, kept or dropped, with its scores and rank); in a notebook the result
+    shows that report inline.
+
     Attributes
     ----------
     html:
@@ -79,8 +84,12 @@ class PruneResult:
         outranked; the set as a whole is never empty).
     blocks:
         A report on every block, in document order.
-    query, budget, tokenizer:
-        What was asked for, and the name of the tokenizer that counted the budget.
+    query:
+        The question the output was pruned for.
+    budget:
+        The token budget asked for.
+    tokenizer:
+        Name of the tokenizer that counted the budget.
     tokens:
         Tokens of ``html``.
     original_tokens:
@@ -91,10 +100,6 @@ class PruneResult:
         Extra numbers: ``"stage1_tokens"``, ``"renders"``, ``"truncated"`` (the best block was
         cut to fit), and for the generative stage ``"prefilled_tokens"``, ``"prompt_tokens"``,
         ``"lm_calls"``.
-
-    :meth:`to_html` writes a self-contained HTML report of the result (each block outlined on
-    the cleaned page, kept or dropped, with its scores and rank); in a notebook the result
-    shows that report inline.
     """
 
     html: str

@@ -52,8 +52,10 @@ class ScoredItem:
         paragraph whole, scored for its pieces) or ``"text"`` (a bare text).
     node:
         The block-tree node it scores (a paragraph: its first piece); -1 for a bare text.
-    heading, body:
-        Its headings (section titles, table header) and its own text.
+    heading:
+        Its headings (section titles, table header).
+    body:
+        Its own text.
     borrow:
         Index of the item whose dense score this one takes; its words are then matched apart
         from its headings (see :func:`lexical_match`).

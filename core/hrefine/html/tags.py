@@ -1,11 +1,126 @@
-"""Named sets of HTML tags, each defined once for cleaning, block building, pruning and reports."""
+"""Named sets of HTML tags, each defined once for cleaning, block building, pruning, reports and
+the evaluation's plain-text view."""
 
 from __future__ import annotations
 
-__all__ = ["GROUP_TAGS", "HEADING_TAGS", "TEXT_UNIT_TAGS"]
+__all__ = [
+    "BLOCK_TAGS",
+    "CELL_TAGS",
+    "GENERIC_TAGS",
+    "GROUP_TAGS",
+    "HEADING_TAGS",
+    "INLINE_TAGS",
+    "TABLE_SECTION_TAGS",
+    "TEXT_UNIT_TAGS",
+    "UNSHOWN_TAGS",
+    "WRAPPER_TAGS",
+]
 
 #: Section headings.
 HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+
+#: The document's wrappers: never a block of their own, and not written in a pruned output.
+WRAPPER_TAGS = frozenset({"html", "head", "body"})
+
+#: Table cells.
+CELL_TAGS = frozenset({"td", "th"})
+
+#: The row groups of a table.
+TABLE_SECTION_TAGS = frozenset({"thead", "tbody", "tfoot"})
+
+#: Tags that lay text out in lines; whitespace next to them is layout, not content.
+BLOCK_TAGS = frozenset(
+    [
+        "address",
+        "article",
+        "aside",
+        "blockquote",
+        "body",
+        "caption",
+        "center",
+        "dd",
+        "details",
+        "dialog",
+        "div",
+        "dl",
+        "dt",
+        "fieldset",
+        "figcaption",
+        "figure",
+        "footer",
+        "form",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "head",
+        "header",
+        "hr",
+        "html",
+        "legend",
+        "li",
+        "main",
+        "menu",
+        "nav",
+        "ol",
+        "p",
+        "pre",
+        "section",
+        "summary",
+        "table",
+        "tbody",
+        "td",
+        "tfoot",
+        "th",
+        "thead",
+        "title",
+        "tr",
+        "ul",
+    ]
+)
+#: Tags that run inside a line of text.
+INLINE_TAGS = frozenset(
+    [
+        "a",
+        "abbr",
+        "b",
+        "bdi",
+        "bdo",
+        "big",
+        "br",
+        "cite",
+        "code",
+        "del",
+        "dfn",
+        "em",
+        "font",
+        "i",
+        "img",
+        "ins",
+        "kbd",
+        "label",
+        "mark",
+        "nobr",
+        "q",
+        "s",
+        "samp",
+        "small",
+        "span",
+        "strike",
+        "strong",
+        "sub",
+        "sup",
+        "time",
+        "tt",
+        "u",
+        "var",
+        "wbr",
+    ]
+)
+#: Containers that say nothing about their content; a single-child wrapper of this kind is merged.
+GENERIC_TAGS = frozenset({"div", "section", "span", "font", "center", "nobr", "tbody"})
 
 #: Structures whose parts make most sense together: kept whole when they fit, and scored as a
 #: whole as well as part by part.
@@ -17,8 +132,7 @@ TEXT_UNIT_TAGS = frozenset(
         "p",
         "li",
         "tr",
-        "td",
-        "th",
+        *CELL_TAGS,
         "dt",
         "dd",
         *HEADING_TAGS,
@@ -28,4 +142,9 @@ TEXT_UNIT_TAGS = frozenset(
         "pre",
         "title",
     }
+)
+
+#: Elements whose text a reader never sees (the evaluation's plain-text view drops them).
+UNSHOWN_TAGS = frozenset(
+    {"script", "style", "noscript", "template", "head", "svg", "math", "iframe", "object", "canvas"}
 )

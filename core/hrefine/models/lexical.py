@@ -13,6 +13,7 @@ import numpy as np
 
 from hrefine._optional import require
 from hrefine._unicode import CJK
+from hrefine.errors import ConfigError
 
 __all__ = ["BM25Scorer", "lexical_tokens", "plural_stem", "query_window"]
 
@@ -54,7 +55,7 @@ def query_window(text: str, terms: frozenset[str], size: int, *, stem: bool = Fa
     """
     if size < 1:
         msg = f"size must be >= 1, got {size}"
-        raise ValueError(msg)
+        raise ConfigError(msg)
     spans = [m.span() for m in _SPACED.finditer(text)]
     if len(spans) <= size:
         return text
@@ -133,7 +134,7 @@ class BM25Scorer:
     ) -> None:
         if k1 < 0 or not 0 <= b <= 1:
             msg = f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}"
-            raise ValueError(msg)
+            raise ConfigError(msg)
         self.k1 = k1
         self.b = b
         self.stopwords = stopwords
@@ -143,7 +144,7 @@ class BM25Scorer:
     def _stop(self) -> frozenset[str]:
         if self.stopwords not in (None, "en"):
             msg = f"unknown stopword list {self.stopwords!r}; use 'en' or None"
-            raise ValueError(msg)
+            raise ConfigError(msg)
         return _stop_set(self.stopwords, self.questions)
 
     def score(self, query: str, texts: Sequence[str]) -> np.ndarray:

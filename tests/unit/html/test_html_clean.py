@@ -132,9 +132,9 @@ def test_citation_lists_are_boilerplate_but_the_article_stays(shared_data: Path)
 
 def test_cleaning_keeps_the_gold_article_text(shared_data: Path) -> None:
     # ../shared/data/articles: pages with their gold article text (token recall, as benchmarked).
-    from hrefine.eval._text import html_to_text
     from hrefine.eval.loaders import load_dataset
     from hrefine.eval.metrics import token_recall
+    from hrefine.eval.text import html_to_text
 
     recalls = []
     for item in load_dataset("articles"):

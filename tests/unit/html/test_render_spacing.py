@@ -11,10 +11,11 @@ import lxml.html
 import pytest
 from hrefine.budget import get_counter
 from hrefine.html import HtmlPruner
-from hrefine.html._text import BLOCK_TAGS, element_text
+from hrefine.html._text import element_text
 from hrefine.html.blocks import BlockForest, build_forest
 from hrefine.html.clean import clean_document
 from hrefine.html.render import Renderer
+from hrefine.html.tags import BLOCK_TAGS
 
 _WORD = re.compile(r"[^\W_]+")
 

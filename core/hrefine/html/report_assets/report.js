@@ -8,7 +8,7 @@ function docOf(i){return D.doc?D.doc[i]:0;}
 var docs=document.getElementById('docs'),tip=document.getElementById('tip');
 var insp=document.getElementById('insp'),list=document.getElementById('rank');
 var more=document.getElementById('more'),sw=document.getElementById('only-kept');
-var REASON={over_budget:'over budget',below_threshold:'below threshold',empty:'empty document',
+var REASON={over_budget:'over budget',empty:'empty document',
 truncated:'truncated to fit'};
 var full=null,kept=null,hot=null,pinned=-1,shown=0,src=D.order,CHUNK=200,tipI=-1;
 function build(sel){var a=new Array(N),all=docs.querySelectorAll(sel);

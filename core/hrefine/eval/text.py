@@ -11,11 +11,13 @@ from __future__ import annotations
 import html as html_lib
 import re
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from hrefine._optional import require
 from hrefine.budget import TokenCounter, fill
+from hrefine.html.tags import BLOCK_TAGS, CELL_TAGS, UNSHOWN_TAGS
 
 __all__ = [
     "SEPARATOR",
@@ -32,20 +34,6 @@ SEPARATOR = "\n\n"
 # chunk whose cost is up to this much over the room left is still tried.
 _SLACK = 2
 
-# Elements whose text is never shown to a reader.
-_DROP = frozenset(
-    {"script", "style", "noscript", "template", "head", "svg", "math", "iframe", "object", "canvas"}
-)
-# Elements that start and end a line of text.
-_BLOCK = frozenset(
-    {
-        "address", "article", "aside", "blockquote", "body", "caption", "dd", "details", "div",
-        "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3", "h4",
-        "h5", "h6", "header", "hr", "html", "li", "main", "nav", "ol", "p", "pre", "section",
-        "summary", "table", "tbody", "tfoot", "thead", "title", "tr", "ul",
-    }
-)  # fmt: skip
-_CELL = frozenset({"td", "th"})
 _TAG_RE = re.compile(r"</?[A-Za-z][A-Za-z0-9_:-]*(?:\s[^<>]*)?/?>|<!--|<!DOCTYPE", re.I)
 _SPACES = re.compile(r"[ \t\r\f\v\u00a0]+")
 _WORD_PIECE = re.compile(r"\s*\S+")
@@ -110,23 +98,23 @@ def html_to_text(markup: str) -> str:
         return ""
     parts: list[str] = []
     walker = etree.iterwalk(root, events=("start", "end"))
-    skipped: set[int] = set()
+    skipped: set[Any] = set()  # the elements themselves: an id() is reused once one is freed
     for event, el in walker:
         tag = el.tag if isinstance(el.tag, str) else ""
         base = _base_tag(tag)
         if event == "start":
-            if not tag or base in _DROP or _hidden(el):
-                skipped.add(id(el))
+            if not tag or base in UNSHOWN_TAGS or _hidden(el):
+                skipped.add(el)
                 walker.skip_subtree()
                 continue
-            if base in _BLOCK or base == "br":
-                parts.append("\n")
-            elif base in _CELL:
+            if base in CELL_TAGS:  # cells are blocks to the page, one line to this view
                 parts.append(" | ")
+            elif base in BLOCK_TAGS or base == "br":
+                parts.append("\n")
             if el.text:
                 parts.append(el.text)
         else:
-            if id(el) not in skipped and base in _BLOCK:
+            if el not in skipped and base in BLOCK_TAGS and base not in CELL_TAGS:
                 parts.append("\n")
             if el.tail:
                 parts.append(el.tail)
