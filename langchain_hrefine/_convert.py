@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hrefine.errors import InputTypeError
-from hrefine.html.outcome import DocumentOutcome, copy_metadata, log_dropped, outcome_metadata
+from hrefine.html.outcome import DocumentOutcome, kept_with_metadata
 from hrefine.models import (
     CallableEmbedder,
     Embedder,
@@ -149,42 +149,24 @@ def outcomes_to_documents(
     token_counts: Sequence[int],
     tokenizer: str,
 ) -> list[Document]:
-    """Build the new Documents that a compressor returns.
+    """The new Documents a compressor returns for ``documents`` (in input order), from one
+    outcome per input and each outcome's token count under the pruner's ``tokenizer``.
 
-    Documents with nothing kept are left out; every returned Document reports how many were left
-    out (``hrefine_dropped_documents``), so a drop is never silent. The caller's Documents and their
-    metadata are not touched: each output gets a copy of its input's metadata plus the hrefine keys
-    (``relevance_score``, ``hrefine_tokens``, ``hrefine_budget``...); an input's own
+    Documents with nothing kept are left out and counted in every output's
+    ``hrefine_dropped_documents``. Each output gets a copy of its input's metadata plus the
+    hrefine keys (:func:`hrefine.html.outcome.kept_with_metadata`); an input's own
     ``relevance_score`` (a reranker's) is kept as ``hrefine_input_score``.
-
-    Parameters
-    ----------
-    documents:
-        The input Documents, in the order the outcomes index.
-    outcomes:
-        One outcome per input Document.
-    token_counts:
-        Tokens of each outcome's pruned HTML, with the pruner's tokenizer.
-    tokenizer:
-        Name of that tokenizer.
-
-    Returns
-    -------
-    list[Document]
-        The surviving documents, in input order.
     """
-    dropped = log_dropped(outcomes, "documents")
-    out: list[Document] = []
-    for outcome, tokens in zip(outcomes, token_counts, strict=True):
-        if not outcome.kept:
-            continue
-        source = documents[outcome.index]
-        metadata = copy_metadata(source.metadata)
-        prior = source.metadata.get("relevance_score")  # a reranker's, before ours
-        metadata.update(
-            outcome_metadata(outcome, tokens=tokens, tokenizer=tokenizer, dropped=dropped)
-        )
-        if prior is not None:
-            metadata["hrefine_input_score"] = prior
-        out.append(Document(page_content=outcome.html, metadata=metadata, id=source.id))
-    return out
+    kept = kept_with_metadata(
+        outcomes,
+        token_counts,
+        tokenizer=tokenizer,
+        unit="documents",
+        metadata_of=lambda i: documents[i].metadata,
+        # a reranker's score, before ours
+        input_score_of=lambda i: documents[i].metadata.get("relevance_score"),
+    )
+    return [
+        Document(page_content=o.html, metadata=metadata, id=documents[o.index].id)
+        for o, metadata in kept
+    ]

@@ -8,9 +8,8 @@ from typing import TYPE_CHECKING, Any
 from hrefine.html import MIN_BUDGET, HtmlPruner, HtmlPrunerOptions
 from hrefine.html.outcome import (
     DocumentOutcome,
-    aprune_documents,
+    PruneJob,
     check_query,
-    prune_documents,
 )
 from hrefine.models import Embedder
 from hrefine.options import Rebuilt, adapter_model
@@ -123,6 +122,15 @@ class HtmlRagCompressor(_HtmlRagFields):
             documents, outcomes, token_counts=counts, tokenizer=counter.name
         )
 
+    def _job(self, documents: Sequence[Document], query: str) -> PruneJob:
+        return PruneJob(
+            self._get_pruner(),
+            documents_to_html(documents),
+            check_query(query),
+            self.max_tokens,
+            together=self.prune_together,
+        )
+
     def compress_documents(
         self,
         documents: Sequence[Document],
@@ -147,18 +155,9 @@ class HtmlRagCompressor(_HtmlRagFields):
             input order; documents with nothing kept are left out and counted in each output's
             ``hrefine_dropped_documents``.
         """
-        check_query(query)
         docs = list(documents)
-        if not docs:
-            return []
-        outcomes = prune_documents(
-            self._get_pruner(),
-            documents_to_html(docs),
-            query,
-            self.max_tokens,
-            together=self.prune_together,
-        )
-        return self._finish(docs, outcomes)
+        job = self._job(docs, query)
+        return self._finish(docs, job.run()) if docs else []
 
     async def acompress_documents(
         self,
@@ -166,31 +165,8 @@ class HtmlRagCompressor(_HtmlRagFields):
         query: str,
         callbacks: Callbacks | None = None,
     ) -> Sequence[Document]:
-        """Async :meth:`compress_documents`, on the core's async path (the loop is not blocked).
-
-        Parameters
-        ----------
-        documents:
-            Documents whose ``page_content`` is HTML.
-        query:
-            The question the context is for.
-        callbacks:
-            Accepted for the LangChain interface; pruning makes no LangChain model calls.
-
-        Returns
-        -------
-        Sequence[Document]
-            Same as :meth:`compress_documents`.
-        """
-        check_query(query)
+        """:meth:`compress_documents` on the core's async path (the event loop is not blocked);
+        same parameters and result."""
         docs = list(documents)
-        if not docs:
-            return []
-        outcomes = await aprune_documents(
-            self._get_pruner(),
-            documents_to_html(docs),
-            query,
-            self.max_tokens,
-            together=self.prune_together,
-        )
-        return self._finish(docs, outcomes)
+        job = self._job(docs, query)
+        return self._finish(docs, await job.arun()) if docs else []

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hrefine.errors import ConfigError, InputTypeError
-from hrefine.html.outcome import DocumentOutcome, copy_metadata, log_dropped, outcome_metadata
+from hrefine.html.outcome import DocumentOutcome, kept_with_metadata
 from hrefine.models import (
     CallableEmbedder,
     Embedder,
@@ -227,53 +227,35 @@ def outcomes_to_nodes(
     token_counts: Sequence[int],
     tokenizer: str,
 ) -> list[NodeWithScore]:
-    """Build the new ``NodeWithScore`` objects a postprocessor returns.
+    """The new ``NodeWithScore`` objects a postprocessor returns for ``nodes`` (in input order),
+    from one outcome per input and each outcome's token count under the pruner's ``tokenizer``.
 
-    Nodes with nothing kept are left out; every returned node reports how many were left out
-    (``hrefine_dropped_documents``). Each returned node is a copy of its input node with the
-    pruned HTML as content, a copied metadata dict plus the hrefine keys (hidden from the LLM and
-    embed views, so they do not eat the budget), no stale embedding, and the best kept block
-    score as its score (the input score is kept as ``hrefine_input_score``).
-
-    Parameters
-    ----------
-    nodes:
-        The input nodes, in the order the outcomes index.
-    outcomes:
-        One outcome per input node.
-    token_counts:
-        Tokens of each outcome's pruned HTML, with the pruner's tokenizer.
-    tokenizer:
-        Name of that tokenizer.
-
-    Returns
-    -------
-    list[NodeWithScore]
-        The surviving nodes, in input order.
+    Nodes with nothing kept are left out and counted in every output's
+    ``hrefine_dropped_documents``. Each output holds a copy of its input node with the pruned
+    HTML as content, no stale embedding, and a copied metadata dict plus the hrefine keys
+    (:func:`hrefine.html.outcome.kept_with_metadata`), hidden from the LLM and embed views so
+    they do not eat the budget; its score is the best kept block's (the input score is kept as
+    ``hrefine_input_score``).
     """
-    dropped = log_dropped(outcomes, "nodes")
+    kept = kept_with_metadata(
+        outcomes,
+        token_counts,
+        tokenizer=tokenizer,
+        unit="nodes",
+        metadata_of=lambda i: nodes[i].node.metadata,
+        input_score_of=lambda i: nodes[i].score,
+    )
     out: list[NodeWithScore] = []
-    for outcome, tokens in zip(outcomes, token_counts, strict=True):
-        if not outcome.kept:
-            continue
-        source = nodes[outcome.index]
-        metadata = copy_metadata(source.node.metadata)
-        metadata.update(
-            outcome_metadata(outcome, tokens=tokens, tokenizer=tokenizer, dropped=dropped),
-            hrefine_input_score=source.score,
-        )
+    for outcome, metadata in kept:
+        source = nodes[outcome.index].node
         added = [k for k in METADATA_KEYS if k in metadata]
-        node = source.node.model_copy(
+        node = source.model_copy(
             update={
                 "metadata": metadata,
                 "embedding": None,
-                "excluded_llm_metadata_keys": _extend(
-                    source.node.excluded_llm_metadata_keys, added
-                ),
-                "excluded_embed_metadata_keys": _extend(
-                    source.node.excluded_embed_metadata_keys, added
-                ),
-                "relationships": copy.copy(source.node.relationships),
+                "excluded_llm_metadata_keys": _extend(source.excluded_llm_metadata_keys, added),
+                "excluded_embed_metadata_keys": _extend(source.excluded_embed_metadata_keys, added),
+                "relationships": copy.copy(source.relationships),
             }
         )
         node.set_content(outcome.html)

@@ -8,9 +8,8 @@ from hrefine.errors import EmptyInputError
 from hrefine.html import MIN_BUDGET, HtmlPruner, HtmlPrunerOptions
 from hrefine.html.outcome import (
     DocumentOutcome,
-    aprune_documents,
+    PruneJob,
     check_query,
-    prune_documents,
 )
 from hrefine.models import Embedder
 from hrefine.options import Rebuilt, adapter_model
@@ -142,34 +141,25 @@ class HtmlRagNodePostprocessor(_HtmlRagFields):
         counts = counter.count_many([o.html for o in outcomes])
         return outcomes_to_nodes(nodes, outcomes, token_counts=counts, tokenizer=counter.name)
 
-    def _postprocess_nodes(
-        self,
-        nodes: list[NodeWithScore],
-        query_bundle: QueryBundle | None = None,
-    ) -> list[NodeWithScore]:
-        if not nodes:
-            return []
-        outcomes = prune_documents(
+    def _job(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None) -> PruneJob:
+        return PruneJob(
             self._get_pruner(),
             nodes_to_html(nodes),
             _query_of(query_bundle),
             self.max_tokens,
             together=self.prune_together,
         )
-        return self._finish(list(nodes), outcomes)
+
+    def _postprocess_nodes(
+        self,
+        nodes: list[NodeWithScore],
+        query_bundle: QueryBundle | None = None,
+    ) -> list[NodeWithScore]:
+        return self._finish(nodes, self._job(nodes, query_bundle).run()) if nodes else []
 
     async def _apostprocess_nodes(
         self,
         nodes: list[NodeWithScore],
         query_bundle: QueryBundle | None = None,
     ) -> list[NodeWithScore]:
-        if not nodes:
-            return []
-        outcomes = await aprune_documents(
-            self._get_pruner(),
-            nodes_to_html(nodes),
-            _query_of(query_bundle),
-            self.max_tokens,
-            together=self.prune_together,
-        )
-        return self._finish(list(nodes), outcomes)
+        return self._finish(nodes, await self._job(nodes, query_bundle).arun()) if nodes else []

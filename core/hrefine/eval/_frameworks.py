@@ -9,6 +9,7 @@ in document order where the chunk's position survived.
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Sequence
 from typing import Any
 
@@ -61,124 +62,83 @@ def _fit(
     return fill_budget(texts, scores, counter, max_tokens, order=order)
 
 
-class LangChainCompressor:
-    """Adapts a LangChain ``BaseDocumentCompressor`` to :class:`hrefine.eval.Compressor`.
+Returned = list[tuple[str, int | None, float | None]]
+
+
+class _FrameworkCompressor(abc.ABC):
+    """A framework component evaluated as a :class:`hrefine.eval.Compressor`: the document is
+    chunked, the chunks go through the component, and what comes back is fitted to the budget.
 
     Parameters
     ----------
-    compressor:
-        The LangChain compressor (``compress_documents(documents, query)``).
+    component:
+        The framework's compressor or postprocessor.
     tokenizer:
         Evaluation tokenizer (chunk sizes and the budget).
     chunk_tokens:
-        Chunk size fed to the compressor.
+        Chunk size fed to the component.
     name:
         Report name (default: the class name).
     """
 
     def __init__(
         self,
-        compressor: Any,
+        component: Any,
         *,
         tokenizer: Any = None,
         chunk_tokens: int = 128,
         name: str | None = None,
     ) -> None:
-        self.compressor = compressor
+        self.component = component
         self.counter = get_counter(tokenizer)
         self.chunk_tokens = chunk_tokens
-        self.name = name or type(compressor).__name__
+        self.name = name or type(component).__name__
 
     def compress(self, document: str, query: str, max_tokens: int) -> str:
-        """Chunk, call ``compress_documents``, and fit the returned documents to the budget.
+        """Chunk ``document`` (HTML or plain text), run the component for ``query``, and join
+        what it returned within ``max_tokens``."""
+        chunks = _chunks_of(document, self.counter, self.chunk_tokens)
+        return _fit(self._run(chunks, query), self.counter, max_tokens)
 
-        Parameters
-        ----------
-        document:
-            HTML or plain text.
-        query:
-            The question.
-        max_tokens:
-            Token budget.
+    @abc.abstractmethod
+    def _run(self, chunks: list[str], query: str) -> Returned:
+        """(text, original position or None, score or None) of each returned chunk."""
 
-        Returns
-        -------
-        str
-            Returned documents' text, joined, within the budget.
-        """
+
+class LangChainCompressor(_FrameworkCompressor):
+    """A LangChain ``BaseDocumentCompressor`` (``compress_documents(documents, query)``) as an
+    evaluation compressor; the parameters are :class:`_FrameworkCompressor`'s."""
+
+    def _run(self, chunks: list[str], query: str) -> Returned:
         from langchain_core.documents import Document  # noqa: TID251 - optional extra, lazy
 
-        chunks = _chunks_of(document, self.counter, self.chunk_tokens)
         docs = [Document(page_content=c, metadata={_POSITION_KEY: i}) for i, c in enumerate(chunks)]
-        out = self.compressor.compress_documents(docs, query)
-        returned = []
-        for doc in out:
+        returned: Returned = []
+        for doc in self.component.compress_documents(docs, query):
             pos = doc.metadata.get(_POSITION_KEY)
             score = doc.metadata.get("relevance_score")
             returned.append((str(doc.page_content), pos if isinstance(pos, int) else None, score))
-        return _fit(returned, self.counter, max_tokens)
+        return returned
 
 
-class LlamaIndexCompressor:
-    """Adapts a LlamaIndex ``BaseNodePostprocessor`` to :class:`hrefine.eval.Compressor`.
+class LlamaIndexCompressor(_FrameworkCompressor):
+    """A LlamaIndex ``BaseNodePostprocessor`` (``postprocess_nodes(nodes, query_str=...)``) as
+    an evaluation compressor; the parameters are :class:`_FrameworkCompressor`'s."""
 
-    Parameters
-    ----------
-    postprocessor:
-        The LlamaIndex postprocessor (``postprocess_nodes(nodes, query_str=...)``).
-    tokenizer:
-        Evaluation tokenizer (chunk sizes and the budget).
-    chunk_tokens:
-        Chunk size fed to the postprocessor.
-    name:
-        Report name (default: the class name).
-    """
-
-    def __init__(
-        self,
-        postprocessor: Any,
-        *,
-        tokenizer: Any = None,
-        chunk_tokens: int = 128,
-        name: str | None = None,
-    ) -> None:
-        self.postprocessor = postprocessor
-        self.counter = get_counter(tokenizer)
-        self.chunk_tokens = chunk_tokens
-        self.name = name or type(postprocessor).__name__
-
-    def compress(self, document: str, query: str, max_tokens: int) -> str:
-        """Chunk, call ``postprocess_nodes``, and fit the returned nodes to the budget.
-
-        Parameters
-        ----------
-        document:
-            HTML or plain text.
-        query:
-            The question.
-        max_tokens:
-            Token budget.
-
-        Returns
-        -------
-        str
-            Returned nodes' text, joined, within the budget.
-        """
+    def _run(self, chunks: list[str], query: str) -> Returned:
         # optional extra, imported lazily so the core never needs LlamaIndex
         from llama_index.core.schema import NodeWithScore, TextNode  # noqa: TID251
 
-        chunks = _chunks_of(document, self.counter, self.chunk_tokens)
         nodes = [
             NodeWithScore(
                 node=TextNode(text=c, id_=f"chunk-{i}", metadata={_POSITION_KEY: i}), score=1.0
             )
             for i, c in enumerate(chunks)
         ]
-        out = self.postprocessor.postprocess_nodes(nodes, query_str=query)
-        returned = []
-        for item in out:
+        returned: Returned = []
+        for item in self.component.postprocess_nodes(nodes, query_str=query):
             node = getattr(item, "node", item)
             pos = getattr(node, "metadata", {}).get(_POSITION_KEY)
             text = node.get_content() if hasattr(node, "get_content") else str(node)
             returned.append((str(text), pos if isinstance(pos, int) else None, item.score))
-        return _fit(returned, self.counter, max_tokens)
+        return returned

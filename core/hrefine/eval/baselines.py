@@ -87,29 +87,8 @@ class LeadCompressor:
         self._text = _LRU(4)
 
     def compress(self, document: str, query: str, max_tokens: int) -> str:
-        """Return the first ``max_tokens`` tokens of the document's text.
-
-        Parameters
-        ----------
-        document:
-            HTML or plain text.
-        query:
-            Ignored (the baseline is query-blind).
-        max_tokens:
-            Token budget.
-
-        Returns
-        -------
-        str
-            A prefix of the plain text.
-
-        Raises
-        ------
-        EmptyInputError
-            The document has no visible text.
-        BudgetTooSmallError
-            Not even the first word fits.
-        """
+        """The first ``max_tokens`` tokens of ``document``'s text (HTML is turned into text
+        first; ``query`` is ignored: the baseline is query-blind)."""
         key = _key(document)
         text = self._text.get(key)
         if text is None:
@@ -197,29 +176,8 @@ class ChunkCompressor:
         return cached  # type: ignore[no-any-return]
 
     def compress(self, document: str, query: str, max_tokens: int) -> str:
-        """Return the best chunks for ``query`` that fit ``max_tokens``, in document order.
-
-        Parameters
-        ----------
-        document:
-            HTML or plain text.
-        query:
-            The question the chunks are scored against.
-        max_tokens:
-            Token budget.
-
-        Returns
-        -------
-        str
-            Chunks joined by a blank line.
-
-        Raises
-        ------
-        EmptyInputError
-            The document has no visible text.
-        BudgetTooSmallError
-            No chunk fits the budget.
-        """
+        """The chunks of ``document``'s text (HTML is turned into text first) that score best
+        for ``query`` and fit ``max_tokens``, joined in document order."""
         chunks, costs = self.chunks(document)
         if not chunks:
             msg = "the document has no visible text to compress"

@@ -95,22 +95,8 @@ class PrunerCompressor:
         self.name = name or type(pruner).__name__
 
     def compress(self, document: str, query: str, max_tokens: int) -> str:
-        """Prune the document; return the pruned HTML.
-
-        Parameters
-        ----------
-        document:
-            HTML or plain text.
-        query:
-            The question.
-        max_tokens:
-            Token budget.
-
-        Returns
-        -------
-        str
-            The pruned HTML.
-        """
+        """Prune ``document`` (HTML, or plain text wrapped as a page) for ``query`` to
+        ``max_tokens``; return the pruned HTML."""
         markup = document if looks_like_html(document) else text_to_html(document)
         result = self.pruner.prune(markup, query, max_tokens)
         return result if isinstance(result, str) else str(result.html)

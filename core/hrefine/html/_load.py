@@ -52,25 +52,11 @@ _XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>", re.I)
 _WESTERN = frozenset({"cp1252", "latin_1", "iso8859_15"})
 _WESTERN_TOLERANCE = 0.05
 _VOID = frozenset(
-    [
-        "area",
-        "base",
-        "bgsound",
-        "br",
-        "col",
-        "embed",
-        "hr",
-        "img",
-        "input",
-        "keygen",
-        "link",
-        "meta",
-        "param",
-        "source",
-        "track",
-        "wbr",
-    ]
-)
+    {
+        "area", "base", "bgsound", "br", "col", "embed", "hr", "img", "input", "keygen", "link",
+        "meta", "param", "source", "track", "wbr"
+    }
+)  # fmt: skip
 
 
 def _lookup(name: str) -> str | None:

@@ -27,85 +27,35 @@ from hrefine.html._load import LIBXML_MAX_DEPTH, parse_document, text_content
 from hrefine.html._text import normalize_space
 from hrefine.html.paragraphs import split_element
 from hrefine.html.result import EMPTY, OVER_BUDGET, TRUNCATED, BlockReport
-from hrefine.html.tags import BLOCK_TAGS, HEADING_TAGS, TABLE_SECTION_TAGS
+from hrefine.html.tags import BLOCK_TAGS, HEADING_TAGS, JUNK_TAGS, TABLE_SECTION_TAGS
 
 __all__ = ["PageWriter", "esc"]
 
-# Elements left out with everything inside them: code, styling, embedded content and controls.
-_DROPPED = frozenset(
-    [
-        "script",
-        "style",
-        "noscript",
-        "template",
-        "iframe",
-        "frame",
-        "frameset",
-        "noframes",
-        "object",
-        "embed",
-        "applet",
-        "param",
-        "canvas",
-        "svg",
-        "math",
-        "audio",
-        "video",
-        "source",
-        "track",
-        "picture",
-        "map",
-        "area",
-        "link",
-        "meta",
-        "base",
-        "input",
-        "select",
-        "option",
-        "optgroup",
-        "textarea",
-        "button",
-        "datalist",
-        "output",
-        "progress",
-        "meter",
-        "dialog",
-        "form",
-        "portal",
-        "xmp",
-        "plaintext",
-        "listing",
-        "noembed",
-        "colgroup",
-        "col",
-    ]
-)
+# Elements left out with everything inside them: what the cleaner removes, and the rest of what
+# draws no text of its own or would break the drawn page (math, forms, obsolete raw-text tags).
+_DROPPED = JUNK_TAGS | {
+    "col",
+    "colgroup",
+    "embed",
+    "form",
+    "listing",
+    "math",
+    "noembed",
+    "noframes",
+    "picture",
+    "plaintext",
+    "portal",
+    "source",
+    "track",
+    "xmp",
+}
 # Tags written under their own name (in a context where the browser keeps them as they are).
 _INLINE_SAME = frozenset(
-    [
-        "b",
-        "i",
-        "u",
-        "s",
-        "em",
-        "strong",
-        "small",
-        "sub",
-        "sup",
-        "mark",
-        "code",
-        "kbd",
-        "samp",
-        "var",
-        "abbr",
-        "cite",
-        "dfn",
-        "q",
-        "time",
-        "del",
-        "ins",
-    ]
-)
+    {
+        "b", "i", "u", "s", "em", "strong", "small", "sub", "sup", "mark", "code", "kbd", "samp",
+        "var", "abbr", "cite", "dfn", "q", "time", "del", "ins"
+    }
+)  # fmt: skip
 _FLOW_SAME = frozenset(["ul", "ol", "dl", "pre", "blockquote", "figure", "figcaption"])
 _TABLE_PARTS = frozenset({"table", "tr", *TABLE_SECTION_TAGS})
 _VOID = frozenset(["br", "hr"])

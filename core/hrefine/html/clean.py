@@ -21,48 +21,13 @@ from hrefine.html._load import (
     parse_document,
 )
 from hrefine.html._text import cell_span, collapse_space
-from hrefine.html.tags import BLOCK_TAGS, GENERIC_TAGS, HEADING_TAGS
+from hrefine.html.tags import BLOCK_TAGS, GENERIC_TAGS, HEADING_TAGS, JUNK_TAGS
 
 __all__ = ["DEFAULT_KEEP_ATTRS", "clean_document", "clean_html"]
 
 #: Attributes kept by default: they change what a reader understands of the content.
 DEFAULT_KEEP_ATTRS: tuple[str, ...] = ("alt", "colspan", "rowspan", "datetime")
 
-# Elements removed with everything inside them: code, media, forms and invisible metadata.
-_JUNK_TAGS = frozenset(
-    [
-        "script",
-        "style",
-        "noscript",
-        "template",
-        "iframe",
-        "frame",
-        "frameset",
-        "object",
-        "applet",
-        "canvas",
-        "svg",
-        "audio",
-        "video",
-        "map",
-        "area",
-        "link",
-        "meta",
-        "base",
-        "param",
-        "input",
-        "select",
-        "option",
-        "optgroup",
-        "textarea",
-        "button",
-        "datalist",
-        "output",
-        "progress",
-        "meter",
-        "dialog",
-    ]
-)
 # Void elements that libxml2 does not know as void: each swallows what follows it up to its
 # parent's end tag (``<embed>text</embed>``), so they are unwrapped, never removed with their
 # content. Outside <video>/<audio>/<object> (which go whole) they hold nothing of their own.
@@ -73,37 +38,13 @@ _KEEP_EMPTY = frozenset({"td", "th", "br"})
 # Attributes seen most on real pages (lower case, as the parser writes them); stripping these in
 # C leaves the per-element loop a few percent of the elements it would otherwise visit.
 _COMMON_ATTRS = frozenset(
-    [
-        "align",
-        "alt",
-        "bgcolor",
-        "border",
-        "cellpadding",
-        "cellspacing",
-        "class",
-        "color",
-        "colspan",
-        "data-file-height",
-        "data-file-width",
-        "datetime",
-        "dir",
-        "height",
-        "href",
-        "id",
-        "lang",
-        "rel",
-        "role",
-        "rowspan",
-        "scope",
-        "src",
-        "srcset",
-        "style",
-        "target",
-        "title",
-        "valign",
-        "width",
-    ]
-)
+    {
+        "align", "alt", "bgcolor", "border", "cellpadding", "cellspacing", "class", "color",
+        "colspan", "data-file-height", "data-file-width", "datetime", "dir", "height", "href", "id",
+        "lang", "rel", "role", "rowspan", "scope", "src", "srcset", "style", "target", "title",
+        "valign", "width"
+    }
+)  # fmt: skip
 # A <p> start tag closes these (libxml2): a <p> inside one would not parse back where it was.
 _P_CLOSES = frozenset({"b", "big", "i", "s", "small", "strike", "tt", "u", *HEADING_TAGS})
 # ... and these close an open <p> (a few obsolete tags besides the blocks).
@@ -119,17 +60,10 @@ _HIDDEN_CLASSES = frozenset(["sortkey"])
 _BOILER_TAGS = frozenset({"nav", "footer", "aside"})
 _BOILER_ROLES = frozenset(
     {
-        "navigation",
-        "banner",
-        "contentinfo",
-        "complementary",
-        "search",
-        "menu",
-        "menubar",
-        "dialog",
-        "alertdialog",
+        "navigation", "banner", "contentinfo", "complementary", "search", "menu", "menubar",
+        "dialog", "alertdialog"
     }
-)
+)  # fmt: skip
 _BOILER_WORDS = frozenset(
     [
         "nav",
@@ -312,7 +246,7 @@ def _remove_junk(root: Any) -> None:
         drop_tag(el)
     # Comments and processing instructions the parser kept, and the junk elements.
     doomed = [
-        el for el in root.iterdescendants(etree.Comment, etree.ProcessingInstruction, *_JUNK_TAGS)
+        el for el in root.iterdescendants(etree.Comment, etree.ProcessingInstruction, *JUNK_TAGS)
     ]
     queries = _queries()
     doomed.extend(queries.head_junk(root))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,13 +25,13 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "DocumentOutcome",
-    "aprune_documents",
+    "PruneJob",
     "check_query",
     "document_outcomes",
     "empty_outcome",
+    "kept_with_metadata",
     "log_dropped",
     "outcome_metadata",
-    "prune_documents",
 ]
 
 
@@ -151,17 +151,12 @@ def _flatten(per_page: Sequence[list[DocumentOutcome]]) -> list[DocumentOutcome]
     return outcomes
 
 
-def prune_documents(
-    pruner: HtmlPruner,
-    pages: Sequence[str],
-    query: str,
-    max_tokens: int,
-    *,
-    together: bool = True,
-) -> list[DocumentOutcome]:
-    """Prune retrieved pages, against one shared budget or a budget each.
+@dataclass(frozen=True)
+class PruneJob:
+    """One adapter call: retrieved pages pruned for a query, against one shared budget or a
+    budget each.
 
-    Parameters
+    Attributes
     ----------
     pruner:
         The configured pruner.
@@ -173,49 +168,49 @@ def prune_documents(
         The budget: for all pages together (``together=True``, as in the paper) or per page.
     together:
         Whether the pages compete for one budget.
-
-    Returns
-    -------
-    list[DocumentOutcome]
-        One outcome per page, in input order. With per-page budgets a page with no text gets an
-        empty outcome; all pages empty raises :class:`~hrefine.errors.EmptyInputError`.
     """
-    check_query(query)
-    if together:
-        return document_outcomes(pruner.prune(list(pages), query, max_tokens))
-    per_page: list[list[DocumentOutcome]] = []
-    for i, page in enumerate(pages):
+
+    pruner: HtmlPruner
+    pages: Sequence[str]
+    query: str
+    max_tokens: int
+    together: bool = True
+
+    def run(self) -> list[DocumentOutcome]:
+        """One outcome per page, in input order.
+
+        With per-page budgets a page with no text gets an empty outcome; all pages empty
+        raises :class:`~hrefine.errors.EmptyInputError`.
+        """
+        check_query(self.query)
+        if self.together:
+            return document_outcomes(
+                self.pruner.prune(list(self.pages), self.query, self.max_tokens)
+            )
+        return _flatten([self._alone(i, page) for i, page in enumerate(self.pages)])
+
+    async def arun(self) -> list[DocumentOutcome]:
+        """:meth:`run` on the pruner's async path: pages pruned on their own run concurrently."""
+        check_query(self.query)
+        if self.together:
+            pages = list(self.pages)
+            return document_outcomes(await self.pruner.aprune(pages, self.query, self.max_tokens))
+
+        async def one(i: int, page: str) -> list[DocumentOutcome]:
+            try:
+                result = await self.pruner.aprune([page], self.query, self.max_tokens)
+            except EmptyInputError:
+                return [empty_outcome(i, self.max_tokens)]
+            return document_outcomes(result, offset=i, shared_budget=False)
+
+        return _flatten(await asyncio.gather(*(one(i, p) for i, p in enumerate(self.pages))))
+
+    def _alone(self, i: int, page: str) -> list[DocumentOutcome]:
         try:
-            result = pruner.prune([page], query, max_tokens)
+            result = self.pruner.prune([page], self.query, self.max_tokens)
         except EmptyInputError:
-            per_page.append([empty_outcome(i, max_tokens)])
-            continue
-        per_page.append(document_outcomes(result, offset=i, shared_budget=False))
-    return _flatten(per_page)
-
-
-async def aprune_documents(
-    pruner: HtmlPruner,
-    pages: Sequence[str],
-    query: str,
-    max_tokens: int,
-    *,
-    together: bool = True,
-) -> list[DocumentOutcome]:
-    """Async :func:`prune_documents`: pages pruned on their own run concurrently."""
-    check_query(query)
-    if together:
-        return document_outcomes(await pruner.aprune(list(pages), query, max_tokens))
-
-    async def one(i: int, page: str) -> list[DocumentOutcome]:
-        try:
-            result = await pruner.aprune([page], query, max_tokens)
-        except EmptyInputError:
-            return [empty_outcome(i, max_tokens)]
+            return [empty_outcome(i, self.max_tokens)]
         return document_outcomes(result, offset=i, shared_budget=False)
-
-    per_page = await asyncio.gather(*(one(i, page) for i, page in enumerate(pages)))
-    return _flatten(per_page)
 
 
 def copy_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
@@ -273,3 +268,44 @@ def outcome_metadata(
     if outcome.stage2_score is not None:
         meta["hrefine_stage2_score"] = outcome.stage2_score
     return meta
+
+
+def kept_with_metadata(
+    outcomes: Sequence[DocumentOutcome],
+    token_counts: Sequence[int],
+    *,
+    tokenizer: str,
+    unit: str,
+    metadata_of: Callable[[int], Mapping[str, Any]],
+    input_score_of: Callable[[int], Any],
+) -> list[tuple[DocumentOutcome, dict[str, Any]]]:
+    """The kept pages, each with the metadata of its output: a copy of its input's
+    (:func:`copy_metadata`) plus :func:`outcome_metadata`'s keys and, when the input had a
+    score, ``hrefine_input_score``. Pages left out are logged and counted in every output's
+    ``hrefine_dropped_documents``, so a drop is never silent.
+
+    Parameters
+    ----------
+    outcomes:
+        One outcome per input page.
+    token_counts:
+        Tokens of each outcome's pruned HTML, with the pruner's tokenizer named ``tokenizer``.
+    unit:
+        What the inputs are called in the log ("documents", "nodes").
+    metadata_of, input_score_of:
+        The input's metadata and score (None: none), by input index.
+    """
+    dropped = log_dropped(outcomes, unit)
+    out: list[tuple[DocumentOutcome, dict[str, Any]]] = []
+    for outcome, tokens in zip(outcomes, token_counts, strict=True):
+        if not outcome.kept:
+            continue
+        metadata = copy_metadata(metadata_of(outcome.index))
+        metadata.update(
+            outcome_metadata(outcome, tokens=tokens, tokenizer=tokenizer, dropped=dropped)
+        )
+        prior = input_score_of(outcome.index)
+        if prior is not None:
+            metadata["hrefine_input_score"] = prior
+        out.append((outcome, metadata))
+    return out

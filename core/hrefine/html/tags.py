@@ -10,6 +10,7 @@ __all__ = [
     "GROUP_TAGS",
     "HEADING_TAGS",
     "INLINE_TAGS",
+    "JUNK_TAGS",
     "TABLE_SECTION_TAGS",
     "TEXT_UNIT_TAGS",
     "UNSHOWN_TAGS",
@@ -30,95 +31,24 @@ TABLE_SECTION_TAGS = frozenset({"thead", "tbody", "tfoot"})
 
 #: Tags that lay text out in lines; whitespace next to them is layout, not content.
 BLOCK_TAGS = frozenset(
-    [
-        "address",
-        "article",
-        "aside",
-        "blockquote",
-        "body",
-        "caption",
-        "center",
-        "dd",
-        "details",
-        "dialog",
-        "div",
-        "dl",
-        "dt",
-        "fieldset",
-        "figcaption",
-        "figure",
-        "footer",
-        "form",
-        "h1",
-        "h2",
-        "h3",
-        "h4",
-        "h5",
-        "h6",
-        "head",
-        "header",
-        "hr",
-        "html",
-        "legend",
-        "li",
-        "main",
-        "menu",
-        "nav",
-        "ol",
-        "p",
-        "pre",
-        "section",
-        "summary",
-        "table",
-        "tbody",
-        "td",
-        "tfoot",
-        "th",
-        "thead",
-        "title",
-        "tr",
-        "ul",
-    ]
-)
+    {
+        "address", "article", "aside", "blockquote", "body", "caption", "center", "dd", "details",
+        "dialog", "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form", "h1",
+        "h2", "h3", "h4", "h5", "h6", "head", "header", "hr", "html", "legend", "li", "main",
+        "menu", "nav", "ol", "p", "pre", "section", "summary", "table", "tbody", "td", "tfoot",
+        "th", "thead", "title", "tr", "ul"
+    }
+)  # fmt: skip
+
 #: Tags that run inside a line of text.
 INLINE_TAGS = frozenset(
-    [
-        "a",
-        "abbr",
-        "b",
-        "bdi",
-        "bdo",
-        "big",
-        "br",
-        "cite",
-        "code",
-        "del",
-        "dfn",
-        "em",
-        "font",
-        "i",
-        "img",
-        "ins",
-        "kbd",
-        "label",
-        "mark",
-        "nobr",
-        "q",
-        "s",
-        "samp",
-        "small",
-        "span",
-        "strike",
-        "strong",
-        "sub",
-        "sup",
-        "time",
-        "tt",
-        "u",
-        "var",
-        "wbr",
-    ]
-)
+    {
+        "a", "abbr", "b", "bdi", "bdo", "big", "br", "cite", "code", "del", "dfn", "em", "font",
+        "i", "img", "ins", "kbd", "label", "mark", "nobr", "q", "s", "samp", "small", "span",
+        "strike", "strong", "sub", "sup", "time", "tt", "u", "var", "wbr"
+    }
+)  # fmt: skip
+
 #: Containers that say nothing about their content; a single-child wrapper of this kind is merged.
 GENERIC_TAGS = frozenset({"div", "section", "span", "font", "center", "nobr", "tbody"})
 
@@ -129,20 +59,21 @@ GROUP_TAGS = frozenset({"table", "ul", "ol", "dl"})
 #: Elements that hold one unit of text; a pruner splits one only when it alone exceeds the budget.
 TEXT_UNIT_TAGS = frozenset(
     {
-        "p",
-        "li",
-        "tr",
-        *CELL_TAGS,
-        "dt",
-        "dd",
-        *HEADING_TAGS,
-        "caption",
-        "figcaption",
-        "blockquote",
-        "pre",
-        "title",
+        "p", "li", "tr", "dt", "dd", "caption", "figcaption", "blockquote", "pre", "title",
+        *CELL_TAGS, *HEADING_TAGS,
     }
-)
+)  # fmt: skip
+
+#: Elements the cleaner removes with everything inside them: code, media, forms and invisible
+#: metadata.
+JUNK_TAGS = frozenset(
+    {
+        "script", "style", "noscript", "template", "iframe", "frame", "frameset", "object",
+        "applet", "canvas", "svg", "audio", "video", "map", "area", "link", "meta", "base", "param",
+        "input", "select", "option", "optgroup", "textarea", "button", "datalist", "output",
+        "progress", "meter", "dialog"
+    }
+)  # fmt: skip
 
 #: Elements whose text a reader never sees (the evaluation's plain-text view drops them).
 UNSHOWN_TAGS = frozenset(

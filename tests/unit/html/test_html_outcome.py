@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hrefine.errors import EmptyInputError
 from hrefine.html import HtmlPruner
-from hrefine.html.outcome import aprune_documents, check_query, prune_documents
+from hrefine.html.outcome import PruneJob, check_query
 
 PAGES = [
     "<html><body><p>Springfield is a town of 42,000 people on the river.</p>"
@@ -23,7 +23,7 @@ def pruner() -> HtmlPruner:
 
 
 def test_shared_budget_covers_all_pages(pruner: HtmlPruner) -> None:
-    outcomes = prune_documents(pruner, PAGES, "Springfield population", 60, together=True)
+    outcomes = PruneJob(pruner, PAGES, "Springfield population", 60, together=True).run()
     assert [o.index for o in outcomes] == [0, 1]
     assert all(o.shared_budget and o.budget == 60 for o in outcomes)
     total = pruner.counter.count_many([o.html for o in outcomes])
@@ -34,7 +34,7 @@ def test_shared_budget_covers_all_pages(pruner: HtmlPruner) -> None:
 
 
 def test_budget_per_page_gives_each_page_the_budget(pruner: HtmlPruner) -> None:
-    outcomes = prune_documents(pruner, PAGES, "Springfield", 40, together=False)
+    outcomes = PruneJob(pruner, PAGES, "Springfield", 40, together=False).run()
     counts = pruner.counter.count_many([o.html for o in outcomes])
     assert all(c <= 40 for c in counts)
     assert all(o.kept and not o.shared_budget for o in outcomes)
@@ -42,15 +42,15 @@ def test_budget_per_page_gives_each_page_the_budget(pruner: HtmlPruner) -> None:
 
 def test_empty_page_is_reported_not_lost(pruner: HtmlPruner) -> None:
     pages = [PAGES[0], "<html></html>"]
-    outcomes = prune_documents(pruner, pages, "Springfield", 40, together=False)
+    outcomes = PruneJob(pruner, pages, "Springfield", 40, together=False).run()
     assert outcomes[1].index == 1 and not outcomes[1].kept and outcomes[1].blocks_total == 0
     with pytest.raises(EmptyInputError):
-        prune_documents(pruner, ["", "<p> </p>"], "Springfield", 40, together=False)
+        PruneJob(pruner, ["", "<p> </p>"], "Springfield", 40, together=False).run()
 
 
 async def test_async_matches_sync(pruner: HtmlPruner) -> None:
-    sync = prune_documents(pruner, PAGES, "Shelbyville", 50, together=False)
-    asyn = await aprune_documents(pruner, PAGES, "Shelbyville", 50, together=False)
+    sync = PruneJob(pruner, PAGES, "Shelbyville", 50, together=False).run()
+    asyn = await PruneJob(pruner, PAGES, "Shelbyville", 50, together=False).arun()
     assert [o.html for o in sync] == [o.html for o in asyn]
 
 
