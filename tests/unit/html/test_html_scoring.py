@@ -356,3 +356,31 @@ def test_bm25_reads_whole_texts_whatever_the_dense_scorer_reads() -> None:
         result = pruner.prune(page, "harbour", 20)
         scores.append(sorted(b.stage1_score for b in result.blocks if b.block_id >= 0))
     assert scores[0] == scores[1] and max(scores[0]) > 0
+
+
+def test_a_missing_bm25s_is_a_clear_error_not_a_silently_dropped_match(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import hrefine.models.lexical as lexical
+    from hrefine.errors import MissingDependencyError
+
+    real = lexical.require
+
+    def without_bm25s(module: str, extra: str) -> object:
+        if module.startswith("bm25s"):
+            raise MissingDependencyError(module, extra)
+        return real(module, extra)
+
+    lexical._stopwords.cache_clear()
+    lexical._stop_set.cache_clear()
+    monkeypatch.setattr(lexical, "require", without_bm25s)
+    page = _page(5)
+    try:
+        with pytest.raises(MissingDependencyError, match=r"hrefine\[models\]"):
+            HtmlPruner(embedder=KeywordEmbedder(dim=64)).prune(page, "votes of Name3", 60)
+        # With the match off, the embedding alone ranks the blocks.
+        alone = HtmlPruner(embedder=KeywordEmbedder(dim=64), lexical_weight=0)
+        assert alone.prune(page, "votes of Name3", 60).html
+    finally:
+        lexical._stopwords.cache_clear()
+        lexical._stop_set.cache_clear()
