@@ -98,29 +98,8 @@ def chunks(text: str, counter: TokenCounter, chunk_tokens: int = 128) -> list[Ch
 
 
 def chunk_text(text: str, counter: TokenCounter, chunk_tokens: int = 128) -> list[str]:
-    """The texts of :func:`chunks` (without counting them again).
-
-    Parameters
-    ----------
-    text:
-        Plain text.
-    counter:
-        Token counter for chunk sizes.
-    chunk_tokens:
-        Target chunk size in tokens.
-
-    Returns
-    -------
-    list[str]
-        The chunks' texts, in document order; joining them gives back every non-blank line.
-
-    Raises
-    ------
-    hrefine.errors.ConfigError
-        ``chunk_tokens`` is below 1.
-    hrefine.errors.InputTypeError
-        ``text`` is not a string.
-    """
+    """The texts of :func:`chunks` (same arguments and errors), without counting them again:
+    joining them gives back every non-blank line of ``text``."""
     return [p[0] for p in _pack(text, counter, chunk_tokens)]
 
 
