@@ -118,7 +118,10 @@ def test_a_waiting_switch_keeps_later_passes_of_the_current_state_out() -> None:
     first = start(holder)
     assert inside.wait(WAIT)
     switcher = start(run("b", "b"))
-    time.sleep(0.1)  # "b" is waiting now
+    deadline = time.monotonic() + WAIT
+    while gate.waiting < 1 and time.monotonic() < deadline:  # until "b" waits
+        time.sleep(0.001)
+    assert gate.waiting == 1
     late = start(run("a", "a2"))  # the model is in "a", yet this pass must not jump the queue
     late.join(0.2)
     assert late.is_alive()

@@ -81,6 +81,11 @@ class ModelGate:
         """Number of passes inside the gate now."""
         return self._running
 
+    @property
+    def waiting(self) -> int:
+        """Number of passes waiting for the gate now."""
+        return len(self._queue)
+
     @contextmanager
     def hold(self, state: Hashable, *, alone: bool = False) -> Iterator[None]:
         """Run the block as one pass over the model in ``state``.
