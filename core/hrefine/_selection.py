@@ -20,6 +20,7 @@ from hrefine.errors import BudgetTooSmallError, ConfigError, EmptyInputError
 
 __all__ = [
     "EXPANDED",
+    "JOIN_SLACK",
     "LIMIT",
     "MEASURED_OVER",
     "OVER_BUDGET",
@@ -36,6 +37,11 @@ EXPANDED = "expanded_into_children"
 LIMIT = "max_units_reached"
 MEASURED_OVER = "over_budget_measured"
 TRIAL_LIMIT = "trial_limit_reached"
+
+#: Tokens a join may save (a BPE merge across the junction of two texts: Llama-3 writes "." and
+#: the "\n\n" after it as one token), so a unit whose cost is up to this much over the room left
+#: is still worth a trial render. Callers whose output joins texts pass it as ``slack``.
+JOIN_SLACK = 2
 
 T = TypeVar("T")
 

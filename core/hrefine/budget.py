@@ -24,6 +24,7 @@ from hrefine._optional import available
 from hrefine._pieces import PieceCounts
 from hrefine._selection import (
     EXPANDED,
+    JOIN_SLACK,
     LIMIT,
     MEASURED_OVER,
     OVER_BUDGET,
@@ -38,6 +39,7 @@ from hrefine.errors import InputTypeError
 
 __all__ = [
     "EXPANDED",
+    "JOIN_SLACK",
     "LIMIT",
     "MEASURED_OVER",
     "OVER_BUDGET",

@@ -95,10 +95,9 @@ class Options:
         unknown = sorted(set(settings) - set(cls.names()))
         if unknown:
             raise cls._unknown(unknown)
-        base = options if options is not None else None
-        if base is None:
+        if options is None:
             return cls(**settings)
-        return dataclasses.replace(base, **settings) if settings else base
+        return dataclasses.replace(options, **settings) if settings else options
 
     def replace(self: _O, **changes: Any) -> _O:
         """A copy with ``changes`` applied and validated (unknown names raise ConfigError)."""
@@ -107,8 +106,7 @@ class Options:
     def key(self) -> tuple[Any, ...]:
         """What a component built from these options depends on: plain values by value, models
         and other objects by identity (an adapter rebuilds its core object when this changes)."""
-        values = (getattr(self, n) for n in self.names())
-        return tuple(v if isinstance(v, _PLAIN) else ("id", id(v)) for v in values)
+        return _key(getattr(self, n) for n in self.names())
 
     def plain(self) -> dict[str, Any]:
         """The settings whose values are JSON-able (str, numbers, bools, None), by name; models
@@ -120,6 +118,11 @@ class Options:
         valid = ", ".join(cls.names())
         msg = f"{cls.__name__} has no setting {', '.join(map(repr, names))}; valid: {valid}"
         return ConfigError(msg)
+
+
+def _key(values: Iterable[Any]) -> tuple[Any, ...]:
+    """Plain values by value, anything else (a model, a tokenizer) by identity."""
+    return tuple(v if isinstance(v, _PLAIN) else ("id", id(v)) for v in values)
 
 
 def check_int(name: str, value: Any, *, minimum: int | None = None, none: bool = False) -> None:
@@ -229,8 +232,7 @@ class Rebuilt(Generic[_T]):
         """
         excluded = self.options.adapter_excluded
         values = {n: getattr(owner, n) for n in self.options.names() if n not in excluded}
-        plain = (v if isinstance(v, _PLAIN) else ("id", id(v)) for v in values.values())
-        key = (*plain, *(id(raw) for raw, _ in models.values()))
+        key = _key([*values.values(), *(raw for raw, _ in models.values())])
         if self._built is None or key != self._key:
             converted = {n: convert(raw) for n, (raw, convert) in models.items()}
             self._built = self.make(self.options.build(**values, **converted))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -17,7 +18,7 @@ import numpy as np
 import pytest
 from hrefine.errors import ConfigError, InputTypeError
 from hrefine.models import EmbeddingScorer, get_scorer
-from hrefine.models._embed_state import ReadLimits
+from hrefine.models._gate import ModelGate
 from hrefine.models.embed import (
     CallableEmbedder,
     SentenceTransformerEmbedder,
@@ -161,14 +162,15 @@ def test_threads_with_different_limits_get_their_own_vectors(long_texts: list[st
 
 
 def test_read_limits_run_one_limits_passes_together_and_another_after_them() -> None:
+    # The embedder's gate over the model's shared max_seq_length (as SentenceTransformerEmbedder
+    # makes it when the model loads).
     model = SimpleNamespace(max_seq_length=256)
-    limits = ReadLimits()
-    limits.attach(model)
+    limits = ModelGate(functools.partial(setattr, model, "max_seq_length"), 256, rest=256)
     release = threading.Event()
     seen: list[tuple[str, int]] = []  # (pass, the model's limit when it started)
 
     def run(name: str, limit: int, entered: threading.Event) -> None:
-        with limits.hold(model, limit):
+        with limits.hold(limit):
             seen.append((name, model.max_seq_length))
             entered.set()
             release.wait(10)

@@ -250,3 +250,14 @@ def test_many_threads_and_states_never_see_the_wrong_state_and_all_finish() -> N
     assert model.errors == []
     assert len(model.switches) > len(states)  # the threads did interleave across states
     assert gate.running == 0
+
+
+def test_a_rest_state_is_taken_again_once_no_pass_runs_or_waits() -> None:
+    calls: list[object] = []
+    gate = ModelGate(calls.append, state=256, rest=256)
+    with gate.hold(128), gate.hold(128):  # two passes of one state: one switch
+        assert gate.state == 128 and calls == [128]
+    assert gate.state == 256 and calls == [128, 256]  # back at rest once none runs
+    with gate.hold(256):  # already there: no switch
+        pass
+    assert calls == [128, 256]

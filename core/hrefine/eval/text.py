@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from hrefine._optional import require
-from hrefine.budget import TokenCounter, fill
+from hrefine.budget import JOIN_SLACK, TokenCounter, fill
 from hrefine.html.tags import BLOCK_TAGS, CELL_TAGS, UNSHOWN_TAGS
 
 __all__ = [
@@ -30,9 +30,6 @@ __all__ = [
 
 #: Joiner placed between selected chunks.
 SEPARATOR = "\n\n"
-# Tokens a join may save (Llama-3's BPE writes "." and the "\n\n" after it as one token), so a
-# chunk whose cost is up to this much over the room left is still tried.
-_SLACK = 2
 
 _TAG_RE = re.compile(r"</?[A-Za-z][A-Za-z0-9_:-]*(?:\s[^<>]*)?/?>|<!--|<!DOCTYPE", re.I)
 _SPACES = re.compile(r"[ \t\r\f\v\u00a0]+")
@@ -204,7 +201,7 @@ def fill_budget(
         order=pos,
         candidates=candidates,
         separator_cost=counter.count(separator) if separator else 0,
-        slack=_SLACK,
+        slack=JOIN_SLACK,
     )
     return "" if done.output is None else done.output
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from hrefine.budget import OVER_BUDGET, TokenCounter
+from hrefine.budget import JOIN_SLACK, OVER_BUDGET, TokenCounter
 from hrefine.budget import fill as budget_fill
 from hrefine.errors import BudgetTooSmallError
 from hrefine.html._text import CUT_UNIT
@@ -28,13 +28,6 @@ from hrefine.tree import Tree
 __all__ = ["Fit", "fill", "inherit_scores", "reports"]
 
 logger = logging.getLogger(__name__)
-
-# Tokens two pieces of text may lose to a BPE merge at their junction.
-_SLACK = 2
-# Most select-and-render rounds, shrinking the room by the overshoot, before units are dropped.
-_ROUNDS = 6
-# Most trial renders spent topping up the budget after the greedy fill.
-_MAX_TOPUPS = 200
 
 
 class Fit:
@@ -160,9 +153,7 @@ def fill(
         children=units.children,
         candidates=units.top,
         members=units.members,
-        slack=_SLACK,
-        rounds=_ROUNDS,
-        max_trials=_MAX_TOPUPS,
+        slack=JOIN_SLACK,
         allow_empty=True,
     )
     if done.output is None:

@@ -32,8 +32,8 @@ from hrefine.html.options import MIN_BUDGET, HtmlPrunerOptions
 from hrefine.html.paragraphs import split_long_paragraphs
 from hrefine.html.render import omit_end_tags
 from hrefine.html.result import EMPTY, BlockReport, PruneResult
-from hrefine.html.scoring import BlockScorer, inherit_table_scores, stage1_items
-from hrefine.html.tags import GROUP_TAGS, TEXT_UNIT_TAGS
+from hrefine.html.scoring import BlockScorer, containers, inherit_table_scores, stage1_items
+from hrefine.html.tags import TEXT_UNIT_TAGS
 from hrefine.models.scorers import EmbeddingScorer
 
 __all__ = ["MIN_BUDGET", "HtmlPruner"]
@@ -381,14 +381,13 @@ class HtmlPruner:
         costs = {i: counted[h] for i, h in zip(ids, htmls, strict=True)}
         # Expanded tables and lists may still be kept whole when they fit (see fill).
         groups: dict[int, int] = {}
-        for node in nodes:
-            if node.metadata["tag"] in GROUP_TAGS and not node.metadata.get("is_leaf", False):
-                whole = compact(serialize_element(forest.elements[node.id]))
-                cost = counted.get(whole)
-                if cost is None:
-                    cost = counter.count(whole)
-                if cost <= budget:
-                    groups[node.id] = cost
+        for g in containers(forest):
+            whole = compact(serialize_element(forest.elements[g]))
+            cost = counted.get(whole)
+            if cost is None:
+                cost = counter.count(whole)
+            if cost <= budget:
+                groups[g] = cost
         return forest, costs, groups
 
 

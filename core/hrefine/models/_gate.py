@@ -56,6 +56,9 @@ class ModelGate:
         :data:`UNKNOWN` and the error reaches the pass that asked for the switch.
     state:
         The state the model is in now; :data:`UNKNOWN` makes the first pass switch.
+    rest:
+        A state the model is put back in whenever no pass runs and none waits (an embedder's
+        own read limit); by default it stays in the last pass's state.
 
     Notes
     -----
@@ -63,10 +66,17 @@ class ModelGate:
     soon as another thread waits for a different state.
     """
 
-    def __init__(self, switch: Callable[[Hashable], None], state: Hashable = UNKNOWN) -> None:
+    def __init__(
+        self,
+        switch: Callable[[Hashable], None],
+        state: Hashable = UNKNOWN,
+        *,
+        rest: Hashable = _KEEP,
+    ) -> None:
         self._switch = switch
         self._cond = threading.Condition()
         self._state = state
+        self._rest = rest
         self._running = 0
         self._alone = False
         self._queue: deque[_Ticket] = deque()
@@ -154,4 +164,11 @@ class ModelGate:
                 self._alone = False
             if forget:
                 self._state = UNKNOWN
-            self._cond.notify_all()
+            idle = not self._running and not self._queue
+            try:
+                if idle and self._rest is not _KEEP and self._state != self._rest:
+                    self._state = UNKNOWN  # until the switch is done: a failed one is retried
+                    self._switch(self._rest)
+                    self._state = self._rest
+            finally:
+                self._cond.notify_all()

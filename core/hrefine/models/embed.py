@@ -8,12 +8,13 @@ on first use, never in the constructor, and never from the network. The CPU fast
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import logging
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 import numpy as np
 
@@ -29,7 +30,8 @@ from hrefine.models._embed_cpu import (
     piece_reader,
     plain_right_padded,
 )
-from hrefine.models._embed_state import ReadLimits, VectorCache, cache_key
+from hrefine.models._embed_state import VectorCache, cache_key
+from hrefine.models._gate import ModelGate
 
 __all__ = [
     "CPU_BATCH_TOKENS",
@@ -164,7 +166,10 @@ class SentenceTransformerEmbedder:
         self._dtype = ""  # the precision taken, once the model is loaded
         self._cache = VectorCache(cache_size)
         self._model: Any = None
-        self._limits = ReadLimits()  # its own limit is set with the model
+        # Turns at the model's max_seq_length, which every thread shares: passes that read
+        # with one limit run side by side, another limit waits; set when the model loads.
+        self._gate: ModelGate | None = None
+        self._own_limit: int | None = None
         self._packing: str | bool | None = False  # False: not checked yet; None: do not pack
         self._readers: dict[int | None, PieceReader] = {}  # by read limit
 
@@ -178,6 +183,8 @@ class SentenceTransformerEmbedder:
             _dtype="",
             _packing=False,
             _readers={},
+            _gate=None,
+            _own_limit=None,
             _cache=VectorCache(self._cache.size),
         )
         return state
@@ -218,7 +225,10 @@ class SentenceTransformerEmbedder:
                     self._packing = check_packing(model, self._workers(), self.name)
                 linears_in_bf16(model)
             self._dtype = dtype
-            self._limits.attach(model)
+            own = self._own_limit = model.max_seq_length
+            self._gate = ModelGate(
+                functools.partial(setattr, model, "max_seq_length"), own, rest=own
+            )
             # Published only once set up: another thread may embed as soon as it sees it.
             self._model = model
             logger.info("loaded embedder %s on %s (%s)", self.name, device, dtype)
@@ -240,7 +250,7 @@ class SentenceTransformerEmbedder:
     def read_limit(self) -> int | None:
         """Word pieces a text is read to when a call gives no ``max_tokens`` (loads the model)."""
         _ = self.model
-        return self._limits.own
+        return self._own_limit
 
     def clear_cache(self) -> None:
         """Forget every cached vector (the next call embeds its texts again)."""
@@ -265,13 +275,12 @@ class SentenceTransformerEmbedder:
 
     def _encode(self, texts: list[str], limit: int | None) -> np.ndarray:
         model = self.model
-        limits = self._limits
         batch_size = self.batch_size
         if batch_size is None:
             if model.device.type == "cpu" and plain_right_padded(model):
                 pooling = self._pooling_for_packing()
                 workers = self._workers()
-                with limits.hold(model, limit):
+                with self._limit_gate().hold(limit):
                     if pooling is not None:
                         pieces = self._pieces(limit)
                         return encode_packed(model, texts, pooling, pieces, limit, workers)
@@ -279,7 +288,7 @@ class SentenceTransformerEmbedder:
             from hrefine.models.device import batch_size_for
 
             batch_size = batch_size_for(str(model.device))
-        with limits.hold(model, limit):
+        with self._limit_gate().hold(limit):
             vecs = model.encode(
                 texts,
                 batch_size=batch_size,
@@ -289,12 +298,17 @@ class SentenceTransformerEmbedder:
             )
         return np.asarray(vecs, dtype=np.float32)
 
+    def _limit_gate(self) -> ModelGate:
+        """The gate of the model's read limit (made when the model loads)."""
+        _ = self.model
+        return cast(ModelGate, self._gate)
+
     def _pooling_for_packing(self) -> str | None:
         """The pooling (``"mean"`` or ``"cls"``) to pack texts into shared rows with, or None
         when this model cannot be: decided once, by comparing packed vectors to ``encode``'s."""
         if self._packing is False:
             model = self.model
-            with self._limits.hold(model, self._limits.own):  # checked at the model's own limit
+            with self._limit_gate().hold(self._own_limit):  # checked at the model's own limit
                 self._packing = check_packing(model, self._workers(), self.name)
         return self._packing if isinstance(self._packing, str) else None
 
