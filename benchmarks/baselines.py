@@ -28,7 +28,7 @@ from typing import Any
 
 from benchmarks._common import RESULTS_DIR, SEED, hardware, package_versions
 
-METHODS = ("lead", "bm25", "embedding")
+METHODS = ("lead-text", "chunks-bm25", "chunks-embedding")
 BUDGETS = (512, 1024, 2048)
 DATASETS = (
     "wtq",

@@ -49,17 +49,27 @@ def to_embedder(embeddings: Embeddings | Embedder | None) -> Embedder | None:
     Returns
     -------
     Embedder or None
-        An embedder whose rows are L2-normalised, whatever the LangChain model returns.
+        An embedder whose rows are L2-normalised, whatever the LangChain model returns, that
+        keeps vectors by text and awaits ``aembed_documents``/``aembed_query`` on the async
+        path (:class:`~hrefine.models.CallableEmbedder`).
     """
     if embeddings is None:
         return None
     if isinstance(embeddings, HrefineEmbeddings):
         return embeddings.embedder
     if isinstance(embeddings, Embeddings):
+        # Vectors are cached by text (a page asked again embeds only the query); the async
+        # methods run on the caller's loop on the async path, when the class has its own
+        # (the base class's only runs the sync method in a thread).
+        cls = type(embeddings)
+        own_async = cls.aembed_documents is not Embeddings.aembed_documents
+        own_aquery = cls.aembed_query is not Embeddings.aembed_query
         return CallableEmbedder(
             embeddings.embed_documents,
             embeddings.embed_query,
-            name=f"langchain:{type(embeddings).__name__}",
+            name=f"langchain:{cls.__name__}",
+            aembed_documents=embeddings.aembed_documents if own_async else None,
+            aembed_query=embeddings.aembed_query if own_aquery else None,
         )
     if isinstance(embeddings, Embedder):
         return embeddings
@@ -148,9 +158,11 @@ def outcomes_to_documents(
     *,
     token_counts: Sequence[int],
     tokenizer: str,
+    keep_input_order: bool = False,
 ) -> list[Document]:
-    """The new Documents a compressor returns for ``documents`` (in input order), from one
-    outcome per input and each outcome's token count under the pruner's ``tokenizer``.
+    """The new Documents a compressor returns for ``documents`` (most relevant first, or in
+    input order), from one outcome per input and each outcome's token count under the
+    pruner's ``tokenizer``.
 
     Documents with nothing kept are left out and counted in every output's
     ``hrefine_dropped_documents``. Each output gets a copy of its input's metadata plus the
@@ -165,6 +177,7 @@ def outcomes_to_documents(
         metadata_of=lambda i: documents[i].metadata,
         # a reranker's score, before ours
         input_score_of=lambda i: documents[i].metadata.get("relevance_score"),
+        keep_input_order=keep_input_order,
     )
     return [
         Document(page_content=o.html, metadata=metadata, id=documents[o.index].id)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from hrefine.html import MIN_BUDGET, HtmlPruner, HtmlPrunerOptions
+from hrefine.html import DEFAULT_BUDGET, MIN_BUDGET, HtmlPruner, HtmlPrunerOptions
 from hrefine.html.outcome import (
     DocumentOutcome,
     PruneJob,
@@ -13,6 +13,7 @@ from hrefine.html.outcome import (
 )
 from hrefine.models import Embedder
 from hrefine.options import Rebuilt, adapter_model
+from hrefine.results import ResultOptions
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.embeddings import Embeddings
@@ -29,8 +30,11 @@ __all__ = ["HtmlRagCompressor"]
 if TYPE_CHECKING:
     _HtmlRagFields = BaseDocumentCompressor
 else:  # one field per HtmlPrunerOptions setting (its embedder is the ``embeddings`` field)
+    # and per ResultOptions setting (top_n, keep_input_order, strict)
     _HtmlRagFields = adapter_model(
-        BaseDocumentCompressor, HtmlPrunerOptions, name="_HtmlRagCompressorFields"
+        adapter_model(BaseDocumentCompressor, HtmlPrunerOptions, name="_HtmlRagPrunerFields"),
+        ResultOptions,
+        name="_HtmlRagCompressorFields",
     )
 
 
@@ -42,14 +46,21 @@ class HtmlRagCompressor(_HtmlRagFields):
     generative model) and the best blocks that fit ``max_tokens`` are kept, as HTML with the
     original tags. The returned Documents are new objects: the input Documents are untouched.
 
+    The returned Documents are ordered by relevance (best first; a page's kept blocks stay in
+    page order), or in input order with ``keep_input_order=True``. ``top_n`` returns at most
+    that many: the most relevant pages, each with at least its best block.
+
     Every returned Document's ``metadata`` is a copy of its input's metadata plus
-    ``relevance_score`` (best kept block score), ``hrefine_tokens`` (tokens of the pruned HTML),
-    ``hrefine_budget``, ``hrefine_budget_scope`` (``"shared"`` or ``"document"``),
+    ``relevance_score`` (the best kept block's score mapped into [0, 1]: see
+    :func:`hrefine.results.unit_scores`; so a score threshold downstream works),
+    ``hrefine_raw_score`` (the pruner's raw score), ``hrefine_tokens`` (tokens of the pruned HTML),
+    ``hrefine_budget``, ``hrefine_budget_scope`` (``"shared"``, ``"document"`` or ``"split"``),
     ``hrefine_tokenizer``, ``hrefine_blocks_kept``, ``hrefine_blocks_total`` and
-    ``hrefine_dropped_documents``: the number of input Documents left out because none of their
-    blocks made the budget. An input's own ``relevance_score`` (from a reranker before this) is
-    kept as ``hrefine_input_score``. The metadata is deep-copied, or copied shallowly where a
-    value cannot be (the hrefine keys are added to the copy only).
+    ``hrefine_dropped_documents``: the number of input Documents left out (no visible text, no
+    block within the budget, or below ``top_n``; each reason is logged). An input's own
+    ``relevance_score`` (from a reranker before this) is kept as ``hrefine_input_score``. The
+    metadata is deep-copied, or copied shallowly where a value cannot be (the hrefine keys are
+    added to the copy only).
 
     The compressor pickles and deep-copies (its pruner's caches start empty in the copy, and a
     loaded embedder is loaded again from its folder on first use).
@@ -72,8 +83,18 @@ class HtmlRagCompressor(_HtmlRagFields):
         None uses hrefine's embedded all-MiniLM-L6-v2, offline.
     prune_together:
         True (as in the paper): all documents compete for one budget, and a document with no
-        block in the best set is left out. False: each document is pruned to ``max_tokens`` on
-        its own.
+        block in the best set is left out (with ``top_n`` set, each of the ``top_n`` most
+        relevant keeps at least one block: when one would not, each is pruned to an equal share
+        of the budget, ``hrefine_budget_scope="split"``). False: each document is pruned to
+        ``max_tokens`` on its own.
+    top_n:
+        Most Documents returned, the most relevant first (None: all that kept something).
+        ``CompressionRetriever(k=...)`` sets it for its calls.
+    keep_input_order:
+        Return the Documents in input order rather than by relevance.
+    strict:
+        Raise ``EmptyInputError`` when every input Document is empty; False (default) returns
+        ``[]`` and logs a warning, so one empty retrieval does not break the chain.
 
     Examples
     --------
@@ -86,7 +107,7 @@ class HtmlRagCompressor(_HtmlRagFields):
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
     max_tokens: int = Field(
-        default=2048,
+        default=DEFAULT_BUDGET,
         ge=MIN_BUDGET,
         strict=True,
         description=f"Token budget of the pruned HTML (at least {MIN_BUDGET}).",
@@ -108,6 +129,18 @@ class HtmlRagCompressor(_HtmlRagFields):
         """Build the core pruner and its token counter now, so that a bad setting (an unknown
         scorer, a tokenizer that is not there) fails at construction."""
         _ = self._get_pruner().counter
+        self._results()
+
+    def warmup(self) -> HtmlRagCompressor:
+        """Load the models now (the budget tokenizer, the scorer's model, and the LM when
+        ``generative``) and run one tiny call, so that the first real call is fast; see
+        :meth:`hrefine.html.HtmlPruner.warmup`. Idempotent; returns this component."""
+        self._get_pruner().warmup()
+        return self
+
+    def _results(self) -> ResultOptions:
+        """The validated ``top_n``, ``keep_input_order`` and ``strict`` fields."""
+        return ResultOptions.build(**{n: getattr(self, n) for n in ResultOptions.names()})
 
     def _get_pruner(self) -> HtmlPruner:
         """The core ``HtmlPruner`` for the current fields (made again when one changed)."""
@@ -119,16 +152,23 @@ class HtmlRagCompressor(_HtmlRagFields):
         counter = self._get_pruner().counter
         counts = counter.count_many([o.html for o in outcomes])
         return outcomes_to_documents(
-            documents, outcomes, token_counts=counts, tokenizer=counter.name
+            documents,
+            outcomes,
+            token_counts=counts,
+            tokenizer=counter.name,
+            keep_input_order=self._results().keep_input_order,
         )
 
     def _job(self, documents: Sequence[Document], query: str) -> PruneJob:
+        results = self._results()
         return PruneJob(
             self._get_pruner(),
             documents_to_html(documents),
             check_query(query),
             self.max_tokens,
             together=self.prune_together,
+            top_n=results.top_n,
+            strict=results.strict,
         )
 
     def compress_documents(
@@ -151,9 +191,10 @@ class HtmlRagCompressor(_HtmlRagFields):
         Returns
         -------
         Sequence[Document]
-            New Documents with pruned HTML and the metadata described in the class docstring, in
-            input order; documents with nothing kept are left out and counted in each output's
-            ``hrefine_dropped_documents``.
+            New Documents with pruned HTML and the metadata described in the class docstring,
+            most relevant first (or in input order with ``keep_input_order``); documents with
+            nothing kept are left out and counted in each output's
+            ``hrefine_dropped_documents``. All inputs empty: ``[]`` (unless ``strict``).
         """
         docs = list(documents)
         job = self._job(docs, query)

@@ -18,7 +18,7 @@ __all__ = ["CompressionRetriever"]
 
 
 def _top_k(documents: Sequence[Document], k: int | None) -> list[Document]:
-    """The ``k`` documents with the highest ``relevance_score``, in their original order."""
+    """The ``k`` documents with the highest ``relevance_score``, in the compressor's order."""
     docs = list(documents)
     if k is None or len(docs) <= k:
         return docs
@@ -30,6 +30,21 @@ def _top_k(documents: Sequence[Document], k: int | None) -> list[Document]:
     # Python's sort is stable: among equal scores the earlier document wins.
     best = sorted(range(len(docs)), key=score, reverse=True)[:k]
     return [docs[i] for i in sorted(best)]
+
+
+def _with_top_n(compressor: BaseDocumentCompressor, k: int | None) -> BaseDocumentCompressor:
+    """The compressor asked for ``k`` results, when it has a ``top_n`` field (hrefine's
+    compressors, and rerankers such as Cohere's or FlashRank's): then it picks them itself,
+    which a shared budget needs (each of the ``k`` keeps some text). The caller's compressor
+    is not changed: a copy is made for the call, sharing its loaded models."""
+    fields = type(compressor).model_fields
+    if k is None or "top_n" not in fields:
+        return compressor
+    current = getattr(compressor, "top_n", None)
+    top_n = k if not isinstance(current, int) else min(k, current)
+    if top_n == current:
+        return compressor
+    return compressor.model_copy(update={"top_n": top_n})
 
 
 class CompressionRetriever(BaseRetriever):
@@ -47,9 +62,11 @@ class CompressionRetriever(BaseRetriever):
     base_compressor:
         Any LangChain document compressor, e.g. :class:`~langchain_hrefine.HtmlRagCompressor`.
     k:
-        Most documents returned after compression (None: all). When the compressor returns
-        more, the ``k`` with the highest ``metadata["relevance_score"]`` are kept, in the
-        compressor's order. ``invoke(query, k=...)`` overrides it for one call.
+        Most documents returned after compression (None: all). A compressor with a ``top_n``
+        field (``HtmlRagCompressor``, rerankers) is asked for ``k`` results (the smaller of
+        ``k`` and its own ``top_n``); from any other compressor, the ``k`` with the highest
+        ``metadata["relevance_score"]`` are kept, in the compressor's order. ``invoke(query,
+        k=...)`` overrides it for one call.
 
     Examples
     --------
@@ -86,9 +103,8 @@ class CompressionRetriever(BaseRetriever):
         )
         if not docs:
             return []
-        compressed = self.base_compressor.compress_documents(
-            docs, query, callbacks=run_manager.get_child()
-        )
+        compressor = _with_top_n(self.base_compressor, k)
+        compressed = compressor.compress_documents(docs, query, callbacks=run_manager.get_child())
         return _top_k(compressed, k)
 
     async def _aget_relevant_documents(
@@ -100,7 +116,8 @@ class CompressionRetriever(BaseRetriever):
         )
         if not docs:
             return []
-        compressed = await self.base_compressor.acompress_documents(
+        compressor = _with_top_n(self.base_compressor, k)
+        compressed = await compressor.acompress_documents(
             docs, query, callbacks=run_manager.get_child()
         )
         return _top_k(compressed, k)

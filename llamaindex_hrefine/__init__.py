@@ -3,7 +3,8 @@
 ``HtmlRagNodePostprocessor`` prunes the HTML held by retrieved nodes to a token budget (a
 ``BaseNodePostprocessor``), and ``HrefineEmbedding`` makes an hrefine embedder (by default the
 embedded all-MiniLM-L6-v2, offline) a LlamaIndex embed model, named as LlamaIndex names its
-embed models (``HuggingFaceEmbedding``). Needs ``llama-index-core``:
+embed models (``HuggingFaceEmbedding``). ``HtmlPageNodeParser`` splits HTML documents for an
+index into nodes that are whole HTML (never cut mid-tag). Needs ``llama-index-core``:
 ``pip install 'hrefine[llamaindex]'``.
 """
 
@@ -16,6 +17,7 @@ if not available("llama_index.core"):
     raise MissingDependencyError("llama_index.core", "llamaindex")
 
 from llamaindex_hrefine._convert import HrefineEmbedding
+from llamaindex_hrefine.node_parser import HtmlPageNodeParser
 from llamaindex_hrefine.postprocessors import HtmlRagNodePostprocessor
 
-__all__ = ["HrefineEmbedding", "HtmlRagNodePostprocessor"]
+__all__ = ["HrefineEmbedding", "HtmlPageNodeParser", "HtmlRagNodePostprocessor"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from hrefine.errors import ConfigError, InputTypeError
@@ -26,7 +26,13 @@ from hrefine.models import (
 )
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms import LLM
-from llama_index.core.schema import MetadataMode, NodeWithScore
+from llama_index.core.schema import (
+    BaseNode,
+    MetadataMode,
+    NodeRelationship,
+    NodeWithScore,
+    TextNode,
+)
 from pydantic import PrivateAttr
 
 __all__ = [
@@ -34,6 +40,7 @@ __all__ = [
     "HrefineEmbedding",
     "nodes_to_html",
     "outcomes_to_nodes",
+    "pieces_to_nodes",
     "to_embedder",
     "to_text_generator",
 ]
@@ -43,6 +50,8 @@ logger = logging.getLogger(__name__)
 #: Metadata keys written on every returned node; they are excluded from the LLM and embed views.
 METADATA_KEYS = (
     "relevance_score",
+    "hrefine_raw_score",
+    "hrefine_input_format",
     "hrefine_method",
     "hrefine_tokens",
     "hrefine_budget",
@@ -69,17 +78,27 @@ def to_embedder(embed_model: BaseEmbedding | Embedder | None) -> Embedder | None
     Returns
     -------
     Embedder or None
-        An embedder whose rows are L2-normalised.
+        An embedder whose rows are L2-normalised, that keeps vectors by text and awaits
+        ``aget_text_embedding_batch``/``aget_query_embedding`` on the async path
+        (:class:`~hrefine.models.CallableEmbedder`).
     """
     if embed_model is None:
         return None
     if isinstance(embed_model, HrefineEmbedding):
         return embed_model.embedder
     if isinstance(embed_model, BaseEmbedding):
+        # Vectors are cached by text; the async methods run on the caller's loop on the async
+        # path when the model has async code of its own (the base class's runs the sync code
+        # on the loop, blocking it).
+        cls = type(embed_model)
+        own_async = cls._aget_text_embeddings is not BaseEmbedding._aget_text_embeddings
+        own_aquery = cls._aget_query_embedding is not BaseEmbedding._aget_query_embedding
         return CallableEmbedder(
             embed_model.get_text_embedding_batch,
             embed_model.get_query_embedding,
             name=f"llamaindex:{embed_model.model_name}",
+            aembed_documents=embed_model.aget_text_embedding_batch if own_async else None,
+            aembed_query=embed_model.aget_query_embedding if own_aquery else None,
         )
     if isinstance(embed_model, Embedder):
         return embed_model
@@ -226,16 +245,18 @@ def outcomes_to_nodes(
     *,
     token_counts: Sequence[int],
     tokenizer: str,
+    keep_input_order: bool = False,
 ) -> list[NodeWithScore]:
-    """The new ``NodeWithScore`` objects a postprocessor returns for ``nodes`` (in input order),
-    from one outcome per input and each outcome's token count under the pruner's ``tokenizer``.
+    """The new ``NodeWithScore`` objects a postprocessor returns for ``nodes`` (most relevant
+    first, or in input order), from one outcome per input and each outcome's token count under
+    the pruner's ``tokenizer``.
 
     Nodes with nothing kept are left out and counted in every output's
     ``hrefine_dropped_documents``. Each output holds a copy of its input node with the pruned
     HTML as content, no stale embedding, and a copied metadata dict plus the hrefine keys
     (:func:`hrefine.html.outcome.kept_with_metadata`), hidden from the LLM and embed views so
-    they do not eat the budget; its score is the best kept block's (the input score is kept as
-    ``hrefine_input_score``).
+    they do not eat the budget; its score is the best kept block's, in [0, 1] (the raw score is
+    ``hrefine_raw_score``, the input score ``hrefine_input_score``).
     """
     kept = kept_with_metadata(
         outcomes,
@@ -244,6 +265,7 @@ def outcomes_to_nodes(
         unit="nodes",
         metadata_of=lambda i: nodes[i].node.metadata,
         input_score_of=lambda i: nodes[i].score,
+        keep_input_order=keep_input_order,
     )
     out: list[NodeWithScore] = []
     for outcome, metadata in kept:
@@ -259,8 +281,32 @@ def outcomes_to_nodes(
             }
         )
         node.set_content(outcome.html)
-        out.append(NodeWithScore(node=node, score=outcome.score))
+        out.append(NodeWithScore(node=node, score=outcome.relevance))
     return out
+
+
+def pieces_to_nodes(
+    source: BaseNode, pieces: Sequence[str], id_func: Callable[[int, BaseNode], str]
+) -> list[TextNode]:
+    """New ``TextNode`` objects holding ``pieces`` of ``source``'s content, as a LlamaIndex node
+    parser makes them: each with a copy of ``source``'s metadata and its metadata settings
+    (excluded keys, templates), a SOURCE relationship to ``source``, no embedding, and an id
+    from ``id_func(i, source)``. ``source`` is not changed."""
+    related = source.as_related_node_info()  # hashes the whole page: once for all pieces
+    return [
+        TextNode(
+            id_=id_func(i, source),
+            text=piece,
+            metadata=dict(source.metadata),
+            excluded_embed_metadata_keys=list(source.excluded_embed_metadata_keys),
+            excluded_llm_metadata_keys=list(source.excluded_llm_metadata_keys),
+            metadata_separator=source.metadata_separator,
+            metadata_template=source.metadata_template,
+            text_template=getattr(source, "text_template", TextNode().text_template),
+            relationships={NodeRelationship.SOURCE: related},
+        )
+        for i, piece in enumerate(pieces)
+    ]
 
 
 def _extend(keys: Sequence[str], extra: Sequence[str]) -> list[str]:

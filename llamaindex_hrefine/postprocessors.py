@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from hrefine.errors import EmptyInputError
-from hrefine.html import MIN_BUDGET, HtmlPruner, HtmlPrunerOptions
+from hrefine.html import DEFAULT_BUDGET, MIN_BUDGET, HtmlPruner, HtmlPrunerOptions
 from hrefine.html.outcome import (
     DocumentOutcome,
     PruneJob,
@@ -13,6 +13,7 @@ from hrefine.html.outcome import (
 )
 from hrefine.models import Embedder
 from hrefine.options import Rebuilt, adapter_model
+from hrefine.results import ResultOptions
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
@@ -30,8 +31,11 @@ __all__ = ["HtmlRagNodePostprocessor"]
 if TYPE_CHECKING:
     _HtmlRagFields = BaseNodePostprocessor
 else:  # one field per HtmlPrunerOptions setting (its embedder is the ``embed_model`` field)
+    # and per ResultOptions setting (top_n, keep_input_order, strict)
     _HtmlRagFields = adapter_model(
-        BaseNodePostprocessor, HtmlPrunerOptions, name="_HtmlRagNodePostprocessorFields"
+        adapter_model(BaseNodePostprocessor, HtmlPrunerOptions, name="_HtmlRagPrunerFields"),
+        ResultOptions,
+        name="_HtmlRagNodePostprocessorFields",
     )
 
 
@@ -53,11 +57,17 @@ class HtmlRagNodePostprocessor(_HtmlRagFields):
     the best blocks that fit ``max_tokens`` are kept, as HTML with the original tags.
 
     Returns new ``NodeWithScore`` objects holding copies of the input nodes: the inputs are never
-    mutated. Each copy's score is its best kept block score (the input score is kept in
-    ``metadata["hrefine_input_score"]``); its metadata is a copy plus ``relevance_score``,
-    ``hrefine_tokens``, ``hrefine_budget``, ``hrefine_budget_scope``, ``hrefine_tokenizer``,
-    ``hrefine_blocks_kept``, ``hrefine_blocks_total`` and ``hrefine_dropped_documents`` (nodes
-    left out because none of their blocks made the budget). These keys are excluded from the LLM
+    mutated. They come most relevant first (a page's kept blocks stay in page order), or in
+    input order with ``keep_input_order=True``; ``top_n`` returns at most that many, like a
+    reranker's. Each copy's score is its best kept block's score mapped into [0, 1]
+    (:func:`hrefine.results.unit_scores`), so a ``SimilarityPostprocessor`` after it works; the
+    raw score is in ``metadata["hrefine_raw_score"]`` and the input score in
+    ``metadata["hrefine_input_score"]``. The metadata is a copy plus ``relevance_score``,
+    ``hrefine_raw_score``, ``hrefine_tokens``, ``hrefine_budget``, ``hrefine_budget_scope``,
+    ``hrefine_tokenizer``, ``hrefine_blocks_kept``, ``hrefine_blocks_total`` and
+    ``hrefine_dropped_documents`` (nodes left out: no visible text, no block within the budget,
+    or below ``top_n``; each reason is logged). A call whose nodes are all empty returns ``[]``
+    and logs a warning (``strict=True`` raises instead). These keys are excluded from the LLM
     and embed views, so they do not count against the budget in the prompt.
 
     Every :class:`~hrefine.html.HtmlPrunerOptions` setting but ``embedder`` is a field of the
@@ -76,6 +86,14 @@ class HtmlRagNodePostprocessor(_HtmlRagFields):
         read).
     prune_together:
         All nodes against one budget, as in the paper (True), or each node on its own (False).
+        With ``top_n`` set, each of the ``top_n`` most relevant nodes keeps at least one block
+        (when one would not, each gets an equal share of the budget: scope ``"split"``).
+    top_n:
+        Most nodes returned, the most relevant first (None: all that kept something).
+    keep_input_order:
+        Return the nodes in input order rather than by relevance.
+    strict:
+        Raise ``EmptyInputError`` when every node is empty; False (default) returns ``[]``.
 
     Examples
     --------
@@ -88,7 +106,7 @@ class HtmlRagNodePostprocessor(_HtmlRagFields):
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
     max_tokens: int = Field(
-        default=2048,
+        default=DEFAULT_BUDGET,
         ge=MIN_BUDGET,
         strict=True,
         description=(
@@ -120,6 +138,18 @@ class HtmlRagNodePostprocessor(_HtmlRagFields):
         super().__init__(**data)
         # Built now, with its token counter, so that a bad setting fails at construction.
         _ = self._get_pruner().counter
+        self._results()
+
+    def warmup(self) -> HtmlRagNodePostprocessor:
+        """Load the models now (the budget tokenizer, the scorer's model, and the LM when
+        ``generative``) and run one tiny call, so that the first real call is fast; see
+        :meth:`hrefine.html.HtmlPruner.warmup`. Idempotent; returns this component."""
+        self._get_pruner().warmup()
+        return self
+
+    def _results(self) -> ResultOptions:
+        """The validated ``top_n``, ``keep_input_order`` and ``strict`` fields."""
+        return ResultOptions.build(**{n: getattr(self, n) for n in ResultOptions.names()})
 
     @classmethod
     def class_name(cls) -> str:
@@ -139,15 +169,24 @@ class HtmlRagNodePostprocessor(_HtmlRagFields):
     ) -> list[NodeWithScore]:
         counter = self._get_pruner().counter
         counts = counter.count_many([o.html for o in outcomes])
-        return outcomes_to_nodes(nodes, outcomes, token_counts=counts, tokenizer=counter.name)
+        return outcomes_to_nodes(
+            nodes,
+            outcomes,
+            token_counts=counts,
+            tokenizer=counter.name,
+            keep_input_order=self._results().keep_input_order,
+        )
 
     def _job(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None) -> PruneJob:
+        results = self._results()
         return PruneJob(
             self._get_pruner(),
             nodes_to_html(nodes),
             _query_of(query_bundle),
             self.max_tokens,
             together=self.prune_together,
+            top_n=results.top_n,
+            strict=results.strict,
         )
 
     def _postprocess_nodes(

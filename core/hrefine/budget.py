@@ -12,6 +12,7 @@ left out would still fit. The two live in :mod:`hrefine._selection` and are impo
 from __future__ import annotations
 
 import logging
+import os
 import re
 import threading
 from collections import OrderedDict
@@ -34,6 +35,12 @@ from hrefine._selection import (
     fill,
     select,
 )
+from hrefine._tiktoken import (
+    TiktokenCounter,
+    is_tiktoken_encoding,
+    tiktoken_counter,
+    tiktoken_encoding_name,
+)
 from hrefine._unicode import CJK
 from hrefine.errors import InputTypeError
 
@@ -50,6 +57,7 @@ __all__ = [
     "MemoCounter",
     "RegexCounter",
     "Selection",
+    "TiktokenCounter",
     "TokenCounter",
     "default_counter",
     "fill",
@@ -290,21 +298,40 @@ def get_counter(tokenizer: Any = None) -> TokenCounter:
     ----------
     tokenizer:
         ``None`` (the default counter), ``"regex"``, ``"llama-3.2"``, a path to a
-        ``tokenizer.json``, a local model folder, an object with ``encode`` (Hugging Face or
-        tiktoken), a ``str -> int`` callable, or a :class:`TokenCounter`.
+        ``tokenizer.json``, a local model folder, a name in the local Hugging Face cache, a
+        tiktoken encoding or OpenAI model name (``"cl100k_base"``, ``"gpt-4o"``: read from
+        tiktoken's data on disk, never downloaded), an object with ``encode`` (a Hugging Face
+        tokenizer, a ``tiktoken.Encoding``), a ``str -> int`` callable, or a
+        :class:`TokenCounter`.
+
+    Raises
+    ------
+    ModelNotFoundError
+        A name that is no file, folder or locally cached tokenizer, or a tiktoken name whose
+        data is not on disk; the message says what to set.
+    MissingDependencyError
+        A tiktoken name without tiktoken installed.
+    InputTypeError
+        An object that cannot count tokens.
     """
     if tokenizer is None:
         return default_counter()
     if isinstance(tokenizer, (RegexCounter, EncodeCounter, CallableCounter, MemoCounter)):
         return tokenizer  # type: ignore[return-value]
+    if isinstance(tokenizer, os.PathLike):
+        tokenizer = os.fspath(tokenizer)
     if isinstance(tokenizer, str):
         if tokenizer == "regex":
             return RegexCounter()
         if tokenizer in {"default", "llama-3.2"}:
             return default_counter()
+        if not Path(tokenizer).expanduser().exists() and tiktoken_encoding_name(tokenizer):
+            return tiktoken_counter(tokenizer)
         return _counter_from_path(tokenizer)
     if hasattr(tokenizer, "count") and hasattr(tokenizer, "count_many"):
         return tokenizer  # type: ignore[no-any-return]
+    if is_tiktoken_encoding(tokenizer):
+        return TiktokenCounter(tokenizer)
     if hasattr(tokenizer, "encode"):
         return EncodeCounter(tokenizer)
     if callable(tokenizer):
@@ -332,7 +359,11 @@ def _counter_from_path(name: str) -> TokenCounter:
         except OSError as exc:
             from hrefine.errors import ModelNotFoundError
 
-            msg = f"tokenizer {name!r} is neither a file, a folder nor a locally cached model"
+            msg = (
+                f"tokenizer {name!r} is neither a file, a folder, a tiktoken name nor a model "
+                "in the local Hugging Face cache; pass a tokenizer.json path, a model folder, "
+                "a cached model name, 'cl100k_base'/'o200k_base'/'gpt-4o', or a tokenizer object"
+            )
             raise ModelNotFoundError(msg) from exc
         return EncodeCounter(tok, name=name)
     from hrefine.errors import ModelNotFoundError

@@ -1,6 +1,8 @@
 """The ``hrefine`` command line: a thin dispatcher over the public functions.
 
-Heavy imports happen inside the commands, so ``hrefine --help`` is instant.
+Heavy imports happen inside the commands, so ``hrefine --help`` is instant. A user's mistake
+(any :class:`~hrefine.errors.HrefineError`) is printed as one line, ``hrefine: error: ...``,
+exit status 2; ``--debug`` or ``HREFINE_DEBUG=1`` shows the traceback instead.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,18 +21,29 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from hrefine._cli_support import (
+    DEBUG_ENV,
+    OneLineErrors,
+    announce_loading,
+    quiet_model_loading,
+    say,
+)
+from hrefine.errors import ConfigError
 from hrefine.eval.cli import eval_app
+from hrefine.html.options import DEFAULT_BUDGET
+
+__all__ = ["app", "main"]
 
 app = typer.Typer(
     name="hrefine",
     help="Make long retrieved context small and relevant before it reaches an LLM.",
     no_args_is_help=True,
     add_completion=False,
+    cls=OneLineErrors,
 )
 html_app = typer.Typer(help="HtmlRAG: clean and prune HTML pages.", no_args_is_help=True)
 app.add_typer(html_app, name="html")
 
-console = Console(stderr=True)
 
 _PACKAGES = (
     "hrefine",
@@ -50,6 +64,48 @@ _PACKAGES = (
 )
 
 
+@app.callback()
+def _root(
+    debug: Annotated[
+        bool,
+        typer.Option(
+            "--debug",
+            envvar=DEBUG_ENV,
+            help="Show an error's traceback instead of one line (anywhere on the line; also "
+            f"{DEBUG_ENV}=1), and the models' loading bars and warnings.",
+        ),
+    ] = False,
+) -> None:
+    if not debug:
+        quiet_model_loading()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line (the ``hrefine`` console script) and return its exit status.
+
+    Parameters
+    ----------
+    argv:
+        The arguments (default: ``sys.argv[1:]``). ``--debug`` is accepted anywhere before a
+        ``--``, not only before the command.
+
+    Returns
+    -------
+    int
+        0 on success, 2 for a user's mistake (printed as one line), 1 when nothing was done.
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    end = args.index("--") if "--" in args else len(args)
+    if "--debug" in args[:end]:
+        args = ["--debug", *(a for a in args[:end] if a != "--debug"), *args[end:]]
+    try:
+        app(args=args, prog_name="hrefine")
+    except SystemExit as exc:  # typer always exits; its code is the status
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else 1)
+    return 0
+
+
 def _version(dist: str) -> str:
     try:
         return importlib.metadata.version(dist)
@@ -63,14 +119,29 @@ def _read_input(source: str) -> bytes:
     path = Path(source)
     if "://" in source and not path.exists():
         msg = f"{source!r} looks like a URL; hrefine reads files or stdin only (no network)"
-        raise typer.BadParameter(msg)
+        raise ConfigError(msg)
     if path.is_dir():
         msg = f"{source} is a folder; give an HTML file (or - for stdin)"
-        raise typer.BadParameter(msg)
+        raise ConfigError(msg)
     if not path.is_file():
-        msg = f"no such file: {source}"
-        raise typer.BadParameter(msg)
+        msg = f"no such file: {source}; give an HTML file (or - for stdin)"
+        raise ConfigError(msg)
     return path.read_bytes()
+
+
+def _check_folder(path: Path | None, what: str) -> None:
+    """Fail before the models load when the file could not be written anyway."""
+    if path is not None and not path.parent.is_dir():
+        msg = f"could not write the {what} to {path}: folder {path.parent} does not exist"
+        raise ConfigError(msg)
+
+
+def _write_output(path: Path, text: str, what: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        msg = f"could not write the {what} to {path}: {exc.strerror or exc}"
+        raise ConfigError(msg) from exc
 
 
 @app.command()
@@ -144,6 +215,7 @@ def demo(
     """Prune real Wikipedia pages for real questions with the embedded models, offline."""
     from hrefine._demo import run_demo
 
+    announce_loading(scorer="embedding")
     run_demo(page=page, max_tokens=max_tokens, data=data, console=Console())
 
 
@@ -155,14 +227,9 @@ def html_clean(
     ] = False,
 ) -> None:
     """Clean an HTML page losslessly (scripts, styles, hidden parts and noise removed)."""
-    from hrefine.errors import HrefineError
     from hrefine.html import clean_html
 
-    try:
-        cleaned = clean_html(_read_input(source), boilerplate=not keep_boilerplate)
-    except HrefineError as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
+    cleaned = clean_html(_read_input(source), boilerplate=not keep_boilerplate)
     sys.stdout.write(cleaned + "\n")
 
 
@@ -170,13 +237,32 @@ def html_clean(
 def html_prune(
     source: Annotated[str, typer.Argument(help="HTML file, or - for stdin.")],
     question: Annotated[str, typer.Option("--question", "-q", help="The user's question.")],
-    max_tokens: Annotated[int, typer.Option("--max-tokens", "-n", help="Token budget.")] = 1024,
+    max_tokens: Annotated[
+        int, typer.Option("--max-tokens", "-n", help="Token budget (the library's default).")
+    ] = DEFAULT_BUDGET,
     scorer: Annotated[str, typer.Option(help="embedding, bm25 or cross-encoder:<model>.")] = (
         "embedding"
     ),
+    tokenizer: Annotated[
+        str | None,
+        typer.Option(
+            help="Tokenizer that counts the budget (your reader LLM's): llama-3.2 (default), "
+            "a tokenizer.json or model folder, a cached model name, a tiktoken name "
+            "(gpt-4o, cl100k_base), or regex.",
+        ),
+    ] = None,
     generative: Annotated[
         bool, typer.Option("--generative", help="Add the generative token-tree stage (LocalLM).")
     ] = False,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Write the pruned HTML (or the --json report) to this file instead of stdout.",
+            dir_okay=False,
+        ),
+    ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the block report as JSON.")
     ] = False,
@@ -190,35 +276,39 @@ def html_prune(
     ] = None,
 ) -> None:
     """Prune an HTML page to a token budget for a question."""
-    from hrefine.errors import HrefineError
     from hrefine.html import HtmlPruner
 
-    try:
-        pruner = HtmlPruner(scorer=scorer, generative=generative)
-        result = pruner.prune(_read_input(source), question, max_tokens)
-    except HrefineError as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
+    page = _read_input(source)
+    _check_folder(output, "pruned HTML")
+    _check_folder(report, "report")
+    settings: dict[str, Any] = {"scorer": scorer, "generative": generative}
+    if tokenizer is not None:
+        settings["tokenizer"] = tokenizer
+    pruner = HtmlPruner(**settings)
+    announce_loading(tokenizer=tokenizer, scorer=scorer, generative=generative)
+    pruner.warmup()  # the models load right after the line that says so
+    result = pruner.prune(page, question, max_tokens)
     if as_json:
-        sys.stdout.write(json.dumps(result.to_dict(), ensure_ascii=False, indent=1) + "\n")
+        text = json.dumps(result.to_dict(), ensure_ascii=False, indent=1) + "\n"
     else:
-        sys.stdout.write(result.html + "\n")
-    console.print(
+        text = result.html + "\n"
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        _write_output(output, text, "pruned HTML")
+    say(
         f"{result.tokens} / {result.budget} tokens ({result.tokenizer}); "
         f"cleaned input had {result.original_tokens}"
+        + ("" if output is None else f"; written to {output}")
     )
     if report is not None:
         title = "stdin" if source == "-" else Path(source).name
-        try:
-            report.write_text(result.to_html(title=title), encoding="utf-8")
-        except OSError as exc:
-            console.print(f"[red]error:[/red] could not write the report: {exc}")
-            raise typer.Exit(2) from exc
-        console.print(f"report written to {report}")
+        _write_output(report, result.to_html(title=title), "report")
+        say(f"report written to {report}")
 
 
 app.add_typer(eval_app, name="eval")
 
 
 if __name__ == "__main__":  # pragma: no cover
-    app()
+    sys.exit(main())

@@ -163,10 +163,15 @@ async def test_keyword_embeddings_rank_the_answer_block_first(
     assert "104.1" in best.page_content
 
 
-async def test_output_keeps_input_order(compress: Compress) -> None:
+async def test_output_is_ordered_by_relevance_or_kept_in_input_order(compress: Compress) -> None:
     docs = make_documents()
     out = await compress(_compressor(max_tokens=5000), docs, QUERY)
-    assert [d.id for d in out] == [d.id for d in docs]
+    scores = [d.metadata["relevance_score"] for d in out]
+    assert scores == sorted(scores, reverse=True) and out[0].id == "doc-olympics"
+    assert all(0.0 <= s <= 1.0 for s in scores)
+    assert all(isinstance(d.metadata["hrefine_raw_score"], float) for d in out)
+    kept = await compress(_compressor(max_tokens=5000, keep_input_order=True), docs, QUERY)
+    assert [d.id for d in kept] == [d.id for d in docs]
 
 
 async def test_empty_document_list_gives_empty_list(compress: Compress) -> None:
@@ -240,10 +245,23 @@ async def test_empty_page_is_left_out_and_reported(compress: Compress, together:
 
 
 @pytest.mark.parametrize("together", [True, False])
-async def test_all_pages_empty_is_a_clear_error(compress: Compress, together: bool) -> None:
+async def test_all_pages_empty_gives_no_documents_or_an_error_when_strict(
+    compress: Compress, together: bool, caplog: pytest.LogCaptureFixture
+) -> None:
     docs = [Document(page_content=""), Document(page_content="<p> </p>")]
+    with caplog.at_level("WARNING"):
+        assert await compress(_compressor(prune_together=together), docs, QUERY) == []
+    assert "all 2 pages are empty" in caplog.text
     with pytest.raises(EmptyInputError, match="empty"):
-        await compress(_compressor(prune_together=together), docs, QUERY)
+        await compress(_compressor(prune_together=together, strict=True), docs, QUERY)
+
+
+async def test_top_n_returns_that_many_under_a_shared_budget(compress: Compress) -> None:
+    docs = make_documents()
+    out = await compress(_compressor(max_tokens=200, top_n=3), docs, QUERY)
+    assert len(out) == 3 and out[0].id == "doc-olympics"
+    assert sum(d.metadata["hrefine_tokens"] for d in out) <= 200
+    assert all(d.metadata["hrefine_dropped_documents"] == len(docs) - 3 for d in out)
 
 
 def test_core_embedder_accepted_and_junk_rejected(documents: list[Document]) -> None:
@@ -271,3 +289,13 @@ def test_every_pruner_setting_is_a_field_that_reaches_the_pruner() -> None:
     assert compressor._get_pruner().options.split_paragraphs is False
     with pytest.raises(ValidationError, match="cleaned_cache"):
         HtmlRagCompressor(cleaned_cache=-1)
+
+
+def test_warmup_loads_the_pruner_once_and_returns_the_compressor() -> None:
+    compressor = _compressor(scorer="embedding", embeddings=KeywordEmbeddings())
+    assert compressor.warmup() is compressor
+    embeddings = compressor.embeddings
+    assert isinstance(embeddings, KeywordEmbeddings) and embeddings.document_calls >= 1
+    calls = embeddings.document_calls
+    compressor.warmup()  # idempotent: no second tiny call
+    assert embeddings.document_calls == calls

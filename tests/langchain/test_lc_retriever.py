@@ -29,9 +29,8 @@ class TestCompressionRetrieverStandard(RetrieversIntegrationTests):
     def retriever_constructor_params(self) -> dict[str, Any]:
         return {
             "base_retriever": KeywordHtmlRetriever(documents=make_documents(), k=4),
-            "base_compressor": HtmlRagCompressor(
-                max_tokens=600, scorer="bm25", tokenizer="regex", prune_together=False
-            ),
+            # the defaults (one budget shared by the pages), as users configure it
+            "base_compressor": HtmlRagCompressor(max_tokens=600, scorer="bm25", tokenizer="regex"),
             "k": 4,
         }
 

@@ -256,3 +256,47 @@ def test_metadata_that_cannot_be_deep_copied_is_shared() -> None:
     first = next(n for n in out if n.node.node_id == nodes[0].node.node_id)
     assert first.node.metadata["client"] is lock
     assert "hrefine_tokens" not in nodes[0].node.metadata
+
+
+def test_scores_are_in_unit_range_and_compose_with_similarity_postprocessor() -> None:
+    from llama_index.core.postprocessor import SimilarityPostprocessor
+
+    nodes = make_nodes()
+    post = _post(max_tokens=5000, scorer="embedding", embed_model=None, tokenizer="regex")
+    out = post.postprocess_nodes(nodes, query_str=QUERY)
+    scores = [n.score for n in out]
+    assert all(s is not None and 0.0 <= s <= 1.0 for s in scores)
+    assert scores == sorted(scores, reverse=True)  # most relevant first
+    assert out[0].node.metadata["source"] == "olympics.html"
+    assert all(isinstance(n.node.metadata["hrefine_raw_score"], float) for n in out)
+    # A cut-off after it keeps the page that answers, and only pages that relate to the query.
+    kept = SimilarityPostprocessor(similarity_cutoff=0.3).postprocess_nodes(out)
+    assert kept and kept[0].node.metadata["source"] == "olympics.html"
+    assert len(kept) < len(out)
+
+
+def test_top_n_and_input_order() -> None:
+    nodes = make_nodes()
+    top = _post(max_tokens=200, top_n=2).postprocess_nodes(nodes, query_str=QUERY)
+    assert len(top) == 2 and top[0].node.metadata["source"] == "olympics.html"
+    assert sum(n.node.metadata["hrefine_tokens"] for n in top) <= 200
+    same = _post(max_tokens=5000, keep_input_order=True).postprocess_nodes(nodes, query_str=QUERY)
+    order = [n.node.metadata["source"] for n in nodes]
+    assert [n.node.metadata["source"] for n in same] == [
+        s for s in order if s in {n.node.metadata["source"] for n in same}
+    ]
+
+
+def test_all_nodes_empty_gives_no_nodes_unless_strict() -> None:
+    from hrefine.errors import EmptyInputError
+
+    empty = [NodeWithScore(node=TextNode(text=" "), score=0.5)]
+    assert _post().postprocess_nodes(empty, query_str=QUERY) == []
+    with pytest.raises(EmptyInputError):
+        _post(strict=True).postprocess_nodes(empty, query_str=QUERY)
+
+
+def test_warmup_returns_the_postprocessor() -> None:
+    post = _post(scorer="embedding", embed_model=KeywordEmbedder())
+    assert post.warmup() is post
+    assert post.warmup() is post

@@ -1,21 +1,60 @@
-"""The ``hrefine`` command line, driven through typer's test runner on real pages."""
+"""The ``hrefine`` command line, driven through typer's test runner, ``main`` and a real
+process, on real pages."""
 
 from __future__ import annotations
 
 import html
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from hrefine.cli import app
+from hrefine._cli_support import loading_line
+from hrefine.cli import app, main
+from hrefine.errors import ConfigError
+from hrefine.html import DEFAULT_BUDGET
 from typer.testing import CliRunner
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "html"
+# What the CLI sets to quiet model loading; pinned here so that no test leaks them.
+QUIET_ENV = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error"}
+
+
+@pytest.fixture(autouse=True)
+def _cli_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in QUIET_ENV.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("HREFINE_DEBUG", raising=False)
 
 
 @pytest.fixture
 def runner() -> CliRunner:
     return CliRunner()
+
+
+@pytest.fixture
+def table_page(tmp_path: Path) -> Path:
+    rows = "".join(f"<tr><td>City {i}</td><td>{1000 + i}</td></tr>" for i in range(60))
+    page = tmp_path / "p.html"
+    page.write_text(
+        "<html><body><p>Unrelated introduction about weather and rain.</p>"
+        f"<table><tr><th>City</th><th>Population</th></tr>{rows}</table>"
+        "<p>Springfield has a population of 42,000 people.</p></body></html>",
+        encoding="utf-8",
+    )
+    return page
+
+
+def _one_line_error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
+    """Run ``hrefine argv``; assert it failed with exactly one line on stderr, return it."""
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "Traceback" not in err
+    assert err.count("\n") == 1 and err.startswith("hrefine: error: "), err
+    return err.strip()
 
 
 def test_html_clean_file_drops_scripts_keeps_text(runner: CliRunner, tmp_path: Path) -> None:
@@ -145,3 +184,149 @@ def test_html_prune_report_to_an_unwritable_path_is_a_clear_error(
     )
     assert res.exit_code == 2
     assert "could not write the report" in res.output
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["-d", "wtqq"], "unknown dataset 'wtqq'; use one of articles, hotpotqa,"),
+        (["-d", "wtq", "-b", "0"], "--budgets must be positive token counts"),
+        (["-d", "wtq", "-b", "512,-5"], "--budgets must be positive token counts"),
+        (["-d", "wtq", "-b", "512,lots"], "--budgets must be whole token counts"),
+        (["-d", "wtq", "--tokenizer", "no-such-tokenizer"], "tokenizer 'no-such-tokenizer'"),
+    ],
+)
+def test_eval_mistakes_are_one_line_errors(
+    capsys: pytest.CaptureFixture[str], shared_data: Path, args: list[str], expected: str
+) -> None:
+    argv = ["eval", "-m", "htmlrag", "--data-dir", str(shared_data), "--no-progress", *args]
+    assert expected in _one_line_error(capsys, argv)
+
+
+def test_eval_unknown_names_suggest_the_nearest(
+    capsys: pytest.CaptureFixture[str], shared_data: Path
+) -> None:
+    base = ["eval", "--data-dir", str(shared_data)]
+    line = _one_line_error(capsys, [*base, "-m", "htmlrag", "-d", "leval-nqq"])
+    assert line.endswith("did you mean 'leval-nq'?")
+    line = _one_line_error(capsys, [*base, "-m", "chunk-bm25", "-d", "wtq"])
+    assert "unknown method 'chunk-bm25'" in line and line.endswith("did you mean 'chunks-bm25'?")
+    assert "htmlrag-generative" in line  # the known names are listed
+
+
+def test_eval_without_a_data_folder_says_where_it_looked(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    missing = tmp_path / "no-data"
+    monkeypatch.setenv("HREFINE_DATA", str(missing))
+    line = _one_line_error(capsys, ["eval", "-m", "chunks-bm25", "-d", "wtq"])
+    assert f"no evaluation data folder at {missing}" in line and "--data-dir" in line
+
+
+def test_debug_shows_the_traceback_instead(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(ConfigError, match="unknown dataset"):
+        main(["eval", "-m", "htmlrag", "-d", "wtqq", "--debug"])  # after the command too
+    monkeypatch.setenv("HREFINE_DEBUG", "1")
+    with pytest.raises(ConfigError, match="positive token counts"):
+        main(["eval", "-m", "htmlrag", "-d", "wtq", "-b", "0"])
+    assert "hrefine: error" not in capsys.readouterr().err
+
+
+def test_html_prune_mistakes_are_one_line_errors(
+    capsys: pytest.CaptureFixture[str], table_page: Path, tmp_path: Path
+) -> None:
+    prune = ["html", "prune", str(table_page), "-q", "Springfield"]
+    assert "unknown scorer" in _one_line_error(capsys, [*prune, "--scorer", "bm52"])
+    line = _one_line_error(capsys, [*prune, "--tokenizer", "no-such-tokenizer"])
+    assert "tokenizer 'no-such-tokenizer'" in line
+    line = _one_line_error(capsys, [*prune, "-o", str(tmp_path / "no-dir" / "out.html")])
+    assert "could not write the pruned HTML" in line
+    assert "no such file" in _one_line_error(capsys, ["html", "clean", str(tmp_path / "x.html")])
+
+
+def test_html_prune_writes_to_output_with_the_given_tokenizer(
+    capsys: pytest.CaptureFixture[str], table_page: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "pruned.html"
+    argv = ["html", "prune", str(table_page), "-q", "population of Springfield", "-n", "80"]
+    code = main([*argv, "--scorer", "bm25", "--tokenizer", "regex", "-o", str(out)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert captured.out == ""  # the pruned HTML went to the file
+    assert "Springfield has a population" in out.read_text(encoding="utf-8")
+    assert "/ 80 tokens (regex)" in captured.err and f"written to {out}" in captured.err
+    assert "loading" not in captured.err  # BM25 and the regex counter load no model
+
+
+def test_html_prune_default_budget_is_the_librarys(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from langchain_hrefine import HtmlRagCompressor
+    from llamaindex_hrefine import HtmlRagNodePostprocessor
+
+    assert HtmlRagCompressor.model_fields["max_tokens"].default == DEFAULT_BUDGET
+    assert HtmlRagNodePostprocessor.model_fields["max_tokens"].default == DEFAULT_BUDGET
+    page = tmp_path / "p.html"
+    page.write_text("<p>Rome is the capital of Italy.</p>", encoding="utf-8")
+    argv = ["html", "prune", str(page), "-q", "capital", "--scorer", "bm25", "--json"]
+    assert main([*argv, "--tokenizer", "regex"]) == 0
+    assert json.loads(capsys.readouterr().out)["budget"] == DEFAULT_BUDGET
+
+
+def test_eval_old_method_names_work_with_a_deprecation_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    data = tmp_path / "tiny.jsonl"
+    doc = " ".join(f"Filler sentence number {i} about nothing." for i in range(40))
+    row = {"id": "q1", "question": "Where is the Clock Tower?", "answers": ["Springfield"]}
+    row["document"] = doc + " The Clock Tower stands in Springfield."
+    data.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+    argv = ["eval", "-m", "BM25", "-d", str(data), "-b", "64", "--tokenizer", "regex"]
+    assert main([*argv, "-o", str(out), "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert "hrefine: warning: method 'BM25' is now called 'chunks-bm25'" in err
+    runs = json.loads((out / "eval.json").read_text())["runs"]
+    assert [r["method"] for r in runs] == ["chunks-bm25"]
+    assert runs[0]["summaries"][0]["metrics"]["containment"] == 1.0
+
+    assert main(["eval", "--help"]) == 0
+    help_text = " ".join(capsys.readouterr().out.replace("\u2502", " ").split())
+    for old, new in (("lead", "lead-text"), ("bm25", "chunks-bm25")):
+        assert f"{old} -> {new}" in help_text
+    assert "htmlrag-bm25" in help_text and "htmlrag-generative" in help_text
+
+
+def test_loading_line_names_what_loads() -> None:
+    expected = "loading all-MiniLM-L6-v2 and the Llama-3.2 tokenizer..."
+    assert loading_line(scorer="embedding") == expected
+    assert loading_line(scorer="bm25", tokenizer="regex") is None
+    both = loading_line(scorer="bm25", tokenizer="gpt-4o", generative=True)
+    assert both == "loading SmolLM2-135M-Instruct and the tokenizer 'gpt-4o'..."
+    cross = loading_line(scorer="cross-encoder:/m/ce", tokenizer="llama-3.2")
+    assert cross == "loading the cross-encoder '/m/ce' and the Llama-3.2 tokenizer..."
+
+
+def _hrefine(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m hrefine`` in a fresh process, where the models load for the first time."""
+    env = {k: v for k, v in os.environ.items() if k not in QUIET_ENV and k != "HREFINE_DEBUG"}
+    cmd = [sys.executable, "-m", "hrefine", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False)
+
+
+def test_first_call_says_what_loads_and_shows_no_bars_or_warnings(table_page: Path) -> None:
+    proc = _hrefine("html", "prune", str(table_page), "-q", "population of Springfield")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert lines[0] == "loading all-MiniLM-L6-v2 and the Llama-3.2 tokenizer..."
+    assert len(lines) == 2 and "tokens (llama-3.2)" in lines[1], proc.stderr
+    assert "Springfield" in proc.stdout
+
+
+def test_doctor_loads_models_without_bars_or_warnings() -> None:
+    proc = _hrefine("doctor", "--skip-lm")
+    assert proc.returncode == 0, proc.stderr
+    assert "all-MiniLM-L6-v2" in proc.stdout
+    assert proc.stderr == ""  # no "Loading weights" bar, no FutureWarning

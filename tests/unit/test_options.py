@@ -54,11 +54,21 @@ def test_a_bad_setting_fails_when_made_with_a_message_naming_it(
         HtmlPruner(**settings)
 
 
+class _LMLike:
+    """The LocalLM surface the options check for (chat_prompt, session)."""
+
+    def chat_prompt(self, user: str) -> str:
+        return user
+
+    def session(self) -> None:
+        return None
+
+
 def test_key_compares_values_and_models_by_identity() -> None:
-    model = object()
+    model = _LMLike()
     a = HtmlPrunerOptions(lm=model, max_words=10)
     assert a.key() == HtmlPrunerOptions(lm=model, max_words=10).key()
-    assert a.key() != HtmlPrunerOptions(lm=object(), max_words=10).key()
+    assert a.key() != HtmlPrunerOptions(lm=_LMLike(), max_words=10).key()
     assert a.key() != a.replace(max_words=11).key()
     assert "lm" not in a.plain() and a.plain()["max_words"] == 10
 

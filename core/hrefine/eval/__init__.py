@@ -3,7 +3,7 @@
 Typical use::
 
     from hrefine.eval import run_eval
-    result = run_eval("bm25", "hotpotqa", budgets=[512, 1024], limit=50)
+    result = run_eval("chunks-bm25", "hotpotqa", budgets=[512, 1024], limit=50)
     result.score(512)  # mean supporting-paragraph recall at 512 tokens
 
 Any object with ``compress(document, query, max_tokens) -> str`` is a :class:`Compressor`;

@@ -1,17 +1,28 @@
 """``hrefine eval``: evaluate methods on the shared data from the command line.
 
 The main CLI mounts :data:`eval_app` as its ``eval`` command
-(``app.add_typer(eval_app, name="eval")``). Heavy imports happen inside the command.
+(``app.add_typer(eval_app, name="eval")``), which prints the user's mistakes (an unknown
+method or dataset, a budget below 1, a bad tokenizer, no data folder) as one line. Heavy imports
+happen inside the command.
 """
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from hrefine._cli_support import announce_loading, say
+from hrefine.errors import ConfigError, DatasetUnavailableError
+from hrefine.eval.methods import RENAMED_METHODS
+
 __all__ = ["eval_app", "eval_command"]
+
+_RENAMED_HELP = ", ".join(f"{old} -> {new}" for old, new in RENAMED_METHODS.items())
+# Registered methods whose default scorer is the embedded all-MiniLM-L6-v2.
+_EMBEDDING_METHODS = {"chunks-embedding", "htmlrag", "htmlrag-generative"}
 
 eval_app = typer.Typer(
     help="Evaluate context compressors at several token budgets.",
@@ -40,12 +51,74 @@ def _parse_options(pairs: list[str]) -> dict[str, Any]:
     return options
 
 
+def _budgets(value: str) -> list[int]:
+    try:
+        budgets = [int(b) for b in _split(value)]
+    except ValueError as exc:
+        msg = f"--budgets must be whole token counts (e.g. 512,1024), got {value!r}"
+        raise ConfigError(msg) from exc
+    if not budgets or min(budgets) < 1:
+        msg = f"--budgets must be positive token counts (e.g. 512,1024), got {value!r}"
+        raise ConfigError(msg)
+    return budgets
+
+
+def _methods(names: list[str]) -> list[str]:
+    """Registered names as the registry spells them; a renamed one says its new name."""
+    from hrefine.eval.methods import resolve_method_name
+
+    resolved = []
+    for name in names:
+        key = resolve_method_name(name)
+        if name.strip().lower() in RENAMED_METHODS:
+            old = f"method {name!r} is now called {key!r}"
+            say(f"hrefine: warning: {old}; the old name will be removed")
+        resolved.append(key)
+    return resolved
+
+
+def _check_datasets(names: list[str], data_dir: Path | None) -> None:
+    """Unknown dataset names and a missing data folder fail before anything loads."""
+    from hrefine.eval.loaders import DATASETS, default_data_dir, resolve_dataset_name
+
+    named = [n for n in names if not n.endswith(".jsonl")]
+    for name in named:
+        if resolve_dataset_name(name) not in DATASETS:
+            close = difflib.get_close_matches(resolve_dataset_name(name), list(DATASETS), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            msg = (
+                f"unknown dataset {name!r}; use one of {', '.join(sorted(DATASETS))} or a "
+                f".jsonl path{hint}"
+            )
+            raise ConfigError(msg)
+    root = default_data_dir(data_dir)
+    if named and not root.is_dir():
+        msg = (
+            f"no evaluation data folder at {root}; give --data-dir, set HREFINE_DATA, or put "
+            "the shared data in ../shared/data beside the repository"
+        )
+        raise DatasetUnavailableError(msg)
+
+
+def _loading(methods: list[str], options: dict[str, Any], tokenizer: str | None) -> None:
+    scorer = options.get("scorer")
+    embedding = scorer == "embedding" or (scorer is None and bool(_EMBEDDING_METHODS & {*methods}))
+    generative = "htmlrag-generative" in methods or options.get("generative") is True
+    announce_loading(
+        tokenizer=tokenizer, scorer="embedding" if embedding else None, generative=generative
+    )
+
+
 def _listing() -> str:
     from hrefine.eval.loaders import DATASETS, default_data_dir
     from hrefine.eval.methods import available_methods
 
     root = default_data_dir()
-    lines = [f"methods: {', '.join(available_methods())} (or module:ClassName)", f"data: {root}"]
+    lines = [
+        f"methods: {', '.join(available_methods())} (or module:ClassName)",
+        f"renamed (old names still work): {_RENAMED_HELP}",
+        f"data: {root}",
+    ]
     for spec in DATASETS.values():
         state = "ok" if (root / spec.folder).is_dir() else "missing"
         lines.append(f"  {spec.name:<14} {state:<8} {spec.description}")
@@ -59,7 +132,9 @@ def eval_command(
         typer.Option(
             "--method",
             "-m",
-            help="Method(s), comma-separated: lead, bm25, embedding, htmlrag, or module:ClassName.",
+            help="Method(s), comma-separated: lead-text, chunks-bm25, chunks-embedding (the "
+            "baselines), htmlrag, htmlrag-bm25, htmlrag-generative (the pruner), or "
+            f"module:ClassName. Renamed, still accepted: {_RENAMED_HELP}.",
         ),
     ] = "",
     dataset: Annotated[
@@ -83,7 +158,11 @@ def eval_command(
         Path | None, typer.Option(help="Data root (default: $HREFINE_DATA or ../shared/data).")
     ] = None,
     tokenizer: Annotated[
-        str | None, typer.Option(help="Budget tokenizer: llama-3.2 (default), regex, or a path.")
+        str | None,
+        typer.Option(
+            help="Budget tokenizer: llama-3.2 (default), a tokenizer.json or model folder, a "
+            "cached model name, a tiktoken name (gpt-4o, cl100k_base), or regex."
+        ),
     ] = None,
     all_questions: Annotated[
         bool, typer.Option("--all-questions", help="WTQ: keep non-strict questions too.")
@@ -105,24 +184,26 @@ def eval_command(
     if not methods or not datasets:
         typer.echo("give --method and --dataset (see --list)", err=True)
         raise typer.Exit(2)
-    try:
-        budget_list = [int(b) for b in _split(budgets)]
-    except ValueError as exc:
-        msg = f"--budgets must be integers, got {budgets!r}"
-        raise typer.BadParameter(msg) from exc
+    budget_list = _budgets(budgets)
+    methods = _methods(methods)
+    _check_datasets(datasets, data_dir)
+    options = _parse_options(option or [])
 
+    from hrefine.budget import get_counter
     from hrefine.eval.report import markdown_tables, results_to_json, write_report
     from hrefine.eval.runner import run_many
 
+    counter = get_counter(tokenizer)  # a bad tokenizer fails here, before the models load
+    _loading(methods, options, tokenizer)
     results = run_many(
         methods,
         datasets,
         budget_list,
         limit,
         data_dir=data_dir,
-        tokenizer=tokenizer,
+        tokenizer=counter,
         strict_only=False if all_questions else None,
-        method_options=_parse_options(option or []),
+        method_options=options,
         progress=progress,
     )
     for r in results:

@@ -28,8 +28,10 @@ __all__ = [
     "DatasetSpec",
     "DatasetUnavailableError",
     "EvalItem",
+    "Half",
     "data_sha256",
     "default_data_dir",
+    "half_of",
     "load_dataset",
     "load_jsonl",
     "repair_nq_html",
@@ -40,6 +42,7 @@ logger = logging.getLogger(__name__)
 
 DocFormat = Literal["html", "text"]
 AnswerMode = Literal["all", "any"]
+Half = Literal["tune", "check"]
 
 
 @lru_cache(maxsize=16)
@@ -560,6 +563,31 @@ def load_dataset(
 
 def _id_hash(item_id: str) -> str:
     return hashlib.sha1(item_id.encode("utf-8")).hexdigest()
+
+
+def half_of(doc_id: str) -> Half:
+    """The half of the dev data a page belongs to: ``"tune"`` or ``"check"``.
+
+    The rule, fixed before any result was looked at: the first byte of the SHA-1 of the page id
+    (UTF-8) is even for the tuning half and odd for the checking half. Every question on a page
+    falls in the page's half, so a change tuned on one half is checked on pages it never saw.
+    Decisions (defaults, new settings) are made on the tuning half only; both are reported.
+
+    Parameters
+    ----------
+    doc_id:
+        The page's id (:attr:`EvalItem.doc_id`).
+
+    Returns
+    -------
+    Half
+        ``"tune"`` or ``"check"``.
+
+    >>> half_of("203-342"), half_of("203-124")
+    ('tune', 'check')
+    """
+    first = hashlib.sha1(doc_id.encode("utf-8")).digest()[0]
+    return "tune" if first % 2 == 0 else "check"
 
 
 def subset(items: Sequence[EvalItem], limit: int | None) -> list[EvalItem]:

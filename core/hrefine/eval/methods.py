@@ -2,8 +2,13 @@
 
 A method is given as
 
-- a registered name: ``"lead"``, ``"bm25"``, ``"embedding"`` (the baselines) or ``"htmlrag"``
-  (:class:`hrefine.html.HtmlPruner`, imported when first asked for);
+- a registered name (any case), which says what the method is: ``"lead-text"`` (the start of
+  the document's text), ``"chunks-bm25"`` and ``"chunks-embedding"`` (~128-token chunks of the
+  text ranked by BM25 or by all-MiniLM-L6-v2 embeddings): the baselines; ``"htmlrag"``
+  (:class:`hrefine.html.HtmlPruner` with its defaults), ``"htmlrag-bm25"``
+  (``scorer="bm25"``, no model) and ``"htmlrag-generative"`` (``generative=True``), imported
+  when first asked for. The old names ``"lead"``, ``"bm25"`` and ``"embedding"``
+  (:data:`RENAMED_METHODS`) still work and warn: ``"bm25"`` read like the BM25 pruner;
 - an import path ``"package.module:Name"``: a class (instantiated with the options), a function
   ``(document, query, max_tokens) -> str``, or an instance;
 - an object: a :class:`Compressor`, a LangChain document compressor, a LlamaIndex node
@@ -15,8 +20,10 @@ constructor takes it, so the method and the harness count the same tokens.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import inspect
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -25,11 +32,25 @@ from hrefine.errors import ConfigError, InputTypeError
 from hrefine.eval.base import Compressor, FunctionCompressor
 from hrefine.eval.text import looks_like_html, text_to_html
 
-__all__ = ["PrunerCompressor", "available_methods", "get_method", "register_method"]
+__all__ = [
+    "RENAMED_METHODS",
+    "PrunerCompressor",
+    "available_methods",
+    "get_method",
+    "register_method",
+    "resolve_method_name",
+]
 
 MethodEntry = str | Callable[..., Any]
 
 _REGISTRY: dict[str, MethodEntry] = {}
+
+#: Old method names and the names that replaced them; the old ones still work, with a warning.
+RENAMED_METHODS: dict[str, str] = {
+    "lead": "lead-text",
+    "bm25": "chunks-bm25",
+    "embedding": "chunks-embedding",
+}
 
 
 def register_method(name: str, entry: MethodEntry) -> None:
@@ -58,22 +79,66 @@ def _lead(tokenizer: Any = None, **options: Any) -> Compressor:
     return LeadCompressor(tokenizer, **options)
 
 
-def _bm25(tokenizer: Any = None, **options: Any) -> Compressor:
-    from hrefine.eval.baselines import ChunkCompressor
+def _chunks(scorer: str) -> Callable[..., Compressor]:
+    def build(tokenizer: Any = None, **options: Any) -> Compressor:
+        from hrefine.eval.baselines import ChunkCompressor
 
-    return ChunkCompressor("bm25", tokenizer=tokenizer, **options)
+        options.setdefault("name", f"chunks-{scorer}")
+        return ChunkCompressor(scorer, tokenizer=tokenizer, **options)
 
-
-def _embedding(tokenizer: Any = None, **options: Any) -> Compressor:
-    from hrefine.eval.baselines import ChunkCompressor
-
-    return ChunkCompressor("embedding", tokenizer=tokenizer, **options)
+    return build
 
 
-register_method("lead", _lead)
-register_method("bm25", _bm25)
-register_method("embedding", _embedding)
+def _htmlrag(name: str, **preset: Any) -> Callable[..., Compressor]:
+    def build(tokenizer: Any = None, **options: Any) -> Compressor:
+        from hrefine.html import HtmlPruner
+
+        options.pop("chunk_tokens", None)  # the pruner has no chunks; see _lead
+        return PrunerCompressor(HtmlPruner(tokenizer=tokenizer, **{**preset, **options}), name)
+
+    return build
+
+
+register_method("lead-text", _lead)
+register_method("chunks-bm25", _chunks("bm25"))
+register_method("chunks-embedding", _chunks("embedding"))
 register_method("htmlrag", "hrefine.html:HtmlPruner")
+register_method("htmlrag-bm25", _htmlrag("htmlrag-bm25", scorer="bm25"))
+register_method("htmlrag-generative", _htmlrag("htmlrag-generative", generative=True))
+
+
+def resolve_method_name(name: str) -> str:
+    """The registered name ``name`` stands for: the same name in any case, or the new name of
+    a renamed one (:data:`RENAMED_METHODS`). Import paths (``"module:Name"``) come back as given.
+
+    Parameters
+    ----------
+    name:
+        A method name as a user typed it.
+
+    Returns
+    -------
+    str
+        A key of the registry, or the import path.
+
+    Raises
+    ------
+    ConfigError
+        ``name`` is neither registered, renamed nor an import path; the message lists the
+        registered names and suggests the nearest one.
+    """
+    if ":" in name or name in _REGISTRY:
+        return name
+    key = name.strip().lower()
+    if key in _REGISTRY:
+        return key
+    if key in RENAMED_METHODS:
+        return RENAMED_METHODS[key]
+    known = available_methods()
+    close = difflib.get_close_matches(key, [*known, *RENAMED_METHODS], n=1, cutoff=0.6)
+    hint = f"; did you mean {RENAMED_METHODS.get(close[0], close[0])!r}?" if close else ""
+    msg = f"unknown method {name!r}; use one of {', '.join(known)} or 'module:Name'{hint}"
+    raise ConfigError(msg)
 
 
 class PrunerCompressor:
@@ -173,8 +238,9 @@ def get_method(
     Parameters
     ----------
     method:
-        A registered name, an import path ``"module:Name"``, a class, a function or an instance
-        (see the module docstring).
+        A registered name (any case; a renamed one warns with :class:`FutureWarning`), an
+        import path ``"module:Name"``, a class, a function or an instance (see the module
+        docstring).
     tokenizer:
         The evaluation's tokenizer (anything :func:`hrefine.budget.get_counter` accepts); given
         to classes whose constructor takes ``tokenizer`` or ``counter``.
@@ -191,8 +257,8 @@ def get_method(
 
     Raises
     ------
-    ValueError
-        An unknown name or a bad import path.
+    ConfigError
+        An unknown name (with the nearest registered one) or a bad import path.
     ImportError
         The method's module cannot be imported (e.g. ``htmlrag`` before ``hrefine.html`` exists).
     """
@@ -200,17 +266,18 @@ def get_method(
     label = name
     target: Any = method
     if isinstance(method, str):
-        if method in _REGISTRY:
-            label = label or method
-            target = _REGISTRY[method]
+        key = resolve_method_name(method)
+        if method.strip().lower() in RENAMED_METHODS:
+            msg = f"method {method!r} is now called {key!r}; the old name will be removed"
+            warnings.warn(msg, FutureWarning, stacklevel=2)
+        if key in _REGISTRY:
+            label = label or key
+            target = _REGISTRY[key]
             if not isinstance(target, str):
                 comp = target(tokenizer=counter, **options)
                 if label != getattr(comp, "name", None):
                     return FunctionCompressor(comp.compress, name=label)
                 return comp  # type: ignore[no-any-return]
-        elif ":" not in method:
-            msg = f"unknown method {method!r}; use one of {available_methods()} or 'module:Name'"
-            raise ConfigError(msg)
         if isinstance(target, str):
             target = _import(target)
     chunk_tokens = int(options.get("chunk_tokens", 128))

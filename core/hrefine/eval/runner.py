@@ -236,9 +236,10 @@ def run_eval(
     Parameters
     ----------
     method:
-        A registered name (``"lead"``, ``"bm25"``, ``"embedding"``, ``"htmlrag"``), an import
-        path ``"module:Name"`` (LangChain compressor, LlamaIndex postprocessor, compressor
-        class or function) or a :class:`Compressor` (see :func:`hrefine.eval.get_method`).
+        A registered name (``"lead-text"``, ``"chunks-bm25"``, ``"chunks-embedding"``,
+        ``"htmlrag"``, ``"htmlrag-bm25"``, ``"htmlrag-generative"``), an import path
+        ``"module:Name"`` (LangChain compressor, LlamaIndex postprocessor, compressor class or
+        function) or a :class:`Compressor` (see :func:`hrefine.eval.get_method`).
     dataset:
         A dataset name (see :data:`hrefine.eval.DATASETS`) or a ``.jsonl`` path.
     budgets:

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from hrefine.html.blocks import build_block_tree
 from hrefine.html.clean import DEFAULT_KEEP_ATTRS, clean_html
-from hrefine.html.options import MIN_BUDGET, HtmlPrunerOptions
+from hrefine.html.options import DEFAULT_BUDGET, MIN_BUDGET, HtmlPrunerOptions
 from hrefine.html.prune import HtmlPruner
 from hrefine.html.report import render_report
 from hrefine.html.result import BlockReport, PruneResult
 
 __all__ = [
+    "DEFAULT_BUDGET",
     "DEFAULT_KEEP_ATTRS",
     "MIN_BUDGET",
     "BlockReport",

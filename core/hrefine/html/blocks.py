@@ -382,6 +382,7 @@ def build_forest(
     max_words: int = 256,
     too_big: Callable[[str, str], bool] | None = None,
     doc_ids: Sequence[int] | None = None,
+    split: Callable[[Any], bool] | None = None,
 ) -> BlockForest:
     """Build one block tree over several parsed documents (Algorithm 1, breadth first).
 
@@ -397,6 +398,9 @@ def build_forest(
         split blocks that would take too large a share of the token budget.
     doc_ids:
         Input-document index of each root (default: 0, 1, 2…).
+    split:
+        Optional check on an element: when it returns True and the element has children, it
+        is expanded whatever its size (the pruner splits a record table into its rows).
     """
     if max_words < 1:
         msg = f"max_words must be >= 1, got {max_words}"
@@ -408,7 +412,7 @@ def build_forest(
     tree = Tree(metadata={"max_words": max_words, "documents": len(roots)})
     elements: list[Any] = []
     for doc, root in zip(docs, roots, strict=True):
-        _add_document(tree, elements, root, doc, max_words, too_big)
+        _add_document(tree, elements, root, doc, max_words, too_big, split)
     return BlockForest(tree=tree, elements=elements, roots=list(roots), doc_ids=docs)
 
 
@@ -419,6 +423,7 @@ def _add_document(
     doc: int,
     max_words: int,
     too_big: Callable[[str, str], bool] | None,
+    split: Callable[[Any], bool] | None = None,
 ) -> None:
     wanted: dict[Any, int] = {}
     counted: dict[Any, int] = {}  # children's words, counted when their parent is opened
@@ -429,7 +434,9 @@ def _add_document(
     while queue:
         el, words, parent, path, ipath = queue.popleft()
         leaf_html: str | None = None
-        expand = len(el) > 0 and (words >= max_words or el.tag in WRAPPER_TAGS)
+        expand = len(el) > 0 and (
+            words >= max_words or el.tag in WRAPPER_TAGS or (split is not None and split(el))
+        )
         if not expand and len(el) > 0 and too_big is not None:
             leaf_html = serialize_element(el)
             expand = too_big(str(el.tag), leaf_html)

@@ -24,7 +24,7 @@ from hrefine.html._load import drop_tree
 from hrefine.html._text import cell_span, element_text, normalize_space
 from hrefine.html.tags import TABLE_SECTION_TAGS
 
-__all__ = ["ColumnChoice", "TableGrid", "project_columns", "table_grid"]
+__all__ = ["ColumnChoice", "TableGrid", "is_record_table", "project_columns", "table_grid"]
 
 # Spans beyond these are treated as malformed (browsers cap them at 1000 and 65534).
 _MAX_COLSPAN = 1000
@@ -47,6 +47,10 @@ _MAX_NAMED_ROWS = 3
 _NAMED_SHARE = 0.25
 # A row is named when its lexical match is at least this share of the table's best row's.
 _NAMED_MATCH = 0.5
+# A record table (an infobox) has at least this many rows of one header cell and one value,
+# and they are at least this share of its rows holding a value.
+_RECORD_MIN_ROWS = 3
+_RECORD_SHARE = 0.6
 
 
 @dataclass
@@ -96,6 +100,42 @@ def _rows(table: Any) -> list[Any]:
         elif child.tag in TABLE_SECTION_TAGS:
             rows.extend(r for r in child if r.tag == "tr")
     return rows
+
+
+def is_record_table(table: Any) -> bool:
+    """Whether ``table`` describes one thing, a field per row (a Wikipedia infobox): most of
+    its rows holding a value are one header cell then one value cell (``Author | J.K.
+    Rowling``), and at least three are.
+
+    Such a row says what it is by its own header cell, unlike a row of a data table, whose
+    meaning is its table's; a section row spanning the table (an image, "Statistics") is
+    neither.
+
+    >>> from lxml import html
+    >>> box = html.fromstring(
+    ...     "<table><tr><th colspan=2>Harry Potter</th></tr><tr><th>Author</th>"
+    ...     "<td>J. K. Rowling</td></tr><tr><th>Genre</th><td>Fantasy</td></tr>"
+    ...     "<tr><th>Books</th><td>7</td></tr></table>"
+    ... )
+    >>> is_record_table(box)
+    True
+    >>> data = html.fromstring(
+    ...     "<table><tr><th>Year</th><th>Title</th></tr><tr><td>1997</td><td>Stone</td></tr>"
+    ...     "<tr><td>1998</td><td>Chamber</td></tr><tr><td>1999</td><td>Prisoner</td></tr></table>"
+    ... )
+    >>> is_record_table(data)
+    False
+    """
+    if table.tag != "table":
+        return False
+    valued = fields = 0
+    for row in _rows(table):
+        cells = [c for c in row if c.tag in ("td", "th")]
+        if not any(c.tag == "td" for c in cells):
+            continue
+        valued += 1
+        fields += len(cells) == 2 and cells[0].tag == "th" and cells[1].tag == "td"
+    return fields >= _RECORD_MIN_ROWS and fields >= _RECORD_SHARE * valued
 
 
 def table_grid(table: Any) -> TableGrid | None:

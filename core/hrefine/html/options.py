@@ -8,15 +8,21 @@ docs page.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from hrefine.errors import ConfigError, InputTypeError
+from hrefine.html.formats import check_input_format
 from hrefine.options import Options, check_bool, check_int, check_number, setting
 
-__all__ = ["MIN_BUDGET", "HtmlPrunerOptions"]
+__all__ = ["DEFAULT_BUDGET", "MIN_BUDGET", "HtmlPrunerOptions"]
 
 #: Budgets below this many tokens raise BudgetTooSmallError: no useful HTML fits.
 MIN_BUDGET = 4
+
+#: The token budget the adapters and ``hrefine html prune`` use when none is given.
+DEFAULT_BUDGET = 2048
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -27,23 +33,30 @@ class HtmlPrunerOptions(Options):
     ----------
     scorer:
         Stage-1 block scorer: ``"embedding"`` (default), ``"bm25"``,
-        ``"cross-encoder:<model>"`` or an object with ``score(query, texts)``. Each block is
-        scored with its headings (page title, sections, table header); ``"bm25"`` leaves a
-        single page's ``<title>`` and sole ``<h1>`` out of them, as they open every block's
-        headings and would take their words' weight to zero.
+        ``"cross-encoder:<model>"`` (names in any case; a misspelt one fails with the nearest
+        name), an object with ``score(query, texts)``, or a cross-encoder object
+        (sentence-transformers' ``CrossEncoder``, LangChain's ``HuggingFaceCrossEncoder``).
+        Each block is scored with its headings (page title, sections, table header);
+        ``"bm25"`` leaves a single page's ``<title>`` and sole ``<h1>`` out of them, as they
+        open every block's headings and would take their words' weight to zero.
     embedder:
         Embedder for ``scorer="embedding"`` (default: the embedded all-MiniLM-L6-v2); objects
         with ``embed_documents``/``embed_query`` work too. The adapters set it from their own
-        ``embeddings``/``embed_model`` field.
+        ``embeddings``/``embed_model`` field. Given with another scorer, it is a
+        :class:`~hrefine.errors.ConfigError` (it would be ignored).
     tokenizer:
-        The reader LLM's tokenizer, which counts the budget (default: Llama-3.2's): a name, a
-        ``tokenizer.json`` path, a Hugging Face or tiktoken tokenizer, or a ``str -> int``.
+        The reader LLM's tokenizer, which counts the budget (default: Llama-3.2's): a Hugging
+        Face name, a ``tokenizer.json`` path, a tiktoken encoding or model name
+        (``"cl100k_base"``, ``"gpt-4o"``), a Hugging Face tokenizer, a ``tiktoken.Encoding``,
+        or a ``str -> int``.
     max_words:
         Stage-1 block granularity in words (paper: 256).
     generative:
         Run stage 2, the generative token-tree pruning, with ``lm``.
     lm:
-        The :class:`~hrefine.models.LocalLM` for stage 2 (default: ``default_lm()``).
+        The :class:`~hrefine.models.LocalLM` for stage 2 (default: ``default_lm()``), or a
+        local model folder or a name in the Hugging Face cache, which the pruner loads as a
+        ``LocalLM`` (looked for when the pruner is made; never downloaded).
     fine_max_words:
         Stage-2 block granularity in words (paper: 128).
     stage1_max_tokens:
@@ -89,6 +102,27 @@ class HtmlPrunerOptions(Options):
         all-MiniLM-L6-v2 was trained on; the rest of a long block adds little to its vector).
         None reads up to the embedder's own limit. Embedders from other libraries read their
         own way.
+    input_format:
+        How each input is read: ``"auto"`` (default) tells HTML, Markdown and plain text apart
+        per document (:func:`hrefine.html.formats.detect_format`; a page with a doctype,
+        ``<html>``/``<body>`` or HTML tags is HTML); ``"html"``, ``"markdown"`` or ``"text"``
+        read every input so. Markdown (CommonMark with pipe tables, raw HTML in it shown as
+        text) and plain text (paragraphs, line breaks as ``<br>``, ``- ``/``1. `` lines as
+        lists) are written as HTML before cleaning (:func:`hrefine.html.formats.to_html`), so a
+        Markdown table prunes as a table, its header kept with its rows.
+        ``stats["input_formats"]`` gives the format of each input document.
+    match_subject:
+        True: the BM25 match reads the whole query. False: on a single page it leaves out the
+        query's words that the page's title (its ``<title>``, its sole ``<h1>``) holds, which
+        name the page rather than any block of it, unless nothing else would be matched
+        (:func:`hrefine.html.scoring.without_subject`). The dense scorer reads the whole query
+        either way.
+    record_tables:
+        A record table, one thing's fields a row each (a Wikipedia infobox: most rows one
+        header cell and one value, :func:`hrefine.html.columns.is_record_table`), is split
+        into its rows whatever its size; each row is scored on its own rather than taking the
+        table's score, and the table is never kept whole for the score of what it describes.
+        False treats it as any other table.
     cleaned_cache:
         Pages whose cleaned tree the pruner keeps (the most recent, at most 4 million input
         characters in all), so a page pruned again for another question or budget is not
@@ -98,21 +132,25 @@ class HtmlPrunerOptions(Options):
     adapter_excluded: ClassVar[frozenset[str]] = frozenset({"embedder"})
 
     scorer: Any = setting(
-        "embedding", help="'embedding', 'bm25', 'cross-encoder:<model>' or an hrefine Scorer."
+        "embedding",
+        help="'embedding', 'bm25', 'cross-encoder:<model>', an hrefine Scorer or a cross-encoder.",
     )
     embedder: Any = setting(None, help="Embedder for the 'embedding' scorer; None: the default.")
     tokenizer: Any = setting(
         None,
         help=(
-            "Tokenizer the budget is counted in (a tokenizer, tokenizer.json path or "
-            "str -> int callable); None: hrefine's default (Llama-3.2)."
+            "Tokenizer the budget is counted in (a tokenizer, tokenizer.json path, Hugging Face "
+            "or tiktoken name, or str -> int callable); None: hrefine's default (Llama-3.2)."
         ),
     )
     max_words: int = setting(256, help="Largest block of the first stage, in words.")
     generative: bool = setting(
         False, help="Run the paper's generative second stage (tag-path scoring)."
     )
-    lm: Any = setting(None, help="hrefine LocalLM for the generative stage; None: the default.")
+    lm: Any = setting(
+        None,
+        help="LocalLM, model folder or cached name for the generative stage; None: the default.",
+    )
     fine_max_words: int = setting(128, help="Largest block of the generative stage, in words.")
     stage1_max_tokens: int | None = setting(
         None, help="Budget of the first stage; None: the budget, or 4x it when generative."
@@ -147,6 +185,23 @@ class HtmlPrunerOptions(Options):
     embed_max_tokens: int | None = setting(
         128, help="Word pieces of each block an hrefine embedder reads; None: its own limit."
     )
+    input_format: str = setting(
+        "auto", help="How inputs are read: 'auto' (per document), 'html', 'markdown' or 'text'."
+    )
+    match_subject: bool = setting(
+        True,
+        help=(
+            "Match the page title's words of the query too; False: on one page, match the rest "
+            "of the query only."
+        ),
+    )
+    record_tables: bool = setting(
+        False,
+        help=(
+            "Score each row of an infobox-like table (a header cell and a value per row) on "
+            "its own, never the whole table for what it describes."
+        ),
+    )
     cleaned_cache: int = setting(
         64,
         help=(
@@ -156,9 +211,17 @@ class HtmlPrunerOptions(Options):
     )
 
     def __post_init__(self) -> None:
-        from hrefine.models.scorers import check_scorer
+        from hrefine.models.scorers import canonical_scorer
 
-        check_scorer(self.scorer)  # a misspelt name fails here, not on the first page
+        # A misspelt name fails here, not on the first page; "BM25" is kept as "bm25".
+        object.__setattr__(self, "scorer", canonical_scorer(self.scorer))
+        if self.embedder is not None and self.scorer != "embedding":
+            msg = (
+                f"an embedder was given with scorer={self.scorer!r}, which does not use one; "
+                "use scorer='embedding' to score with it, or leave the embedder out"
+            )
+            raise ConfigError(msg)
+        _check_lm(self.lm)
         check_int("max_words", self.max_words, minimum=1)
         check_int("fine_max_words", self.fine_max_words, minimum=1)
         check_int("stage1_max_tokens", self.stage1_max_tokens, minimum=MIN_BUDGET, none=True)
@@ -166,6 +229,7 @@ class HtmlPrunerOptions(Options):
         check_int("read_words", self.read_words, minimum=1, none=True)
         check_int("embed_max_tokens", self.embed_max_tokens, minimum=2, none=True)
         check_int("cleaned_cache", self.cleaned_cache, minimum=0)
+        check_input_format(self.input_format)
         for name in (
             "generative",
             "boilerplate",
@@ -173,5 +237,29 @@ class HtmlPrunerOptions(Options):
             "narrow_tables",
             "split_paragraphs",
             "demote_back_matter",
+            "record_tables",
+            "match_subject",
         ):
             check_bool(name, getattr(self, name))
+
+
+def _check_lm(lm: Any) -> None:
+    """``lm`` is None, a model folder or name (loaded by the pruner), or LocalLM-like: an
+    object with the ``chat_prompt`` and ``session`` the generative stage calls."""
+    if lm is None or isinstance(lm, os.PathLike):
+        return
+    if isinstance(lm, str):
+        if not lm.strip():
+            msg = "lm is an empty string; give a model folder or name, or None for the default"
+            raise ConfigError(msg)
+        return
+    # Looked up on the class: a LocalLM's properties would load the model.
+    if all(callable(getattr(type(lm), m, None)) for m in ("chat_prompt", "session")):
+        return
+    msg = (
+        f"cannot use {type(lm).__name__} as the generative stage's lm: pass an hrefine "
+        "LocalLM, a local model folder or a name in the Hugging Face cache (loaded as a "
+        "LocalLM), or None for the embedded SmolLM2; a chat model or LLM client cannot "
+        "score tag paths"
+    )
+    raise InputTypeError(msg)

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hrefine.errors import EmptyInputError, InputTypeError
+from hrefine.results import by_relevance, unit_scores
 
 if TYPE_CHECKING:
     from hrefine.html.prune import HtmlPruner
@@ -32,6 +34,7 @@ __all__ = [
     "kept_with_metadata",
     "log_dropped",
     "outcome_metadata",
+    "warn_fragments",
 ]
 
 
@@ -46,7 +49,7 @@ class DocumentOutcome:
     html:
         The pruned HTML ("" when every block was dropped).
     score:
-        Best first-stage score among the kept blocks (None when none was kept).
+        Best first-stage score among the kept blocks, raw (None when none was kept).
     stage2_score:
         Best generative-stage score among the kept blocks, when that stage ran.
     blocks_kept:
@@ -55,8 +58,18 @@ class DocumentOutcome:
         Number of the page's blocks found.
     budget:
         The token budget the page was pruned under.
-    shared_budget:
-        True when all pages were pruned against one budget.
+    scope:
+        ``"shared"`` (all pages against one budget), ``"document"`` (a budget per page) or
+        ``"split"`` (``top_n`` pages, each an equal share of the budget: see :class:`PruneJob`).
+    page_score:
+        Best first-stage score among all the page's blocks, kept or not (None: no block).
+    relevance:
+        ``score`` in [0, 1] (:func:`hrefine.results.unit_scores`); set by :class:`PruneJob`.
+    below_top_n:
+        The page was left out because ``top_n`` more relevant pages were returned.
+    input_format:
+        What the page was read as: ``"html"``, ``"markdown"`` or ``"text"``
+        (:func:`hrefine.html.formats.detect_format`; None: not known).
     """
 
     index: int
@@ -66,12 +79,25 @@ class DocumentOutcome:
     blocks_kept: int
     blocks_total: int
     budget: int
-    shared_budget: bool
+    scope: str = "shared"
+    page_score: float | None = None
+    relevance: float | None = None
+    below_top_n: bool = False
+    input_format: str | None = None
 
     @property
     def kept(self) -> bool:
         """True when some of the page survived pruning."""
-        return self.blocks_kept > 0 and bool(self.html.strip())
+        return not self.below_top_n and self.blocks_kept > 0 and bool(self.html.strip())
+
+    @property
+    def reason(self) -> str | None:
+        """Why the page was left out (None: it was not)."""
+        if self.kept:
+            return None
+        if self.blocks_total == 0:
+            return "no visible text"
+        return "below top_n" if self.below_top_n else "no block fitted the budget"
 
 
 def check_query(query: object) -> str:
@@ -95,7 +121,7 @@ def empty_outcome(index: int, budget: int) -> DocumentOutcome:
         blocks_kept=0,
         blocks_total=0,
         budget=budget,
-        shared_budget=False,
+        scope="document",
     )
 
 
@@ -105,7 +131,7 @@ def _best(values: list[float | None]) -> float | None:
 
 
 def document_outcomes(
-    result: PruneResult, *, offset: int = 0, shared_budget: bool = True
+    result: PruneResult, *, offset: int = 0, scope: str = "shared", indices: Sequence[int] = ()
 ) -> list[DocumentOutcome]:
     """Split a :class:`~hrefine.html.PruneResult` into one outcome per input page.
 
@@ -115,8 +141,10 @@ def document_outcomes(
         The result of one ``HtmlPruner.prune`` call.
     offset:
         Index of the call's first page among all input pages (per-page pruning).
-    shared_budget:
-        Whether the call pruned several pages against one budget.
+    scope:
+        The budget's scope (see :attr:`DocumentOutcome.scope`).
+    indices:
+        Index among all input pages of each page of the call (default: ``offset`` onwards).
 
     Returns
     -------
@@ -124,31 +152,41 @@ def document_outcomes(
         In the order of ``result.documents``.
     """
     outcomes = []
+    formats = list(result.stats.get("input_formats") or [])
     for local, html in enumerate(result.documents):
         blocks = [b for b in result.blocks if b.doc == local and b.block_id >= 0]
         kept = [b for b in blocks if b.kept]
         outcomes.append(
             DocumentOutcome(
-                index=offset + local,
+                index=indices[local] if indices else offset + local,
                 html=html,
                 score=_best([b.stage1_score for b in kept]),
                 stage2_score=_best([b.stage2_score for b in kept]),
                 blocks_kept=len(kept),
                 blocks_total=len(blocks),
                 budget=int(result.budget),
-                shared_budget=shared_budget,
+                scope=scope,
+                page_score=_best([b.stage1_score for b in blocks]),
+                input_format=formats[local] if local < len(formats) else None,
             )
         )
     return outcomes
 
 
-def _flatten(per_page: Sequence[list[DocumentOutcome]]) -> list[DocumentOutcome]:
-    # Every page empty is the same error as when pruned together: there is nothing to prune.
-    outcomes = [o for group in per_page for o in group]
-    if outcomes and all(o.blocks_total == 0 for o in outcomes):
-        msg = f"all {len(outcomes)} pages are empty (no visible text to prune)"
-        raise EmptyInputError(msg)
-    return outcomes
+def score_scale(pruner: HtmlPruner) -> tuple[str, float]:
+    """What the pruner's raw block scores are (:func:`hrefine.results.unit_scores`'s
+    ``scale``) and how much its BM25 match may add to them."""
+    from hrefine.models.lexical import BM25Scorer
+    from hrefine.models.scorers import EmbeddingScorer
+
+    scorer = pruner.scorer
+    if isinstance(scorer, BM25Scorer):
+        return "relative", 0.0
+    extra = float(pruner.options.lexical_weight)
+    if isinstance(scorer, EmbeddingScorer):
+        return "cosine", extra
+    # A scorer may say what its scores are; a cross-encoder's logits are the default guess.
+    return str(getattr(scorer, "score_scale", "logit")), extra
 
 
 @dataclass(frozen=True)
@@ -168,6 +206,14 @@ class PruneJob:
         The budget: for all pages together (``together=True``, as in the paper) or per page.
     together:
         Whether the pages compete for one budget.
+    top_n:
+        Most pages returned (None: every page with something kept). The ``top_n`` pages with
+        the best block scores are chosen; pruned together, each must keep at least one block,
+        and when one would not, each of them is pruned to an equal share of the budget
+        instead (scope ``"split"``), so exactly ``min(top_n, pages with text)`` pages come back.
+    strict:
+        Raise :class:`~hrefine.errors.EmptyInputError` when every page is empty; otherwise
+        every outcome comes back empty and the reason is logged.
     """
 
     pruner: HtmlPruner
@@ -175,42 +221,173 @@ class PruneJob:
     query: str
     max_tokens: int
     together: bool = True
+    top_n: int | None = None
+    strict: bool = False
 
+    # -- sync ------------------------------------------------------------------------------
     def run(self) -> list[DocumentOutcome]:
-        """One outcome per page, in input order.
-
-        With per-page budgets a page with no text gets an empty outcome; all pages empty
-        raises :class:`~hrefine.errors.EmptyInputError`.
-        """
+        """One outcome per page, in input order, with ``relevance`` set."""
         check_query(self.query)
-        if self.together:
-            return document_outcomes(
-                self.pruner.prune(list(self.pages), self.query, self.max_tokens)
-            )
-        return _flatten([self._alone(i, page) for i, page in enumerate(self.pages)])
+        warn_fragments(self.pages)
+        try:
+            outcomes = self._first()
+        except EmptyInputError:
+            return self._all_empty()
+        chosen = self._chosen(outcomes)
+        if chosen is not None and not self._complete(outcomes, chosen) and self.together:
+            again = self._together(chosen) if self._fewer(outcomes, chosen) else []
+            if not self._complete(again, chosen):
+                again = [o for i in chosen for o in self._alone(i, self._share(chosen))]
+            outcomes = self._merge(outcomes, again)
+        return self._finish(outcomes, chosen)
 
+    def _first(self) -> list[DocumentOutcome]:
+        if self.together:
+            return self._together(range(len(self.pages)))
+        return _flatten([self._alone(i, self.max_tokens) for i in range(len(self.pages))])
+
+    def _together(self, indices: Sequence[int]) -> list[DocumentOutcome]:
+        pages = [self.pages[i] for i in indices]
+        result = self.pruner.prune(pages, self.query, self.max_tokens)
+        return document_outcomes(result, indices=list(indices))
+
+    def _alone(self, i: int, budget: int) -> list[DocumentOutcome]:
+        try:
+            result = self.pruner.prune([self.pages[i]], self.query, budget)
+        except EmptyInputError:
+            return [empty_outcome(i, budget)]
+        scope = "document" if budget == self.max_tokens else "split"
+        return document_outcomes(result, offset=i, scope=scope)
+
+    # -- async -----------------------------------------------------------------------------
     async def arun(self) -> list[DocumentOutcome]:
         """:meth:`run` on the pruner's async path: pages pruned on their own run concurrently."""
         check_query(self.query)
-        if self.together:
-            pages = list(self.pages)
-            return document_outcomes(await self.pruner.aprune(pages, self.query, self.max_tokens))
-
-        async def one(i: int, page: str) -> list[DocumentOutcome]:
-            try:
-                result = await self.pruner.aprune([page], self.query, self.max_tokens)
-            except EmptyInputError:
-                return [empty_outcome(i, self.max_tokens)]
-            return document_outcomes(result, offset=i, shared_budget=False)
-
-        return _flatten(await asyncio.gather(*(one(i, p) for i, p in enumerate(self.pages))))
-
-    def _alone(self, i: int, page: str) -> list[DocumentOutcome]:
+        warn_fragments(self.pages)
         try:
-            result = self.pruner.prune([page], self.query, self.max_tokens)
+            outcomes = await self._afirst()
         except EmptyInputError:
-            return [empty_outcome(i, self.max_tokens)]
-        return document_outcomes(result, offset=i, shared_budget=False)
+            return self._all_empty()
+        chosen = self._chosen(outcomes)
+        if chosen is not None and not self._complete(outcomes, chosen) and self.together:
+            again = await self._atogether(chosen) if self._fewer(outcomes, chosen) else []
+            if not self._complete(again, chosen):
+                share = self._share(chosen)
+                groups = await asyncio.gather(*(self._aalone(i, share) for i in chosen))
+                again = [o for g in groups for o in g]
+            outcomes = self._merge(outcomes, again)
+        return self._finish(outcomes, chosen)
+
+    async def _afirst(self) -> list[DocumentOutcome]:
+        if self.together:
+            return await self._atogether(range(len(self.pages)))
+        n = len(self.pages)
+        groups = await asyncio.gather(*(self._aalone(i, self.max_tokens) for i in range(n)))
+        return _flatten(groups)
+
+    async def _atogether(self, indices: Sequence[int]) -> list[DocumentOutcome]:
+        pages = [self.pages[i] for i in indices]
+        result = await self.pruner.aprune(pages, self.query, self.max_tokens)
+        return document_outcomes(result, indices=list(indices))
+
+    async def _aalone(self, i: int, budget: int) -> list[DocumentOutcome]:
+        try:
+            result = await self.pruner.aprune([self.pages[i]], self.query, budget)
+        except EmptyInputError:
+            return [empty_outcome(i, budget)]
+        scope = "document" if budget == self.max_tokens else "split"
+        return document_outcomes(result, offset=i, scope=scope)
+
+    # -- shared steps (pure) ---------------------------------------------------------------
+    def _all_empty(self) -> list[DocumentOutcome]:
+        msg = f"all {len(self.pages)} pages are empty (no visible text to prune)"
+        if self.strict:
+            raise EmptyInputError(msg)
+        logger.warning("HtmlRAG returns nothing: %s", msg)
+        return [empty_outcome(i, self.max_tokens) for i in range(len(self.pages))]
+
+    def _chosen(self, outcomes: Sequence[DocumentOutcome]) -> list[int] | None:
+        """Indices of the ``top_n`` pages with the best block scores (None: no top_n)."""
+        if self.top_n is None:
+            return None
+        scored = [o for o in outcomes if o.page_score is not None]
+        best = sorted(scored, key=lambda o: (-float(o.page_score or 0.0), o.index))
+        return sorted(o.index for o in best[: self.top_n])
+
+    @staticmethod
+    def _fewer(outcomes: Sequence[DocumentOutcome], chosen: Sequence[int]) -> bool:
+        """Whether ``chosen`` leaves out a page with text (pruning them together again can
+        then give a different result; otherwise it would be the same call)."""
+        return len(chosen) < sum(o.page_score is not None for o in outcomes)
+
+    @staticmethod
+    def _complete(outcomes: Sequence[DocumentOutcome], chosen: Sequence[int]) -> bool:
+        kept = {o.index for o in outcomes if o.kept}
+        return all(i in kept for i in chosen)
+
+    def _share(self, chosen: Sequence[int]) -> int:
+        from hrefine.html.options import MIN_BUDGET
+
+        return max(MIN_BUDGET, self.max_tokens // max(1, len(chosen)))
+
+    @staticmethod
+    def _merge(
+        first: Sequence[DocumentOutcome], again: Sequence[DocumentOutcome]
+    ) -> list[DocumentOutcome]:
+        redone = {o.index: o for o in again}
+        return [redone.get(o.index, o) for o in first]
+
+    def _finish(
+        self, outcomes: Sequence[DocumentOutcome], chosen: Sequence[int] | None
+    ) -> list[DocumentOutcome]:
+        """Pages outside ``chosen`` marked left out; ``relevance`` set on every outcome."""
+        picked = None if chosen is None else set(chosen)
+        scale, extra = score_scale(self.pruner)
+        units = unit_scores([o.score for o in outcomes], scale=scale, extra=extra)
+        return [
+            dataclasses.replace(
+                o,
+                relevance=u,
+                below_top_n=picked is not None and o.index not in picked and o.blocks_kept > 0,
+            )
+            for o, u in zip(outcomes, units, strict=True)
+        ]
+
+
+def warn_fragments(pages: Sequence[str]) -> int:
+    """Log a warning when some pages look like pieces of HTML cut mid-tag (a text splitter that
+    knows nothing of HTML made them), pointing at the HTML-aware splitters; returns how many.
+
+    Such pieces still prune (the cleaner repairs them), but a table cut in two loses its
+    header in one half, and text may be split inside a tag."""
+    from hrefine.html.formats import markup_fragment
+
+    found = [
+        (i, reason)
+        for i, page in enumerate(pages)
+        if isinstance(page, str) and (reason := markup_fragment(page)) is not None
+    ]
+    if found:
+        i, reason = found[0]
+        logger.warning(
+            "%d of %d inputs look like HTML cut mid-tag (input %d: %s); split pages with "
+            "llamaindex_hrefine.HtmlPageNodeParser or hrefine.html.split.split_page, or pass "
+            "whole pages",
+            len(found),
+            len(pages),
+            i,
+            reason,
+        )
+    return len(found)
+
+
+def _flatten(per_page: Sequence[list[DocumentOutcome]]) -> list[DocumentOutcome]:
+    # Every page empty is the same error as when pruned together: there is nothing to prune.
+    outcomes = [o for group in per_page for o in group]
+    if outcomes and all(o.blocks_total == 0 for o in outcomes):
+        msg = f"all {len(outcomes)} pages are empty (no visible text to prune)"
+        raise EmptyInputError(msg)
+    return outcomes
 
 
 def copy_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
@@ -225,23 +402,30 @@ def copy_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def log_dropped(outcomes: Sequence[DocumentOutcome], unit: str = "documents") -> int:
-    """Log the pages left out (none of their blocks fitted) and return how many there are."""
-    dropped = [o.index for o in outcomes if not o.kept]
-    if dropped:
+    """Log the pages left out, by reason, and return how many there are."""
+    reasons: dict[str, list[int]] = {}
+    for o in outcomes:
+        if o.reason is not None:
+            reasons.setdefault(o.reason, []).append(o.index)
+    for reason, indices in reasons.items():
         logger.info(
-            "HtmlRAG left out %d of %d %s (no block fitted the budget): indices %s",
-            len(dropped),
+            "HtmlRAG left out %d of %d %s (%s): indices %s",
+            len(indices),
             len(outcomes),
             unit,
-            dropped,
+            reason,
+            indices,
         )
-    return len(dropped)
+    return sum(len(v) for v in reasons.values())
 
 
 def outcome_metadata(
     outcome: DocumentOutcome, *, tokens: int, tokenizer: str, dropped: int
 ) -> dict[str, Any]:
     """The ``relevance_score`` and ``hrefine_*`` keys both adapters add to a returned page.
+
+    ``relevance_score`` is in [0, 1] (:attr:`DocumentOutcome.relevance`); the pruner's raw
+    score is ``hrefine_raw_score``.
 
     Parameters
     ----------
@@ -255,11 +439,12 @@ def outcome_metadata(
         Pages of the same call left out (so a drop is never silent).
     """
     meta: dict[str, Any] = {
-        "relevance_score": outcome.score,
+        "relevance_score": outcome.relevance,
+        "hrefine_raw_score": outcome.score,
         "hrefine_method": "htmlrag",
         "hrefine_tokens": int(tokens),
         "hrefine_budget": outcome.budget,
-        "hrefine_budget_scope": "shared" if outcome.shared_budget else "document",
+        "hrefine_budget_scope": outcome.scope,
         "hrefine_tokenizer": tokenizer,
         "hrefine_blocks_kept": outcome.blocks_kept,
         "hrefine_blocks_total": outcome.blocks_total,
@@ -267,6 +452,8 @@ def outcome_metadata(
     }
     if outcome.stage2_score is not None:
         meta["hrefine_stage2_score"] = outcome.stage2_score
+    if outcome.input_format is not None:
+        meta["hrefine_input_format"] = outcome.input_format
     return meta
 
 
@@ -278,11 +465,12 @@ def kept_with_metadata(
     unit: str,
     metadata_of: Callable[[int], Mapping[str, Any]],
     input_score_of: Callable[[int], Any],
+    keep_input_order: bool = False,
 ) -> list[tuple[DocumentOutcome, dict[str, Any]]]:
-    """The kept pages, each with the metadata of its output: a copy of its input's
-    (:func:`copy_metadata`) plus :func:`outcome_metadata`'s keys and, when the input had a
-    score, ``hrefine_input_score``. Pages left out are logged and counted in every output's
-    ``hrefine_dropped_documents``, so a drop is never silent.
+    """The kept pages, most relevant first (or in input order), each with the metadata of its
+    output: a copy of its input's (:func:`copy_metadata`) plus :func:`outcome_metadata`'s keys
+    and, when the input had a score, ``hrefine_input_score``. Pages left out are logged and
+    counted in every output's ``hrefine_dropped_documents``, so a drop is never silent.
 
     Parameters
     ----------
@@ -294,6 +482,8 @@ def kept_with_metadata(
         What the inputs are called in the log ("documents", "nodes").
     metadata_of, input_score_of:
         The input's metadata and score (None: none), by input index.
+    keep_input_order:
+        Keep the pages in input order instead of ordering them by relevance.
     """
     dropped = log_dropped(outcomes, unit)
     out: list[tuple[DocumentOutcome, dict[str, Any]]] = []
@@ -308,4 +498,4 @@ def kept_with_metadata(
         if prior is not None:
             metadata["hrefine_input_score"] = prior
         out.append((outcome, metadata))
-    return out
+    return by_relevance(out, lambda pair: pair[0].relevance, keep_input_order=keep_input_order)

@@ -11,11 +11,10 @@ while a next-best block still fits.
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import inspect
 import logging
 import numbers
+import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -25,15 +24,23 @@ from hrefine.html._cleancache import CleanedCache
 from hrefine.html._locate import document_order, positions
 from hrefine.html.blocks import BlockForest, build_forest, serialize_element, title_parts
 from hrefine.html.clean import clean_document, serialize
-from hrefine.html.columns import ColumnChoice, project_columns
+from hrefine.html.columns import ColumnChoice, is_record_table, project_columns
 from hrefine.html.fill import fill, reports
+from hrefine.html.formats import as_html, resolve_format
 from hrefine.html.generative import refine
 from hrefine.html.options import MIN_BUDGET, HtmlPrunerOptions
 from hrefine.html.paragraphs import split_long_paragraphs
 from hrefine.html.render import omit_end_tags
 from hrefine.html.result import EMPTY, BlockReport, PruneResult
-from hrefine.html.scoring import BlockScorer, containers, inherit_table_scores, stage1_items
-from hrefine.html.tags import TEXT_UNIT_TAGS
+from hrefine.html.scoring import (
+    BlockScorer,
+    containers,
+    inherit_table_scores,
+    stage1_items,
+    without_subject,
+)
+from hrefine.html.tags import TABLE_SECTION_TAGS, TEXT_UNIT_TAGS
+from hrefine.models._loop import run_in_worker
 from hrefine.models.scorers import EmbeddingScorer
 
 __all__ = ["MIN_BUDGET", "HtmlPruner"]
@@ -45,6 +52,18 @@ _BLOCK_SHARE = 0.25
 _MIN_SPLIT_TOKENS = 64
 # Largest share of the budget a table too big for it keeps when narrowed to its best columns.
 _NARROW_SHARE = 0.5
+# warmup()'s call: a page of a few short blocks, a question on it and a budget under the page.
+_WARMUP_PAGE = (
+    "<html><head><title>Warm-up</title></head><body><h1>Rivers of Europe</h1>"
+    "<p>The Danube flows through ten countries, more than any other river in the world.</p>"
+    "<p>The Rhine rises in the Swiss Alps and reaches the North Sea at Rotterdam.</p>"
+    "<p>The Volga is the longest river of Europe, at about 3,530 kilometres.</p>"
+    "<table><tr><th>River</th><th>Length (km)</th></tr><tr><td>Volga</td><td>3530</td></tr>"
+    "<tr><td>Danube</td><td>2850</td></tr><tr><td>Rhine</td><td>1230</td></tr></table>"
+    "</body></html>"
+)
+_WARMUP_QUERY = "Which river of Europe is the longest?"
+_WARMUP_BUDGET = 32
 # What prune() takes as one page (anything else is a collection of pages).
 _PAGE_TYPES = (str, bytes, bytearray, memoryview)
 
@@ -61,8 +80,8 @@ class HtmlPruner:
         ``scorer``, ``embedder``, ``tokenizer``, ``max_words``, ``generative``, ``lm``,
         ``fine_max_words``, ``stage1_max_tokens``, ``boilerplate``, ``omit_end_tags``,
         ``lexical_weight``, ``narrow_tables``, ``split_paragraphs``, ``demote_back_matter``,
-        ``read_words``, ``embed_max_tokens``, ``cleaned_cache``. An unknown name raises
-        :class:`~hrefine.errors.ConfigError` listing them.
+        ``read_words``, ``embed_max_tokens``, ``cleaned_cache``, ``input_format``. An unknown
+        name raises :class:`~hrefine.errors.ConfigError` listing them.
 
     Examples
     --------
@@ -77,12 +96,22 @@ class HtmlPruner:
         self._counter: TokenCounter | None = None
         self._default_lm: Any = None
         self._cleaned = CleanedCache(max_pages=self.options.cleaned_cache)
+        self._warm = False
+        # Names are resolved now, so that a tokenizer, cross-encoder or LM that is not on disk
+        # fails here, with a hint, instead of at the first call; weights load on first use or
+        # in warmup().
+        _ = self.counter
+        _ = self._scoring.scorer
+        if isinstance(self.options.lm, (str, os.PathLike)):
+            self._lm()
 
     def __getstate__(self) -> dict[str, Any]:
         # Pickled (or deep-copied) as its settings: the scorer, the token counter and the
         # default LM are resolved again on first use, and the caches start empty.
         state = dict(self.__dict__)
-        state.update(_scoring=BlockScorer(self.options), _counter=None, _default_lm=None)
+        state.update(
+            _scoring=BlockScorer(self.options), _counter=None, _default_lm=None, _warm=False
+        )
         return state
 
     def __repr__(self) -> str:
@@ -108,13 +137,57 @@ class HtmlPruner:
         return self._counter
 
     def _lm(self) -> Any:
-        if self.options.lm is not None:
-            return self.options.lm
+        """The generative stage's LM: the one given, the one named, or the embedded SmolLM2."""
+        lm = self.options.lm
+        if lm is not None and not isinstance(lm, (str, os.PathLike)):
+            return lm
         if self._default_lm is None:
-            from hrefine.models import default_lm
+            if lm is None:
+                from hrefine.models import default_lm
 
-            self._default_lm = default_lm()
+                self._default_lm = default_lm()
+            else:
+                from hrefine.models._lm_name import local_lm_from
+
+                self._default_lm = local_lm_from(lm)
         return self._default_lm
+
+    def warmup(self) -> HtmlPruner:
+        """Load the models now and run one tiny call, so that the first real call is fast.
+
+        Loads the tokenizer that counts the budget; the stage-1 scorer's model (the
+        embedder's weights for ``scorer="embedding"``, the cross-encoder's for
+        ``"cross-encoder:<model>"``) and the BM25 match's stopwords; and, with
+        ``generative=True``, the LM's weights. Then it prunes a small built-in page, which
+        runs each model once and pays the one-off costs of a first pass (the embedder's CPU
+        checks, the LM's first forward pass). On a CPU this takes a few seconds the first time
+        in a process, mostly importing torch and transformers and reading the weights; the
+        models are shared, so warming one pruner warms others using the same ones.
+
+        Idempotent: a second call returns at once. A copy or a pickle of the pruner starts
+        cold.
+
+        Returns
+        -------
+        HtmlPruner
+            This pruner, so that ``pruner = HtmlPruner(...).warmup()`` reads as one step.
+
+        Raises
+        ------
+        ModelNotFoundError, MissingDependencyError
+            A model, or the package that runs it, is missing.
+        """
+        if self._warm:
+            return self
+        if self.options.generative:
+            lm = self._lm()
+            _ = lm.tokenizer  # a LocalLM loads its tokenizer and weights together
+        # Stage 2 runs on this page when generative: its stage-1 output (4x the budget)
+        # exceeds the budget.
+        budget = _WARMUP_BUDGET // 2 if self.options.generative else _WARMUP_BUDGET
+        self.prune(_WARMUP_PAGE, _WARMUP_QUERY, budget)
+        self._warm = True
+        return self
 
     def clear_cache(self) -> None:
         """Forget the cleaned pages kept for pruning them again (the next call cleans anew)."""
@@ -162,7 +235,7 @@ class HtmlPruner:
         max_tokens = _budget(max_tokens)
         opts = self.options
         counter = self.counter
-        roots, doc_ids, cleaned = self._clean_all(docs)
+        roots, doc_ids, cleaned, formats = self._clean_all(docs)
         # The whole cleaned input, written as the output is (with or without optional end tags).
         whole = "\n".join(c for c in cleaned if c)
         original_tokens = counter.count(omit_end_tags(whole) if opts.omit_end_tags else whole)
@@ -204,7 +277,11 @@ class HtmlPruner:
             paragraphs_whole=isinstance(scoring.scorer, EmbeddingScorer)
             and opts.lexical_weight != 0,
         )
-        all_scores = scoring.score(query, found.items, read=scoring.reader(query))
+        subject = title_parts(roots[0]) if not opts.match_subject and len(roots) == 1 else ()
+        matched = without_subject(scoring.bm25(), query, subject) if subject else None
+        all_scores = scoring.score(
+            query, found.items, read=scoring.reader(query), match_query=matched
+        )
         n, g = len(ids), len(found.group_ids)
         group_scores = dict(zip(found.group_ids, all_scores[n : n + g].tolist(), strict=True))
         scores1 = inherit_table_scores(ids, all_scores[:n], found.tables, group_scores)
@@ -219,6 +296,7 @@ class HtmlPruner:
             "narrowed_tables": [vars(c) for c in narrowed],
             "split_paragraphs": len(set(pieces.values())),
             "back_matter_blocks": sum(it.back for it in found.items[:n]),
+            "input_formats": formats,
         }
         block_reports = reports(
             forest, ids, costs, fit1, scores1, None, positions(forest, cleaned_order)
@@ -264,25 +342,36 @@ class HtmlPruner:
     async def aprune(
         self, html: str | bytes | Sequence[str | bytes], query: str, max_tokens: int
     ) -> PruneResult:
-        """:meth:`prune` run in the default executor, so the event loop stays free."""
-        loop = asyncio.get_running_loop()
-        call = functools.partial(self.prune, html, query, max_tokens)
-        return await loop.run_in_executor(None, call)
+        """:meth:`prune` run in the default executor, so the event loop stays free.
+
+        An embedder with async methods (LangChain's ``aembed_documents``, LlamaIndex's
+        ``aget_text_embedding_batch``) has them awaited on this event loop meanwhile.
+        """
+        return await run_in_worker(self.prune, html, query, max_tokens)
 
     # -- steps -----------------------------------------------------------------------------
-    def _clean_all(self, docs: Sequence[str | bytes]) -> tuple[list[Any], list[int], list[str]]:
+    def _clean_all(
+        self, docs: Sequence[str | bytes]
+    ) -> tuple[list[Any], list[int], list[str], list[str]]:
+        """The cleaned roots, their input indexes, each input's cleaned HTML ("" when empty)
+        and each input's format (see input_format)."""
         roots: list[Any] = []
         doc_ids: list[int] = []
         cleaned: list[str] = []
         errors: list[str] = []
-        boilerplate = self.options.boilerplate
+        boilerplate, input_format = self.options.boilerplate, self.options.input_format
+        formats = [resolve_format(doc, input_format) for doc in docs]
         for d, doc in enumerate(docs):
             # Anything but text or bytes goes to the cleaner, which says what it expected.
-            key = CleanedCache.key(doc, boilerplate) if isinstance(doc, _PAGE_TYPES) else None
+            key = (
+                CleanedCache.key(doc, boilerplate, formats[d])
+                if isinstance(doc, _PAGE_TYPES)
+                else None
+            )
             hit = None if key is None else self._cleaned.get(key)
             if hit is None:
                 try:
-                    root = clean_document(doc, boilerplate=boilerplate)
+                    root = clean_document(as_html(doc, formats[d]), boilerplate=boilerplate)
                 except EmptyInputError as exc:
                     if len(docs) == 1:
                         raise
@@ -302,7 +391,7 @@ class HtmlPruner:
             raise EmptyInputError(msg)
         for err in errors:
             logger.info("skipping an empty input: %s", err)
-        return roots, doc_ids, cleaned
+        return roots, doc_ids, cleaned, formats
 
     def _narrow(
         self, roots: Sequence[Any], query: str, budget: int, before_change: Callable[[], None]
@@ -367,7 +456,10 @@ class HtmlPruner:
             # read badly and each would be scored without the rest.
             return n > (budget if tag in TEXT_UNIT_TAGS else limit)
 
-        forest = build_forest(roots, max_words=max_words, too_big=too_big, doc_ids=doc_ids)
+        split = _in_record_table if self.options.record_tables else None
+        forest = build_forest(
+            roots, max_words=max_words, too_big=too_big, doc_ids=doc_ids, split=split
+        )
         forest.tree.metadata["omit_end_tags"] = self.options.omit_end_tags
         ids = forest.block_ids()
         nodes = forest.tree.nodes
@@ -382,6 +474,11 @@ class HtmlPruner:
         # Expanded tables and lists may still be kept whole when they fit (see fill).
         groups: dict[int, int] = {}
         for g in containers(forest):
+            if split is not None and is_record_table(forest.elements[g]):
+                # A record's rows are kept on their own merits, never the whole table for
+                # the score of what it describes (see record_tables).
+                nodes[g].metadata["record"] = True
+                continue
             whole = compact(serialize_element(forest.elements[g]))
             cost = counted.get(whole)
             if cost is None:
@@ -444,3 +541,11 @@ def _budget(max_tokens: Any) -> int:
 
 def _same(html: str) -> str:
     return html
+
+
+def _in_record_table(el: Any) -> bool:
+    """A record table (:func:`~hrefine.html.columns.is_record_table`) or a section of one:
+    split into its rows, see ``record_tables``."""
+    if el.tag in TABLE_SECTION_TAGS:
+        el = el.getparent()
+    return el is not None and is_record_table(el)

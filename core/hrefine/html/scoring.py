@@ -22,7 +22,7 @@ from hrefine.html.tags import GROUP_TAGS
 from hrefine.models.lexical import BM25Scorer, query_window
 from hrefine.models.scorers import EmbeddingScorer
 
-__all__ = ["BlockScorer", "ScoredItem", "stage1_items"]
+__all__ = ["BlockScorer", "ScoredItem", "stage1_items", "without_subject"]
 
 # A block of a table with more words than this is prose: it neither borrows nor inherits its
 # table's score (short rows are data, whose meaning is their table's).
@@ -206,10 +206,11 @@ def stage1_items(
     # Prose in a table (a plot summary, a note) means what it says, not what its table is
     # about: it is scored on its own, like a paragraph. Back matter in a table (a layout
     # table holding a whole page) stays below the rest.
+    # A record's rows (an infobox's fields, see record_tables) say what they are themselves.
     tables = {
         i: t
         for i, t in _enclosing_tables(forest, ids, set(group_ids)).items()
-        if not _is_prose(forest, i) and i not in flagged
+        if not _is_prose(forest, i) and i not in flagged and not nodes[t].metadata.get("record")
     }
     # A row's meaning is its table's (scored as a whole); its words tell rows apart, so an
     # embedder gives rows their table's score and BM25 their own. Rows are most of a
@@ -250,6 +251,25 @@ def stage1_items(
         for ks, text in wholes
     ]
     return Stage1Items(items, group_ids, tables)
+
+
+def without_subject(bm25: BM25Scorer, query: str, subject: Sequence[str]) -> str:
+    """``query`` without the words it shares with the page's ``subject`` (its title parts),
+    as ``bm25`` matches words; the query itself when nothing else of it would be matched.
+
+    On one page the subject's words ("Harry Potter" on the Harry Potter page) name the page,
+    not a block of it: matched, they rank first the blocks that repeat the name most.
+
+    >>> without_subject(BM25Scorer(stem=True, questions=True),
+    ...                 "when did the first harry potter movie come out", ["Harry Potter"])
+    'when did the first movie come out'
+    """
+    names = bm25.terms(" ".join(subject))
+    if not names:
+        return query
+    kept = [w for w in query.split() if not (bm25.terms(w) and bm25.terms(w) <= names)]
+    rest = " ".join(kept)
+    return rest if bm25.terms(rest) else query
 
 
 def lexical_match(bm25: BM25Scorer, query: str, items: Sequence[ScoredItem]) -> np.ndarray:
@@ -357,6 +377,7 @@ class BlockScorer:
         *,
         read: Callable[[ScoredItem], str] | None = None,
         dense: np.ndarray | None = None,
+        match_query: str | None = None,
     ) -> np.ndarray:
         """Stage-1 scores of ``items``: the scorer's, plus the weighted BM25 match for dense
         scorers.
@@ -367,7 +388,8 @@ class BlockScorer:
         given to a dense scorer: they score below every other item, ordered among themselves
         by their lexical match, or equal without one. A dense scorer reads ``read(item)`` where
         given; BM25 reads whole texts. ``dense``: the scorer's scores of every item, when the
-        caller has them already (see :meth:`score_groups`).
+        caller has them already (see :meth:`score_groups`). ``match_query``: what the BM25
+        match (and a BM25 scorer) reads instead of ``query`` (see ``match_subject``).
         """
         n = len(items)
         if not n:
@@ -377,7 +399,8 @@ class BlockScorer:
         weight = 0.0 if lexical else float(self.options.lexical_weight)
         # Needs bm25s (its stopword list): without it this raises, naming the extra, rather
         # than leave the lexical part out of every score.
-        bm25 = lexical_match(self.bm25(), query, items) if weight > 0 else None
+        matched = query if match_query is None else match_query
+        bm25 = lexical_match(self.bm25(), matched, items) if weight > 0 else None
         back = np.fromiter((it.back for it in items), dtype=bool, count=n)
         # The match is scaled by the best body text's: a citation repeating the question's
         # words must not shrink the lexical part of every other score. Nor must a row's two
@@ -399,7 +422,7 @@ class BlockScorer:
         own = [k for k in range(n) if source[k] is None and (lexical or not back[k])]
         scores = np.full(n, np.nan, dtype=np.float64)
         if lexical:  # every item, rows apart from their header
-            scores = lexical_match(scorer, query, items)
+            scores = lexical_match(scorer, matched, items)
         elif own:
             if dense is None:
                 shown = [items[k].text if read is None else read(items[k]) for k in own]

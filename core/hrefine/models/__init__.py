@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from hrefine.models.lexical import BM25Scorer, lexical_tokens
     from hrefine.models.lm_session import AppendResult, LMSession
     from hrefine.models.local_lm import LocalLM
-    from hrefine.models.rerank import CrossEncoderScorer
+    from hrefine.models.rerank import CrossEncoderScorer, PairScorer
     from hrefine.models.scorers import EmbeddingScorer, Scorer, get_scorer
     from hrefine.models.smollm2 import default_lm
     from hrefine.models.text_generator import LLMCallable, TextGenerator, as_text_generator
@@ -45,6 +45,7 @@ _WHERE = {
     "TextGenerator": "text_generator",
     "as_text_generator": "text_generator",
     "CrossEncoderScorer": "rerank",
+    "PairScorer": "rerank",
     "EmbeddingScorer": "scorers",
     "Scorer": "scorers",
     "get_scorer": "scorers",
@@ -60,6 +61,7 @@ __all__ = [
     "LLMCallable",
     "LMSession",
     "LocalLM",
+    "PairScorer",
     "Scorer",
     "SentenceTransformerEmbedder",
     "TextGenerator",

@@ -1,5 +1,6 @@
-"""The per-text vector cache of a :class:`~hrefine.models.embed.SentenceTransformerEmbedder`,
-keyed by the text and the read limit it was embedded with.
+"""The per-text vector cache of the embedders (keyed by the text and, for a
+:class:`~hrefine.models.embed.SentenceTransformerEmbedder`, the read limit it was embedded
+with), and the row normalisation every embedder's output goes through.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-__all__ = ["VectorCache", "cache_key"]
+__all__ = ["VectorCache", "cache_key", "normalize_rows"]
 
 
 def cache_key(text: str, tag: bytes) -> bytes:
@@ -45,3 +46,12 @@ class VectorCache:
     def clear(self) -> None:
         """Forget every vector."""
         self._data.clear()
+
+
+def normalize_rows(matrix: np.ndarray) -> np.ndarray:
+    """Return ``matrix`` as float32 with unit-length rows (zero rows stay zero)."""
+    arr = np.asarray(matrix, dtype=np.float32)
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    return arr / np.where(norms == 0, 1.0, norms)

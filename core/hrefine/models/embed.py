@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol, cast, runtime_checkable
@@ -20,6 +20,7 @@ import numpy as np
 
 from hrefine._optional import require
 from hrefine.errors import ConfigError, InputTypeError, ModelNotFoundError
+from hrefine.models._callable_embed import CallableEmbedder
 from hrefine.models._embed_cpu import (
     CPU_BATCH_TOKENS,
     PieceReader,
@@ -30,7 +31,7 @@ from hrefine.models._embed_cpu import (
     piece_reader,
     plain_right_padded,
 )
-from hrefine.models._embed_state import VectorCache, cache_key
+from hrefine.models._embed_state import VectorCache, cache_key, normalize_rows
 from hrefine.models._gate import ModelGate
 
 __all__ = [
@@ -71,15 +72,6 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query: a ``(dim,)`` float32 unit vector."""
         ...
-
-
-def normalize_rows(matrix: np.ndarray) -> np.ndarray:
-    """Return ``matrix`` as float32 with unit-length rows (zero rows stay zero)."""
-    arr = np.asarray(matrix, dtype=np.float32)
-    if arr.ndim == 1:
-        arr = arr[None, :]
-    norms = np.linalg.norm(arr, axis=1, keepdims=True)
-    return arr / np.where(norms == 0, 1.0, norms)
 
 
 class SentenceTransformerEmbedder:
@@ -394,35 +386,6 @@ def _check_texts(texts: Sequence[str]) -> None:
         raise InputTypeError(msg)
 
 
-class CallableEmbedder:
-    """Wraps ``texts -> vectors`` callables (e.g. a framework's embedding model) as an Embedder."""
-
-    def __init__(
-        self,
-        embed_documents: Callable[[list[str]], Any],
-        embed_query: Callable[[str], Any] | None = None,
-        *,
-        name: str = "callable",
-    ) -> None:
-        self._docs = embed_documents
-        self._query = embed_query
-        self.name = name
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed documents, normalising the rows."""
-        if isinstance(texts, str):
-            msg = "embed() takes a sequence of texts, got one string; use embed_query() for it"
-            raise InputTypeError(msg)
-        if not texts:
-            return np.zeros((0, 0), dtype=np.float32)
-        return normalize_rows(np.asarray(self._docs(list(texts)), dtype=np.float32))
-
-    def embed_query(self, text: str) -> np.ndarray:
-        """Embed one query, normalised."""
-        raw = self._query(text) if self._query is not None else self._docs([text])[0]
-        return normalize_rows(np.asarray(raw, dtype=np.float32))[0]
-
-
 def _package_folder(dist_module: str) -> Path | None:
     try:
         spec = importlib.util.find_spec(dist_module)
@@ -480,7 +443,11 @@ def get_embedder(embedder: Any = None) -> Embedder:
         return embedder  # type: ignore[no-any-return]
     if hasattr(embedder, "embed_documents") and hasattr(embedder, "embed_query"):
         return CallableEmbedder(
-            embedder.embed_documents, embedder.embed_query, name=type(embedder).__name__
+            embedder.embed_documents,
+            embedder.embed_query,
+            name=type(embedder).__name__,
+            aembed_documents=_callable_or_none(embedder, "aembed_documents"),
+            aembed_query=_callable_or_none(embedder, "aembed_query"),
         )
     if callable(embedder):
         return CallableEmbedder(embedder)
@@ -490,3 +457,15 @@ def get_embedder(embedder: Any = None) -> Embedder:
         "list[str] -> vectors"
     )
     raise InputTypeError(msg)
+
+
+def _callable_or_none(obj: Any, name: str) -> Any:
+    """``obj``'s async method ``name``, or None when it has none or only LangChain's base
+    class's, which runs the sync method in the loop's executor: awaited from a pruner's
+    worker thread, that would take a second executor thread per call (and could wait for
+    one forever when the workers fill the executor)."""
+    method = getattr(obj, name, None)
+    defined = getattr(type(obj), name, None)
+    if not callable(method) or getattr(defined, "__module__", "").startswith("langchain_core."):
+        return None
+    return method

@@ -6,6 +6,7 @@ methods in one place.
 
 from __future__ import annotations
 
+import difflib
 import inspect
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -15,9 +16,20 @@ import numpy as np
 from hrefine.errors import ConfigError, InputTypeError
 from hrefine.models.embed import Embedder, get_embedder
 from hrefine.models.lexical import BM25Scorer
-from hrefine.models.rerank import CrossEncoderScorer
+from hrefine.models.rerank import CrossEncoderScorer, PairScorer, pair_method
 
-__all__ = ["EmbeddingScorer", "Scorer", "check_scorer", "get_scorer"]
+__all__ = [
+    "SCORER_NAMES",
+    "EmbeddingScorer",
+    "Scorer",
+    "canonical_scorer",
+    "check_scorer",
+    "get_scorer",
+]
+
+#: The scorers named by a word alone (``"cross-encoder:<model>"`` also names its model).
+SCORER_NAMES = ("embedding", "bm25")
+_CROSS = "cross-encoder"
 
 
 @runtime_checkable
@@ -92,8 +104,10 @@ def get_scorer(
     Parameters
     ----------
     spec:
-        ``"embedding"`` (default), ``"bm25"``, ``"cross-encoder:<path or name>"``, or any object
-        with ``score(query, texts)``.
+        ``"embedding"`` (default), ``"bm25"``, ``"cross-encoder:<path or name>"`` (names in any
+        case), an object with ``score(query, texts)``, or a cross-encoder object
+        (sentence-transformers' ``CrossEncoder``, LangChain's ``HuggingFaceCrossEncoder``:
+        wrapped in a :class:`~hrefine.models.rerank.PairScorer`).
     embedder:
         Embedder for ``"embedding"`` (default: the embedded all-MiniLM-L6-v2).
     max_tokens:
@@ -104,33 +118,81 @@ def get_scorer(
     Returns
     -------
     Scorer
-        The scorer (``spec`` itself when it is an object).
+        The scorer (``spec`` itself when it is a scorer object).
+
+    Raises
+    ------
+    ConfigError
+        An unknown name (the message suggests the nearest one).
+    InputTypeError
+        An object that neither scores ``(query, texts)`` nor ``(query, text)`` pairs.
+    ModelNotFoundError
+        A ``"cross-encoder:<name>"`` that is not a folder nor in the Hugging Face cache.
     """
-    check_scorer(spec)
+    spec = canonical_scorer(spec)
     if isinstance(spec, str):
         if spec == "embedding":
             return EmbeddingScorer(embedder, max_tokens=max_tokens)
         if spec == "bm25":
             return BM25Scorer()
         return CrossEncoderScorer(spec.split(":", 1)[1])
+    if pair_method(spec) is not None:
+        return PairScorer(spec)
     return spec  # type: ignore[no-any-return]
+
+
+def canonical_scorer(spec: Any) -> Any:
+    """``spec`` as :func:`get_scorer` reads it: a name in lower case and without surrounding
+    blanks (``"BM25"`` -> ``"bm25"``, ``"Cross-Encoder:<model>"`` -> ``"cross-encoder:<model>"``,
+    the model's name kept as given), any object as it is. Loads nothing, so settings can be
+    checked when they are made.
+
+    Raises
+    ------
+    ConfigError
+        An unknown name (a ValueError), with the nearest valid one when there is one.
+    InputTypeError
+        An object with neither ``score`` nor ``predict`` (a TypeError).
+    """
+    if isinstance(spec, str):
+        kind, sep, model = spec.strip().partition(":")
+        kind = kind.strip().lower()
+        if not sep and kind in SCORER_NAMES:
+            return kind
+        if sep and kind == _CROSS and model.strip():
+            return f"{_CROSS}:{model.strip()}"
+        msg = f"unknown scorer {spec!r}; use 'embedding', 'bm25' or 'cross-encoder:<model>'"
+        hint = _did_you_mean(kind, bool(sep), model.strip())
+        raise ConfigError(f"{msg}{hint}")
+    if not callable(getattr(spec, "score", None)) and pair_method(spec) is None:
+        msg = (
+            f"cannot use {type(spec).__name__} as a scorer: it has no score(query, texts); "
+            "pass 'embedding', 'bm25', 'cross-encoder:<model>', an object with that method, "
+            "or a cross-encoder object (predict(pairs) or score(pairs))"
+        )
+        raise InputTypeError(msg)
+    return spec
 
 
 def check_scorer(spec: Any) -> None:
     """Raise :class:`~hrefine.errors.ConfigError` (a ValueError: an unknown name) or
     :class:`~hrefine.errors.InputTypeError` (a TypeError: no ``score`` method) for a scorer
     spec :func:`get_scorer` cannot resolve; loads nothing, so settings can be checked up
-    front."""
-    if isinstance(spec, str):
-        if spec in ("embedding", "bm25") or (
-            spec.startswith("cross-encoder:") and spec.split(":", 1)[1].strip()
-        ):
-            return
-        msg = f"unknown scorer {spec!r}; use 'embedding', 'bm25' or 'cross-encoder:<model>'"
-        raise ConfigError(msg)
-    if not callable(getattr(spec, "score", None)):
-        msg = (
-            f"cannot use {type(spec).__name__} as a scorer: it has no score(query, texts); "
-            "pass 'embedding', 'bm25', 'cross-encoder:<model>' or an object with that method"
-        )
-        raise InputTypeError(msg)
+    front (see :func:`canonical_scorer`)."""
+    canonical_scorer(spec)
+
+
+def _did_you_mean(kind: str, has_model: bool, model: str) -> str:
+    """``"; did you mean '...'?"`` for a misspelt scorer name, or nothing."""
+    if kind == _CROSS:  # "cross-encoder", "cross-encoder:" (no model)
+        return "; name the model after a colon: 'cross-encoder:<model folder or name>'"
+    if has_model:  # "crossencoder:x", "cross_encoder:x": the model part is kept
+        if difflib.get_close_matches(kind, [_CROSS], n=1, cutoff=0.6) and model:
+            return f"; did you mean '{_CROSS}:{model}'?"
+        return ""
+    close = difflib.get_close_matches(kind, [*SCORER_NAMES, _CROSS], n=1, cutoff=0.6)
+    if not close:
+        return ""
+    if close[0] == _CROSS:
+        return "; did you mean 'cross-encoder:<model>'?"
+    return f"; did you mean {close[0]!r}?"

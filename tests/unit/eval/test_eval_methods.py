@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 from hrefine.budget import RegexCounter
-from hrefine.eval import available_methods, get_method, register_method
-from hrefine.eval.methods import PrunerCompressor
+from hrefine.errors import ConfigError
+from hrefine.eval import ChunkCompressor, available_methods, get_method, register_method
+from hrefine.eval.methods import RENAMED_METHODS, PrunerCompressor, resolve_method_name
 
 DOC = "\n\n".join(
     [f"Block {i} is about gardening tools and soil." for i in range(40)]
@@ -19,15 +20,47 @@ DOC = "\n\n".join(
 )
 
 
-def test_registered_names() -> None:
-    assert {"lead", "bm25", "embedding", "htmlrag"} <= set(available_methods())
-    assert get_method("lead").name == "lead"
-    assert get_method("bm25", chunk_tokens=64).chunk_tokens == 64  # type: ignore[attr-defined]
+def test_registered_names_say_what_the_method_is() -> None:
+    names = {"lead-text", "chunks-bm25", "chunks-embedding", "htmlrag", "htmlrag-bm25"}
+    assert names | {"htmlrag-generative"} <= set(available_methods())
+    assert get_method("lead-text").name == "lead-text"
+    chunks = get_method("chunks-bm25", chunk_tokens=64)
+    assert chunks.name == "chunks-bm25"
+    assert isinstance(chunks, ChunkCompressor) and chunks.chunk_tokens == 64
+    assert get_method("Chunks-BM25").name == "chunks-bm25"  # names in any case
 
 
-def test_unknown_method_lists_the_registered_ones() -> None:
-    with pytest.raises(ValueError, match="lead"):
+def test_htmlrag_variants_configure_the_pruner() -> None:
+    bm25 = get_method("htmlrag-bm25", tokenizer="regex")
+    generative = get_method("htmlrag-generative", tokenizer="regex", chunk_tokens=64)
+    assert isinstance(bm25, PrunerCompressor) and isinstance(generative, PrunerCompressor)
+    assert (bm25.name, generative.name) == ("htmlrag-bm25", "htmlrag-generative")
+    assert bm25.pruner.options.scorer == "bm25" and not bm25.pruner.options.generative
+    assert generative.pruner.options.generative
+    out = bm25.compress(DOC, "How high is the Clock Tower?", 64)
+    assert "87 metres" in out
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [("lead", "lead-text"), ("bm25", "chunks-bm25"), ("embedding", "chunks-embedding")],
+)
+def test_old_names_still_work_with_a_warning(old: str, new: str) -> None:
+    assert RENAMED_METHODS[old] == new
+    assert resolve_method_name(old) == new
+    with pytest.warns(FutureWarning, match=f"'{old}' is now called '{new}'"):
+        comp = get_method(old)
+    assert comp.name == new  # reports carry the new name
+
+
+def test_unknown_method_lists_the_registered_ones_and_the_nearest() -> None:
+    with pytest.raises(ConfigError, match="lead-text") as err:
         get_method("nonsense")
+    assert "did you mean" not in str(err.value)
+    with pytest.raises(ConfigError, match="did you mean 'chunks-bm25'"):
+        get_method("chunk-bm25")
+    with pytest.raises(ConfigError, match="did you mean 'chunks-embedding'"):
+        resolve_method_name("embeding")
 
 
 def test_htmlrag_is_registered_lazily() -> None:

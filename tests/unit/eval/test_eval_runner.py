@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 
 def test_run_eval_lead_on_hotpotqa(shared_data: Path) -> None:
-    result = run_eval("lead", "hotpotqa", budgets=[256, 1024], limit=6, data_dir=shared_data)
+    result = run_eval("lead-text", "hotpotqa", budgets=[256, 1024], limit=6, data_dir=shared_data)
     assert result.skipped is None
     assert result.n_items == 6 and len(result.items) == 12
     assert result.primary_metric == "support_recall"
@@ -34,14 +34,14 @@ def test_run_eval_lead_on_hotpotqa(shared_data: Path) -> None:
 
 
 def test_run_eval_wtq_defaults_to_strict_questions(shared_data: Path) -> None:
-    result = run_eval("bm25", "wtq", budgets=[512], limit=3, data_dir=shared_data)
+    result = run_eval("chunks-bm25", "wtq", budgets=[512], limit=3, data_dir=shared_data)
     assert result.meta["strict_only"] is True
     assert result.meta["data_sha256"]
     assert result.summaries[0].scored["containment"] == 3
 
 
 def test_missing_dataset_and_method_are_skipped_not_raised(tmp_path: Path) -> None:
-    results = run_many(["lead", "no.such.module:Thing"], ["wtq"], [512], data_dir=tmp_path)
+    results = run_many(["lead-text", "no.such.module:Thing"], ["wtq"], [512], data_dir=tmp_path)
     assert len(results) == 2
     assert all(r.skipped for r in results)
     assert "not available" in (results[0].skipped or "")
@@ -140,7 +140,7 @@ def test_cli_runs_end_to_end_and_writes_json_md_png(shared_data: Path, tmp_path:
     result = CliRunner().invoke(
         eval_app,
         [
-            "--method", "lead,bm25",
+            "--method", "lead-text,chunks-bm25",
             "--dataset", "leval-qasper,nosuch-missing.jsonl",
             "--budgets", "256,512",
             "--limit", "3",
@@ -153,7 +153,7 @@ def test_cli_runs_end_to_end_and_writes_json_md_png(shared_data: Path, tmp_path:
     assert "skipped" in result.output
     data = json.loads((out / "eval.json").read_text())
     runs = [r for r in data["runs"] if not r["skipped"]]
-    assert {r["method"] for r in runs} == {"lead", "bm25"}
+    assert {r["method"] for r in runs} == {"lead-text", "chunks-bm25"}
     assert len(runs[0]["items"]) == 6
     assert data["meta"]["tokenizer"] == "llama-3.2"
     md = (out / "eval.md").read_text()
@@ -165,5 +165,6 @@ def test_cli_runs_end_to_end_and_writes_json_md_png(shared_data: Path, tmp_path:
 def test_cli_list_and_missing_arguments() -> None:
     runner = CliRunner()
     listing = runner.invoke(eval_app, ["--list"])
-    assert listing.exit_code == 0 and "hotpotqa" in listing.output and "bm25" in listing.output
-    assert runner.invoke(eval_app, ["--method", "lead"]).exit_code == 2
+    assert listing.exit_code == 0 and "hotpotqa" in listing.output
+    assert "chunks-bm25" in listing.output and "bm25 -> chunks-bm25" in listing.output
+    assert runner.invoke(eval_app, ["--method", "lead-text"]).exit_code == 2

@@ -25,7 +25,7 @@ def pruner() -> HtmlPruner:
 def test_shared_budget_covers_all_pages(pruner: HtmlPruner) -> None:
     outcomes = PruneJob(pruner, PAGES, "Springfield population", 60, together=True).run()
     assert [o.index for o in outcomes] == [0, 1]
-    assert all(o.shared_budget and o.budget == 60 for o in outcomes)
+    assert all(o.scope == "shared" and o.budget == 60 for o in outcomes)
     total = pruner.counter.count_many([o.html for o in outcomes])
     assert sum(total) <= 60
     assert "42,000" in outcomes[0].html
@@ -37,15 +37,63 @@ def test_budget_per_page_gives_each_page_the_budget(pruner: HtmlPruner) -> None:
     outcomes = PruneJob(pruner, PAGES, "Springfield", 40, together=False).run()
     counts = pruner.counter.count_many([o.html for o in outcomes])
     assert all(c <= 40 for c in counts)
-    assert all(o.kept and not o.shared_budget for o in outcomes)
+    assert all(o.kept and o.scope == "document" for o in outcomes)
 
 
 def test_empty_page_is_reported_not_lost(pruner: HtmlPruner) -> None:
     pages = [PAGES[0], "<html></html>"]
     outcomes = PruneJob(pruner, pages, "Springfield", 40, together=False).run()
     assert outcomes[1].index == 1 and not outcomes[1].kept and outcomes[1].blocks_total == 0
-    with pytest.raises(EmptyInputError):
-        PruneJob(pruner, ["", "<p> </p>"], "Springfield", 40, together=False).run()
+
+
+@pytest.mark.parametrize("together", [True, False])
+def test_all_pages_empty_returns_empty_outcomes_or_raises_when_strict(
+    pruner: HtmlPruner, together: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    pages = ["", "<p> </p>"]
+    with caplog.at_level("WARNING", logger="hrefine.html.outcome"):
+        outcomes = PruneJob(pruner, pages, "Springfield", 40, together=together).run()
+    assert [o.reason for o in outcomes] == ["no visible text"] * 2
+    assert "all 2 pages are empty" in caplog.text
+    with pytest.raises(EmptyInputError, match="all 2 pages are empty"):
+        PruneJob(pruner, pages, "Springfield", 40, together=together, strict=True).run()
+
+
+def test_top_n_under_a_shared_budget_returns_n_pages_each_with_text(pruner: HtmlPruner) -> None:
+    # Pruned together, the Springfield page's blocks win the whole budget: the other page
+    # keeps nothing. Asked for two pages, each gets half the budget instead.
+    query = "Springfield population 42,000 river town"
+    alone = PruneJob(pruner, PAGES, query, 20).run()
+    assert [o.kept for o in alone] == [True, False]
+    two = PruneJob(pruner, PAGES, query, 20, top_n=2).run()
+    assert all(o.kept and o.scope == "split" and o.budget == 10 for o in two)
+    counts = pruner.counter.count_many([o.html for o in two])
+    assert sum(counts) <= 20
+    one = PruneJob(pruner, PAGES, query, 20, top_n=1).run()
+    assert [o.kept for o in one] == [True, False] and one[0].scope == "shared"
+    assert one[1].reason == "below top_n" or one[1].blocks_kept == 0
+
+
+async def test_top_n_async_matches_sync(pruner: HtmlPruner) -> None:
+    job = PruneJob(pruner, PAGES, "Springfield population 42,000 river town", 20, top_n=2)
+    sync, asyn = job.run(), await job.arun()
+    assert [(o.html, o.scope) for o in sync] == [(o.html, o.scope) for o in asyn]
+
+
+def test_top_n_picks_the_most_relevant_pages(pruner: HtmlPruner) -> None:
+    pages = [PAGES[1], PAGES[0]]  # the Springfield page second
+    outcomes = PruneJob(pruner, pages, "Springfield population river", 400, top_n=1).run()
+    assert [o.index for o in outcomes if o.kept] == [1]
+    assert outcomes[0].reason == "below top_n"
+
+
+def test_relevance_is_in_unit_range_and_orders_like_the_raw_score(pruner: HtmlPruner) -> None:
+    outcomes = PruneJob(pruner, PAGES, "Springfield", 400, together=False).run()
+    assert all(o.relevance is not None and 0.0 <= o.relevance <= 1.0 for o in outcomes)
+    raw = [o.score for o in outcomes]
+    rel = [o.relevance for o in outcomes]
+    assert sorted(range(2), key=lambda i: raw[i]) == sorted(range(2), key=lambda i: rel[i])
+    assert max(rel) == 1.0  # BM25 scores are relative to the call's best
 
 
 async def test_async_matches_sync(pruner: HtmlPruner) -> None:
@@ -59,3 +107,23 @@ def test_query_must_be_text() -> None:
         check_query(42)
     with pytest.raises(EmptyInputError):
         check_query("   ")
+
+
+def test_pages_cut_mid_tag_are_warned_about(
+    pruner: HtmlPruner, caplog: pytest.LogCaptureFixture
+) -> None:
+    pieces = ['ass="infobox"><p>Springfield has 42,000 people.</p>', PAGES[1]]
+    with caplog.at_level("WARNING", logger="hrefine.html.outcome"):
+        PruneJob(pruner, pieces, "Springfield population", 60).run()
+    assert "1 of 2 inputs look like HTML cut mid-tag" in caplog.text
+    assert "HtmlPageNodeParser" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="hrefine.html.outcome"):
+        PruneJob(pruner, PAGES, "Springfield population", 60).run()
+    assert "cut mid-tag" not in caplog.text
+
+
+def test_outcomes_say_how_each_page_was_read(pruner: HtmlPruner) -> None:
+    pages = [PAGES[0], "| Town | People |\n|---|---|\n| Springfield | 42,000 |\n", "Plain words."]
+    outcomes = PruneJob(pruner, pages, "Springfield people", 200, together=False).run()
+    assert [o.input_format for o in outcomes] == ["html", "markdown", "text"]

@@ -113,7 +113,9 @@ def test_plain_text_is_pruned_by_its_sentences_not_cut_from_the_start() -> None:
     text = "\n\n".join(" ".join(filler[k : k + 10]) for k in range(0, 80, 10))
     result = HtmlPruner(scorer="bm25").prune(text, "who won the 1972 physics prize", 96)
     assert "Bardeen" in result.html and result.tokens <= 96
-    assert result.stats["split_paragraphs"] == 1 and len(result.blocks) > 5
+    # Read as plain text: each blank-line paragraph is a <p>, each split at sentence ends.
+    assert result.stats["input_formats"] == ["text"]
+    assert result.stats["split_paragraphs"] == 8 and len(result.blocks) > 8
     assert "Note 0 " not in result.html  # not the start of the text
     report = result.to_html()  # the pieces are drawn where the text was
     assert report.count(' data-b="') >= len(result.blocks)

@@ -1,0 +1,137 @@
+"""What every ``hrefine`` command shares: one-line errors, quiet model loading, a "loading" line.
+
+These change process-wide state (environment variables, warning filters, transformers'
+verbosity), so only the command line calls them: the library itself never does.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import typer
+from typer.core import TyperGroup
+
+from hrefine.errors import HrefineError
+
+__all__ = [
+    "DEBUG_ENV",
+    "OneLineErrors",
+    "announce_loading",
+    "loading_line",
+    "one_line",
+    "quiet_model_loading",
+    "say",
+]
+
+#: Environment variable that, set to 1, makes the CLI show tracebacks (as ``--debug`` does).
+DEBUG_ENV = "HREFINE_DEBUG"
+
+# Display names of the embedded models, for the "loading ..." line printed before they load.
+_EMBEDDER = "all-MiniLM-L6-v2"
+_LM = "SmolLM2-135M-Instruct"
+_TOKENIZER = "the Llama-3.2 tokenizer"
+
+
+def one_line(exc: BaseException) -> str:
+    """``exc``'s message on one line (whitespace runs, newlines included, become one space)."""
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def say(line: str) -> None:
+    """Print ``line`` to stderr (stdout carries the command's output)."""
+    typer.echo(line, err=True)
+
+
+class OneLineErrors(TyperGroup):
+    """The root command group: an :class:`~hrefine.errors.HrefineError` raised by any command
+    is printed as ``hrefine: error: <message>`` on one line, exit status 2. With ``--debug`` (or
+    ``HREFINE_DEBUG=1``) it propagates, with its traceback."""
+
+    def invoke(self, ctx: Any) -> Any:  # typer's own click.Context (typer vendors click)
+        """Run the command line, turning a user's mistake into one line on stderr."""
+        try:
+            return super().invoke(ctx)
+        except HrefineError as exc:
+            if ctx.params.get("debug"):
+                raise
+            say(f"hrefine: error: {one_line(exc)}")
+            raise typer.Exit(2) from exc
+
+
+def quiet_model_loading() -> None:
+    """Hide transformers' weight-loading progress bars, its log warnings and ``FutureWarning``s.
+
+    A CLI user can act on none of them. Environment variables cover libraries not imported yet;
+    those already imported (``main`` called in-process) are switched off in place.
+    """
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    if "huggingface_hub" in sys.modules:
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()
+        transformers_logging.set_verbosity_error()
+
+
+def _join(names: Sequence[str]) -> str:
+    if len(names) < 2:
+        return "".join(names)
+    return f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def loading_line(
+    *,
+    tokenizer: str | None = None,
+    scorer: str | None = None,
+    generative: bool = False,
+) -> str | None:
+    """The line printed before the models of a command load (their first load takes seconds).
+
+    Parameters
+    ----------
+    tokenizer:
+        The budget tokenizer as given (None: Llama-3.2's; ``"regex"`` loads nothing).
+    scorer:
+        The block or chunk scorer: ``"embedding"`` loads all-MiniLM-L6-v2,
+        ``"cross-encoder:<model>"`` that model; None or ``"bm25"`` load nothing.
+    generative:
+        The generative stage's LM (SmolLM2-135M-Instruct) loads too.
+
+    Returns
+    -------
+    str | None
+        ``"loading all-MiniLM-L6-v2 and the Llama-3.2 tokenizer..."``, or None when nothing
+        loads.
+    """
+    models: list[str] = []
+    given = scorer or ""
+    spec = given.strip().lower()
+    if spec == "embedding":
+        models.append(_EMBEDDER)
+    elif spec.startswith("cross-encoder:"):
+        models.append(f"the cross-encoder {given.split(':', 1)[1].strip()!r}")
+    if generative:
+        models.append(_LM)
+    if tokenizer is None or tokenizer.strip().lower() in {"default", "llama-3.2"}:
+        models.append(_TOKENIZER)
+    elif tokenizer.strip().lower() != "regex":
+        models.append(f"the tokenizer {tokenizer!r}")
+    return f"loading {_join(models)}..." if models else None
+
+
+def announce_loading(
+    *, tokenizer: str | None = None, scorer: str | None = None, generative: bool = False
+) -> None:
+    """Print :func:`loading_line` to stderr, when something loads."""
+    line = loading_line(tokenizer=tokenizer, scorer=scorer, generative=generative)
+    if line:
+        say(line)

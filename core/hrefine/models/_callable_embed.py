@@ -1,0 +1,134 @@
+"""A framework's embedding model behind the core :class:`~hrefine.models.embed.Embedder`
+protocol: LangChain ``Embeddings`` and LlamaIndex embed models are wrapped in it by the
+adapters (and by :func:`~hrefine.models.embed.get_embedder` for any object with
+``embed_documents``/``embed_query``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, cast
+
+import numpy as np
+
+from hrefine.errors import ConfigError, InputTypeError
+from hrefine.models._embed_state import VectorCache, cache_key, normalize_rows
+from hrefine.models._loop import call_async
+
+__all__ = ["CallableEmbedder"]
+
+# Cache tags: a model may embed a query and a document differently.
+_DOCUMENT, _QUERY = b"document", b"query"
+
+
+class CallableEmbedder:
+    """Wraps ``texts -> vectors`` callables (e.g. a framework's embedding model) as an Embedder.
+
+    Vectors are kept by content (a bounded LRU, like :class:`SentenceTransformerEmbedder`'s):
+    a page pruned again for another question does not embed its blocks again, and a query
+    scored twice in one call is embedded once, which for a hosted model is requests and money
+    saved. The model must give a text the same vector every time.
+
+    Parameters
+    ----------
+    embed_documents:
+        ``list[str] -> vectors`` (LangChain's ``embed_documents``, LlamaIndex's
+        ``get_text_embedding_batch``); called only with texts not in the cache.
+    embed_query:
+        ``str -> vector``; None embeds the query as a document.
+    name:
+        A short name for reports.
+    aembed_documents, aembed_query:
+        Async counterparts. When the embedder runs for an async entry point
+        (``HtmlPruner.aprune``), they are awaited on the caller's event loop instead of the
+        sync ones being called (see :mod:`hrefine.models._loop`). None: the sync ones always.
+    cache_size:
+        Vectors kept, documents and queries together (0 keeps none).
+    """
+
+    def __init__(
+        self,
+        embed_documents: Callable[[list[str]], Any],
+        embed_query: Callable[[str], Any] | None = None,
+        *,
+        name: str = "callable",
+        aembed_documents: Callable[[list[str]], Awaitable[Any]] | None = None,
+        aembed_query: Callable[[str], Awaitable[Any]] | None = None,
+        cache_size: int = 50_000,
+    ) -> None:
+        if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
+            msg = f"cache_size must be a whole number >= 0, got {cache_size!r}"
+            raise ConfigError(msg)
+        self._docs = embed_documents
+        self._query = embed_query
+        self._adocs = aembed_documents
+        self._aquery = aembed_query
+        self.name = name
+        self._cache = VectorCache(cache_size)
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A copy or a pickle starts with an empty cache and a lock of its own.
+        state = dict(self.__dict__)
+        del state["_lock"]
+        state["_cache"] = VectorCache(self._cache.size)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def clear_cache(self) -> None:
+        """Forget every cached vector."""
+        with self._lock:
+            self._cache.clear()
+
+    def _embed_documents(self, texts: list[str]) -> Any:
+        adocs = self._adocs
+        if adocs is None:
+            return self._docs(texts)
+        return call_async(lambda: adocs(texts), lambda: self._docs(texts))
+
+    def _embed_query(self, text: str) -> Any:
+        query, aquery = self._query, self._aquery
+        if query is None:
+            return self._embed_documents([text])[0]
+        if aquery is None:
+            return query(text)
+        return call_async(lambda: aquery(text), lambda: query(text))
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed documents as unit rows; a text embedded before is taken from the cache."""
+        if isinstance(texts, str):
+            msg = "embed() takes a sequence of texts, got one string; use embed_query() for it"
+            raise InputTypeError(msg)
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        keys = [cache_key(t, _DOCUMENT) for t in texts]
+        with self._lock:
+            out: list[np.ndarray | None] = [self._cache.get(k) for k in keys]
+        # Each distinct text not in the cache, once, in one call of the model.
+        todo: dict[bytes, str] = {}
+        for k, text, vec in zip(keys, texts, out, strict=True):
+            if vec is None:
+                todo.setdefault(k, text)
+        if todo:
+            raw = self._embed_documents(list(todo.values()))
+            fresh = dict(zip(todo, normalize_rows(np.asarray(raw, dtype=np.float32)), strict=True))
+            with self._lock:
+                for k, vec in fresh.items():
+                    self._cache.put(k, vec)
+            out = [fresh[k] if v is None else v for k, v in zip(keys, out, strict=True)]
+        return np.vstack(cast(list[np.ndarray], out))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed one query as a unit vector (cached, like the documents)."""
+        key = cache_key(text, _QUERY)
+        with self._lock:
+            vec = self._cache.get(key)
+        if vec is None:
+            vec = normalize_rows(np.asarray(self._embed_query(text), dtype=np.float32))[0]
+            with self._lock:
+                self._cache.put(key, vec)
+        return vec

@@ -1,0 +1,34 @@
+"""A generative LM given by name or folder, made into a :class:`~hrefine.models.LocalLM`.
+
+Looked for on disk when asked for (a missing model fails then, with a hint); the weights load on
+first use or warm-up. Pruners given the same name share one LocalLM, so its weights load once.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any
+
+from hrefine.models._local_files import require_local_model
+
+__all__ = ["local_lm_from"]
+
+
+def local_lm_from(name_or_path: str | os.PathLike[str]) -> Any:
+    """The :class:`~hrefine.models.LocalLM` of a model folder or a Hugging Face cached name.
+
+    Raises
+    ------
+    ModelNotFoundError
+        Neither a folder nor in the Hugging Face cache.
+    """
+    where = require_local_model(name_or_path, "generative LM")
+    return _shared(where)
+
+
+@functools.lru_cache(maxsize=4)
+def _shared(where: str) -> Any:
+    from hrefine.models.local_lm import LocalLM
+
+    return LocalLM(where)

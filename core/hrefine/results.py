@@ -1,0 +1,145 @@
+"""What a compressor hands back to a framework: how many results, in which order, scored how.
+
+Every method's adapters (LangChain compressors and retrievers, LlamaIndex postprocessors) follow
+the conventions users know from rerankers, decided here once:
+
+- ``top_n`` results at most, the most relevant ones;
+- results ordered by relevance across documents (text inside one document stays in document
+  order), or in input order with ``keep_input_order``;
+- a ``relevance_score`` in [0, 1] that composes with score cut-offs downstream (LlamaIndex's
+  ``SimilarityPostprocessor``, a retriever's threshold), the method's raw score kept beside it;
+- a call whose inputs are all empty returns no results and logs why, rather than break the
+  chain, unless ``strict``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import numpy as np
+
+from hrefine.errors import ConfigError
+from hrefine.options import Options, check_bool, check_int, setting
+
+__all__ = ["ResultOptions", "by_relevance", "unit_scores"]
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResultOptions(Options):
+    """How many results an adapter returns, in which order, and what an all-empty call does.
+
+    Attributes
+    ----------
+    top_n:
+        Most results returned: the ``top_n`` most relevant inputs, each compressed (None: every
+        input with something kept). Inputs pruned against one shared budget each keep at least
+        their best unit when ``top_n`` is set (see the method's page for how).
+    keep_input_order:
+        Return the results in the order of their inputs instead of by relevance.
+    strict:
+        Raise :class:`~hrefine.errors.EmptyInputError` when every input is empty (no visible
+        text). False (default): return no results and log the reason, so one empty retrieval
+        does not break a chain.
+    """
+
+    top_n: int | None = setting(
+        None, help="Most results returned, the most relevant first; None: all that kept text."
+    )
+    keep_input_order: bool = setting(
+        False, help="Return results in input order instead of by relevance."
+    )
+    strict: bool = setting(
+        False, help="Raise when every input is empty; False: return [] and log why."
+    )
+
+    def __post_init__(self) -> None:
+        check_int("top_n", self.top_n, minimum=1, none=True)
+        check_bool("keep_input_order", self.keep_input_order)
+        check_bool("strict", self.strict)
+
+
+def _logistic(x: float) -> float:
+    # Split by sign so that exp never overflows.
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    z = math.exp(x)
+    return z / (1.0 + z)
+
+
+def unit_scores(
+    raw: Sequence[float | None],
+    *,
+    scale: str,
+    extra: float = 0.0,
+) -> list[float | None]:
+    """Raw scores mapped into [0, 1], order kept (None stays None).
+
+    Parameters
+    ----------
+    raw:
+        One call's raw scores (e.g. each document's best block score).
+    scale:
+        What the raw scores are:
+
+        - ``"cosine"``: a similarity of at most 1 (embeddings) plus up to ``extra`` added on
+          top (HtmlRAG's weighted BM25 match): divided by ``1 + extra``, negatives at 0.
+        - ``"relative"``: a score with no absolute scale (BM25): divided by the call's best,
+          so the best result scores 1.
+        - ``"unit"``: already in [0, 1] before ``extra`` was added: divided by ``1 + extra``.
+        - ``"logit"``: anything else (a cross-encoder's logits): the logistic function, so a
+          raw 0 scores 0.5.
+    extra:
+        Largest amount the method may have added to a ``"cosine"`` or ``"unit"`` score.
+
+    Returns
+    -------
+    list[float | None]
+        In the order of ``raw``.
+    """
+    values = [None if v is None or not math.isfinite(float(v)) else float(v) for v in raw]
+    present = [v for v in values if v is not None]
+    if scale in ("cosine", "unit"):
+        top = 1.0 + max(0.0, float(extra))
+        return [None if v is None else min(1.0, max(0.0, v / top)) for v in values]
+    if scale == "relative":
+        best = max(present, default=0.0)
+        if best <= 0:
+            return [None if v is None else 0.0 for v in values]
+        return [None if v is None else min(1.0, max(0.0, v / best)) for v in values]
+    if scale == "logit":
+        return [None if v is None else _logistic(v) for v in values]
+    msg = f"unknown score scale {scale!r}; use 'cosine', 'relative', 'unit' or 'logit'"
+    raise ConfigError(msg)
+
+
+def by_relevance(
+    items: Sequence[_T],
+    score: Callable[[_T], float | None],
+    *,
+    keep_input_order: bool = False,
+) -> list[_T]:
+    """``items`` best first (ties and unscored items keep their input order), or as given.
+
+    Parameters
+    ----------
+    items:
+        Results in input order.
+    score:
+        Each result's relevance (None sorts last).
+    keep_input_order:
+        Return ``items`` unchanged in order.
+    """
+    out = list(items)
+    if keep_input_order:
+        return out
+
+    def key(pair: tuple[int, Any]) -> tuple[float, int]:
+        value = score(pair[1])
+        return (-(value if value is not None else -np.inf), pair[0])
+
+    return [item for _, item in sorted(enumerate(out), key=key)]
