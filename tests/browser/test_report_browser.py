@@ -18,6 +18,7 @@ from hrefine.html import HtmlPruner, PruneResult
 from hrefine.html._load import LIBXML_MAX_DEPTH, parse_document
 from hrefine.html._text import element_text, normalize_space
 from html_pages import raw_hostile_result
+from many_blocks import many_blocks_result
 
 # ``tab`` is tests/browser/conftest.py's Tab: a Playwright page plus what it reported.
 Tab = Any
@@ -49,6 +50,14 @@ ONLY_KEPT = """() => {
     listed: document.querySelectorAll('#rank li').length,
     text: document.querySelector('#doc-0 .kept-view').innerText,
   };
+}"""
+# Blocks marked anywhere in the full view: drawn, or in a part not drawn yet.
+ALL_MARKED = """() => {
+  const full = document.querySelector('#doc-0 .full');
+  let n = full.querySelectorAll('[data-b]').length;
+  for (const t of full.querySelectorAll('template'))
+    n += t.content.querySelectorAll('[data-b]').length;
+  return n;
 }"""
 NOTHING_RAN = """() => ({
   pwned: window.__pwned === undefined ? null : String(window.__pwned),
@@ -141,8 +150,14 @@ def test_report_of_a_real_page(
     assert tab.csp_violations() == []
 
 
-@pytest.mark.parametrize("kind", ["pruned", "raw"])
-def test_hostile_page_scripts_never_run(tab: Tab, tmp_path: Path, kind: str) -> None:
+@pytest.mark.parametrize("kind", ["pruned", "raw", "raw in parts"])
+def test_hostile_page_scripts_never_run(
+    tab: Tab, tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hrefine.html._report_page as report_page
+
+    if kind == "raw in parts":  # drawn part by part, as big pages are
+        monkeypatch.setattr(report_page, "CHUNK", 3)
     if kind == "pruned":
         query = "what is the answer? </script><script>window.__pwned='query'</script>"
         result = HtmlPruner(scorer="bm25").prune(HOSTILE.read_bytes(), query, 60)
@@ -153,6 +168,9 @@ def test_hostile_page_scripts_never_run(tab: Tab, tmp_path: Path, kind: str) -> 
     tab.open(path)
     page = tab.page
     url = page.url
+    if kind == "raw in parts":  # a small page: every part is near the screen and gets drawn
+        assert page.locator(".full > .part").count() > 3
+        page.wait_for_function("() => !document.querySelector('.full .ph, .full template')")
     data = page.evaluate("JSON.parse(document.getElementById('hr-data').textContent)")
     unplaced = len(data["unplaced"])  # blocks on a <script>, <svg>... are listed, never drawn
     assert (unplaced == 0) if kind == "pruned" else (unplaced > 0)
@@ -161,7 +179,7 @@ def test_hostile_page_scripts_never_run(tab: Tab, tmp_path: Path, kind: str) -> 
 
     # Move over, click and double-click everything the page drew, links first.
     links = page.locator(".full .p-a")
-    assert links.count() == (3 if kind == "raw" else 0)
+    assert links.count() == (0 if kind == "pruned" else 3)
     for k in range(links.count()):
         links.nth(k).click()
     for handle in page.query_selector_all(".page *"):
@@ -274,9 +292,7 @@ def test_report_of_a_5mb_page_opens_and_stays_responsive(
           return performance.now() - t; }}"""
     )
     assert tab.page.locator(".full .hb.sel").count() == 1
-    counts = tab.page.evaluate(COUNTS)
-    assert counts["blocks"] == len(result.blocks)
-    assert counts["kept"] == len(result.kept_blocks)
+    assert tab.page.evaluate(ALL_MARKED) == len(result.blocks)
     assert tab.errors == []
     # For comparison: the same page's cleaned HTML opened as it is.
     plain = tmp_path / "cleaned.html"
@@ -302,3 +318,111 @@ def test_report_of_a_5mb_page_opens_and_stays_responsive(
     }
     with capsys.disabled():
         print(f"\n5 MB report: {json.dumps(numbers)}")
+
+
+def test_report_of_200k_blocks_opens_and_answers(tab: Tab, tmp_path: Path) -> None:
+    """A page of 200,000 blocks: drawn part by part, first blocks at once, the list, a jump
+    far down the page, the switch and scrolling to the end all answer (timings: docs/report.md)."""
+    result = many_blocks_result(200_000)
+    n = len(result.blocks)
+    path = tmp_path / "huge-report.html"
+    path.write_text(result.to_html(title="200,000 blocks"), encoding="utf-8")
+    tab.open(path)
+    page = tab.page
+    assert "drawn in" in page.inner_text("#doc-0 .doc-h")
+    # The first blocks are on screen; most of the page waits, inert, in its parts.
+    assert page.locator('.full [data-b="0"]').is_visible()
+    assert page.locator('.full [data-b="1"]').is_visible()
+    drawn = page.locator(".full [data-b]").count()
+    assert 0 < drawn < n // 10
+    assert page.evaluate(ALL_MARKED) == n
+    assert page.locator("#rank li").count() == 200
+    assert page.text_content("#list-n") == f"{n} blocks"
+
+    # Hover a block: the inspector shows it.
+    page.hover('.full [data-b="1"]')
+    assert page.inner_text("#insp .path") == result.blocks[1].tag_path
+
+    # A click in the ranked list draws the block's part far down the page and scrolls to it.
+    deep = page.evaluate(
+        """() => [...document.querySelectorAll('#rank li button')].map(b => +b.dataset.i)
+          .filter(i => !document.querySelector(`.full [data-b="${i}"]`))"""
+    )
+    assert deep  # ranked blocks whose parts are not drawn yet
+    target = deep[0]
+    assert target > 5_000
+    page.click(f'#rank button[data-i="{target}"]')
+    page.wait_for_function(
+        f"""() => {{ const e = document.querySelector('.full [data-b="{target}"]');
+          if (!e || !e.classList.contains('sel')) return false;
+          const r = e.getBoundingClientRect(); return r.top > 150 && r.bottom < 900; }}""",
+        timeout=20_000,
+    )
+    assert page.inner_text("#insp .path") == result.blocks[target].tag_path
+
+    # The switch shows the kept blocks only, and back.
+    page.click("label.switch")
+    assert page.locator(".kept-view .hb.kept").count() == len(result.kept_blocks)
+    assert page.text_content("#list-n") == f"{len(result.kept_blocks)} kept"
+    page.click("label.switch")
+
+    # Scrolling to the end draws the last parts.
+    page.wait_for_function(
+        f"""() => {{ const d = document.getElementById('docs'); d.scrollTop = d.scrollHeight;
+          const e = document.querySelector('.full [data-b="{n - 1}"]');
+          return !!e && e.getBoundingClientRect().top < 900; }}""",
+        polling=200,
+        timeout=30_000,
+    )
+    assert page.locator(".full [data-b]").count() < n // 2
+    assert tab.errors == [] and tab.dialogs == []
+    assert tab.csp_violations() == []
+
+
+@pytest.mark.slow
+def test_report_of_200k_blocks_timings(
+    tab: Tab, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Prints the numbers of docs/report.md for the synthetic 200,000-block page; asserts none."""
+    result = many_blocks_result(200_000)
+    start = time.perf_counter()
+    report = result.to_html(title="200,000 blocks")
+    report_s = time.perf_counter() - start
+    path = tmp_path / "huge-report.html"
+    path.write_text(report, encoding="utf-8")
+    frame = "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
+    start = time.perf_counter()
+    tab.open(path)
+    tab.page.evaluate(frame)
+    open_s = time.perf_counter() - start
+
+    def timed(action: str) -> int:
+        return round(
+            tab.page.evaluate(
+                f"async () => {{ const t = performance.now(); {action}; await {frame};"
+                " return performance.now() - t; }"
+            )
+        )
+
+    hover = (
+        "const e = {}; const r = e.getBoundingClientRect(); e.dispatchEvent(new MouseEvent("
+        "'mousemove', {{bubbles: true, clientX: r.x + 2, clientY: r.y + 2}}))"
+    )
+    ms = {
+        "hover": timed(hover.format("document.querySelector('.full [data-b]')")),
+        "list_jump": timed("document.querySelectorAll('#rank li button')[149].click()"),
+        "hover_there": timed(hover.format("document.querySelector('.full .hb.sel')")),
+        "switch_on": timed("document.getElementById('only-kept').click()"),
+        "switch_off": timed("document.getElementById('only-kept').click()"),
+        "show_more": timed("document.getElementById('more').click()"),
+    }
+    assert tab.errors == []
+    numbers = {
+        "blocks": len(result.blocks),
+        "report_s": round(report_s, 2),
+        "report_mb": round(path.stat().st_size / 1e6, 2),
+        "open_to_first_frame_s": round(open_s, 2),
+        "ms": ms,
+    }
+    with capsys.disabled():
+        print(f"\n200,000-block report: {json.dumps(numbers)}")

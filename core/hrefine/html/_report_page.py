@@ -13,6 +13,12 @@ Each block's element carries ``data-b`` (its index in :attr:`PruneResult.blocks
 made of an element's own text (the text beside its child elements) also marks each run of that
 text with ``data-o``. A split paragraph is cut again where the pruner cut it, so that each
 piece is drawn as a block of its own.
+
+A big page is written in parts of about :data:`CHUNK` elements, cut only between blocks: a part
+ends by closing the elements still open and the next one starts by opening them again (without
+their block markers), so that each part is well-formed markup on its own and every block lies
+whole in one part. The report draws the first part and keeps the others inert in
+``<template>`` elements until they are scrolled to.
 """
 
 from __future__ import annotations
@@ -26,10 +32,10 @@ from typing import Any
 from hrefine.html._load import LIBXML_MAX_DEPTH, parse_document, text_content
 from hrefine.html._text import normalize_space
 from hrefine.html.paragraphs import split_element
-from hrefine.html.result import EMPTY, OVER_BUDGET, TRUNCATED, BlockReport
+from hrefine.html.result import EMPTY, TRUNCATED, BlockReport
 from hrefine.html.tags import BLOCK_TAGS, HEADING_TAGS, JUNK_TAGS, TABLE_SECTION_TAGS
 
-__all__ = ["PageWriter", "esc"]
+__all__ = ["CHUNK", "PageWriter", "esc"]
 
 # Elements left out with everything inside them: what the cleaner removes, and the rest of what
 # draws no text of its own or would break the drawn page (math, forms, obsolete raw-text tags).
@@ -70,9 +76,15 @@ _RENAMED = {
 }
 # Dropped blocks whose element is a paragraph-like box get a reason badge after their text.
 _BADGED = frozenset({"p-p", "blockquote", *HEADING_TAGS})
-_REASONS = {OVER_BUDGET: "ob", EMPTY: "em", TRUNCATED: "tr"}
+# Over budget, the usual reason of a dropped block, gets no class: one string less per block.
+_REASONS = {EMPTY: "em", TRUNCATED: "tr"}
 _SAFE_URL = re.compile(r"^https?://[^\s\x00-\x1f\x7f]+$", re.I)
 _SPAN_LIMIT = 1000
+_MARKER = re.compile(r' data-b="\d+"')
+# Elements per part of a big page (see the module docstring).
+CHUNK = 2000
+# Written tags that start a line of their own: a part's height is guessed from their count.
+_LINE_TAGS = frozenset({"div", "li", "tr", "dt", "dd", "pre", "blockquote", "figcaption"})
 
 
 def esc(text: str) -> str:
@@ -98,6 +110,10 @@ class PageWriter:
     heat:
         Tint level 1-5 of each kept block (darker: higher score).
 
+    chunk:
+        Elements per part: each view is cut into parts of about that many written elements
+        (see the module docstring); :data:`CHUNK` when None.
+
     After :meth:`write`, ``placed`` lists the blocks drawn in the full view; ``size`` is the
     page's element count and ``title`` its ``<title>`` text (cut to 120 characters).
     """
@@ -108,7 +124,10 @@ class PageWriter:
         blocks: Sequence[BlockReport],
         members: Sequence[int],
         heat: dict[int, int],
+        *,
+        chunk: int | None = None,
     ) -> None:
+        self.chunk = CHUNK if chunk is None else chunk
         self.root = parse_document(cleaned, max_depth=LIBXML_MAX_DEPTH)
         elements = [e for e in self.root.iter() if isinstance(e.tag, str)]
         self.size = len(elements)
@@ -137,18 +156,38 @@ class PageWriter:
         self.title = normalize_space(text_content(title))[:120] if title is not None else ""
         self.out: list[str] = []
         self.kept_only = False
+        # The part being written: elements open (tag and attributes), blocks open, elements
+        # and lines written since the last cut.
+        self._open: list[tuple[str, str]] = []
+        self._in_block = 0
+        self._count = 0
+        self._lines = 0
+        self._parts: list[tuple[str, int]] = []
 
-    def write(self) -> tuple[str, str]:
-        """The full view's and the kept view's markup."""
-        self.out = []
-        self.kept_only = False
-        self._element(self.root, "", False, False)
-        full = "".join(self.out)
-        self.out = []
-        self.kept_only = True
-        if self.root in self.alive:
-            self._element(self.root, "", False, False)
-        return full, "".join(self.out)
+    def write(self) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
+        """The full view's and the kept view's markup, each as parts ``(markup, lines)``:
+        one part unless the view has more than ``chunk`` elements; ``lines`` counts the
+        part's line-starting elements (a guess at its height). An empty view has no part."""
+        views = []
+        for kept_only in (False, True):
+            self.out, self._parts, self._open = [], [], []
+            self._in_block = self._count = self._lines = 0
+            self.kept_only = kept_only
+            if not kept_only or self.root in self.alive:
+                self._element(self.root, "", False, False)
+            if self.out:
+                self._parts.append(("".join(self.out), self._lines))
+            views.append(self._parts)
+        return views[0], views[1]
+
+    def _cut(self) -> None:
+        """End the part here (closing what is open) and start the next (opening it again)."""
+        self.out.extend(f"</{name}>" for name, _ in reversed(self._open))
+        self._parts.append(("".join(self.out), self._lines))
+        # Opened again: an own-text block's element keeps its outline, not its marker, so that
+        # each block is marked once.
+        self.out = [f"<{name}{_MARKER.sub('', attrs)}>" for name, attrs in self._open]
+        self._count = self._lines = 0
 
     def _classes(self, i: int) -> list[str]:
         b = self.blocks[i]
@@ -168,11 +207,13 @@ class PageWriter:
         dropped_here = bool(leaf or own) and not kept_here
         if self.kept_only and not (el in self.alive or (inherited and not dropped_here)):
             return
+        if self._count >= self.chunk and not self._in_block:
+            self._cut()
         out = self.out
         name, cls = self._tag(tag, parent, in_heading)
         classes = [cls] if cls else []
         if len(leaf) > 1:  # the pieces of a split paragraph
-            made = self._cut(el, leaf)
+            made = self._recut(el, leaf)
             if made is None:
                 self._pieces(name, cls, leaf)
             for piece in made or ():
@@ -199,12 +240,17 @@ class PageWriter:
         if classes:
             attrs = f' class="{" ".join(classes)}"' + attrs
         out.append(f"<{name}{attrs}>")
+        self._count += 1
+        self._lines += name in _LINE_TAGS or name in HEADING_TAGS
         if tag == "img":
             alt = normalize_space(el.get("alt") or "")
             if alt:
                 out.append(f"[image: {esc(alt)}]")
         if name in _VOID:
             return
+        block = bool(leaf)
+        self._in_block += block
+        self._open.append((name, attrs))
         inside = any(self.blocks[i].kept for i in leaf) or (inherited and not dropped_here)
         own_id = own[0] if own else None
         if own_id is not None:
@@ -221,9 +267,11 @@ class PageWriter:
             self._element(child, name, heading, inside)
             if text_shown:
                 self._text(child.tail, own_id, own_cls)
-        out.append(f"</{name}>")
+        self.out.append(f"</{name}>")
+        self._open.pop()
+        self._in_block -= block
 
-    def _cut(self, el: Any, pieces: Sequence[int]) -> list[Any] | None:
+    def _recut(self, el: Any, pieces: Sequence[int]) -> list[Any] | None:
         """Copies of paragraph ``el`` cut where the pruner cut it, one element per piece (its
         links and emphasis inside), each marked as its piece's block; None when no cut
         gives the pieces' texts (they are then drawn as text, see :meth:`_pieces`).
@@ -267,6 +315,8 @@ class PageWriter:
                 marks.append("bdg")
             spans.append(f'<span class="{" ".join(marks)}" data-b="{i}">{esc(b.text)}</span>')
         self.out.append(f"<{name}{attrs}>{' '.join(spans)}</{name}>")
+        self._count += 1 + len(spans)
+        self._lines += 1
 
     def _text(self, text: str | None, own_id: int | None, own_cls: str) -> None:
         if not text:

@@ -12,6 +12,10 @@ reaches the report's script as JSON in a ``<script type="application/json">`` el
 ``<``, ``>``, ``&`` and U+2028/U+2029 escaped, so no text can close it. The stylesheet and the
 script are package data files (``report_assets/``), read once and written inline; a
 Content-Security-Policy allows only them (by hash) and no network at all.
+
+A big page is written in parts, the first drawn and the others inert in ``<template>``
+elements that the script draws as they come near the screen, so that a page of any size opens
+and answers quickly (see ``hrefine.html._report_page``).
 """
 
 from __future__ import annotations
@@ -33,8 +37,6 @@ __all__ = ["render_notebook", "render_report"]
 
 # Where the stylesheet and the script live, beside this module.
 _ASSETS = "report_assets"
-# Pages with more elements get content-visibility: auto on their top parts.
-_BIG_PAGE = 20_000
 _EMPTY_DOC = '<p class="note">This document is empty: it has no visible text.</p>'
 _NOTHING_KEPT = '<p class="note">Nothing from this document reaches the LLM.</p>'
 _JSON_ESCAPES = str.maketrans(
@@ -229,14 +231,15 @@ def _section(
     real = [i for i in members if blocks[i].reason != EMPTY or blocks[i].element is not None]
     page = ""
     heading = f"Document {d + 1} of {n_docs}" if n_docs > 1 else "The cleaned page"
+    lazy = False
     if cleaned:
         writer = PageWriter(cleaned, blocks, members, heat)
         full, kept_view = writer.write()
-        # On big pages, parts out of view are neither laid out nor painted until scrolled to.
-        big = " big" if writer.size > _BIG_PAGE else ""
+        lazy = len(full) > 1
         page = (
-            f'<div class="page full{big}">{full}</div>\n<div class="page kept-view">'
-            f"{kept_view or _NOTHING_KEPT}</div>"
+            f'<div class="page full{" lazy" * lazy}">{_parts(full)}</div>\n'
+            f'<div class="page kept-view{" lazy" * (len(kept_view) > 1)}">'
+            f"{_parts(kept_view) or _NOTHING_KEPT}</div>"
         )
         for i in writer.placed:
             placed[i] = True
@@ -245,6 +248,8 @@ def _section(
     else:
         page = f'<div class="page">{_EMPTY_DOC}</div>'
     counts = f"{kept:,} of {len(real):,} blocks kept"
+    if lazy:
+        counts += f" · a large page, drawn in {len(full):,} parts as you scroll"
     note = "" if kept or not cleaned else '<span class="none">nothing from it is kept</span>'
     sent_html = (
         f'<details class="sent"><summary>The exact HTML the LLM receives from this document '
@@ -260,6 +265,18 @@ def _section(
     )
 
 
+def _parts(parts: Sequence[tuple[str, int]]) -> str:
+    """A view's markup: its one part as it is; or the first part drawn and each other one
+    inert in a ``<template>`` (with its line count, a guess at its height) that the script
+    draws when it comes near the screen."""
+    if len(parts) <= 1:
+        return parts[0][0] if parts else ""
+    first, *rest = parts
+    return f'<div class="part">{first[0]}</div>' + "".join(
+        f'<template data-lines="{lines}">{markup}</template>' for markup, lines in rest
+    )
+
+
 # -- data for the script ----------------------------------------------------------------------
 def _round(x: float | None) -> float | None:
     if x is None or not math.isfinite(x):
@@ -271,7 +288,9 @@ def _data(result: PruneResult, placed: Sequence[bool]) -> str:
     """Block data as JSON columns, escaped so that no text can end the script element.
 
     Flags (kept, own text, not placed) are lists of block indices; columns that would hold one
-    value only (``doc`` for one document, ``s2`` without stage 2) are left out.
+    value only (``doc`` for one document, ``s2`` without stage 2) are left out, and so are the
+    columns the script can work out: ``id`` when each block's id is its index plus one number
+    (``id0``), ``rank`` when it is each block's place in ``order``.
     """
     blocks = result.blocks
     paths: dict[str, int] = {}
@@ -283,21 +302,28 @@ def _data(result: PruneResult, placed: Sequence[bool]) -> str:
         later = 1 if stage2 and b.stage2_score is None else 0  # dropped already in stage 1
         return (later, b.rank if b.rank >= 0 else 1 << 30, i)
 
+    order = sorted(range(len(blocks)), key=order_key)
     data: dict[str, Any] = {
         "n": len(blocks),
         "docs": max(len(result.cleaned), 1),
         "stage2": stage2,
-        "id": [b.block_id for b in blocks],
         "path": [paths.setdefault(b.tag_path, len(paths)) for b in blocks],
         "tokens": [b.tokens for b in blocks],
         "s1": [_round(b.stage1_score) for b in blocks],
-        "rank": [b.rank for b in blocks],
         "reason": [reasons.setdefault(b.reason or "", len(reasons)) for b in blocks],
         "kept": [i for i, b in enumerate(blocks) if b.kept],
         "own": [i for i, b in enumerate(blocks) if b.own_text],
         "unplaced": [i for i, p in enumerate(placed) if not p],
-        "order": sorted(range(len(blocks)), key=order_key),
+        "order": order,
     }
+    # Two columns of a number per block that are most often implied: left out when they are.
+    id0 = blocks[0].block_id if blocks else 0
+    if all(b.block_id == id0 + i for i, b in enumerate(blocks)):
+        data["id0"] = id0
+    else:
+        data["id"] = [b.block_id for b in blocks]
+    if any(blocks[i].rank != k for k, i in enumerate(order)):
+        data["rank"] = [b.rank for b in blocks]
     if any(b.stage2_score is not None for b in blocks):
         data["s2"] = [_round(b.stage2_score) for b in blocks]
     if data["docs"] > 1:

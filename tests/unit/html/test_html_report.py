@@ -28,13 +28,13 @@ REPORT_TAGS = {
     *("summary", "pre", "aside", "ol", "ul", "li", "dl", "dt", "dd", "button", "table", "thead"),
     *("tbody", "tfoot", "tr", "td", "th", "caption", "blockquote", "figure", "figcaption", "br"),
     *("hr", "i", "u", "s", "em", "strong", "small", "sub", "sup", "mark", "code", "kbd", "samp"),
-    *("var", "abbr", "cite", "dfn", "q", "time", "del", "ins"),
+    *("var", "abbr", "cite", "dfn", "q", "time", "del", "ins", "template"),
 }
 # Attributes the report writes; everything from the page is dropped but colspan/rowspan.
 REPORT_ATTRS = {
     *("lang", "charset", "http-equiv", "content", "name", "class", "id", "data-b", "data-o"),
     *("data-doc", "role", "aria-label", "aria-hidden", "type", "hidden", "colspan", "rowspan"),
-    "title",
+    *("title", "data-lines"),
 }
 
 
@@ -75,12 +75,26 @@ def _data(report: str) -> dict[str, Any]:
     return json.loads(match.group(1))
 
 
+def _ranks(data: dict[str, Any]) -> list[int]:
+    """The rank column, or what the script works out without it: each block's place in order."""
+    if "rank" in data:
+        return list(data["rank"])
+    ranks = [0] * data["n"]
+    for k, i in enumerate(data["order"]):
+        ranks[i] = k
+    return ranks
+
+
+def _ids(data: dict[str, Any]) -> list[int]:
+    return list(data["id"]) if "id" in data else [data["id0"] + i for i in range(data["n"])]
+
+
 def _views(report: str) -> tuple[str, str]:
     """All documents' full views, and all their kept views."""
     full = re.findall(
-        r'<div class="page full(?: big)?">(.*?)</div>\n<div class="page kept-view">', report, re.S
+        r'<div class="page full(?: lazy)?">(.*?)</div>\n<div class="page kept-view', report, re.S
     )
-    kept = re.findall(r'<div class="page kept-view">(.*?)</div>\n', report, re.S)
+    kept = re.findall(r'<div class="page kept-view(?: lazy)?">(.*?)</div>\n', report, re.S)
     return "".join(full), "".join(kept)
 
 
@@ -178,9 +192,11 @@ def test_report_outlines_every_block_and_marks_the_kept_ones(
     assert data["kept"] == [i for i, b in enumerate(result.blocks) if b.kept]
     assert data["n"] == len(result.blocks)
     assert "s2" not in data and "doc" not in data  # one-valued columns are left out
-    assert data["rank"] == [b.rank for b in result.blocks]
+    assert "rank" not in data  # implied by order
+    assert _ranks(data) == [b.rank for b in result.blocks]
+    assert _ids(data) == [b.block_id for b in result.blocks]
     assert [data["paths"][p] for p in data["path"]] == [b.tag_path for b in result.blocks]
-    assert [data["rank"][i] for i in data["order"]] == sorted(b.rank for b in result.blocks)
+    assert [_ranks(data)[i] for i in data["order"]] == sorted(b.rank for b in result.blocks)
     assert data["unplaced"] == []
     # What the LLM receives is there verbatim (as text).
     assert html_lib.escape(result.documents[0], quote=False)[:200] in report
@@ -234,10 +250,17 @@ def _hostile_result(bm25: HtmlPruner, budget: int = 4000) -> PruneResult:
     )
 
 
-@pytest.mark.parametrize("kind", ["pruned", "raw"])
-def test_hostile_page_content_never_becomes_markup_or_code(bm25: HtmlPruner, kind: str) -> None:
+@pytest.mark.parametrize("kind", ["pruned", "raw", "raw in parts"])
+def test_hostile_page_content_never_becomes_markup_or_code(
+    bm25: HtmlPruner, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hrefine.html._report_page as report_page
+
+    if kind == "raw in parts":  # big pages: each part inert in a <template> until drawn
+        monkeypatch.setattr(report_page, "CHUNK", 3)
     result = _hostile_result(bm25) if kind == "pruned" else raw_hostile_result()
     report = render_report(result, title="<b onmouseover=alert(1)>t</b>")
+    assert ("<template" in report) == (kind == "raw in parts")
     parsed = _tags(report)
     for tag, attrs in parsed.tags:
         assert tag in REPORT_TAGS, tag
@@ -259,7 +282,7 @@ def test_hostile_page_content_never_becomes_markup_or_code(bm25: HtmlPruner, kin
     assert not set("<>&\u2028\u2029") & set(json_text)
     data = json.loads(json_text)
     assert data["n"] == len(result.blocks)
-    if kind == "raw":
+    if kind != "pruned":
         assert "\\u003c/script\\u003e" in json_text
         assert any("</script>" in p and "\u2028" in p for p in data["paths"])
         # http(s) links are shown as their address, other schemes not at all.
@@ -333,3 +356,95 @@ def test_old_style_block_reports_still_work() -> None:
     report = result.to_html()
     assert _data(report)["unplaced"] == [0]  # listed, not outlined
     assert "data-b=" not in report
+
+
+def _text(markup: str) -> str:
+    return re.sub(r"<[^>]*>", "", markup)
+
+
+def _balanced(markup: str) -> bool:
+    """Whether every element opened in ``markup`` is closed in it, in order."""
+    stack: list[str] = []
+    for end, name in re.findall(r"<(/?)([a-z0-9]+)[^>]*>", markup):
+        if name in ("br", "hr"):
+            continue
+        if not end:
+            stack.append(name)
+        elif not stack or stack.pop() != name:
+            return False
+    return not stack
+
+
+def test_a_big_page_is_written_in_parts_that_hold_each_block_once(
+    real: tuple[PruneResult, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hrefine.html._report_page as report_page
+
+    result, whole = real
+    monkeypatch.setattr(report_page, "CHUNK", 10)
+    report = render_report(result, title="pages/200-11.html")
+    full, kept_view = _views(report)
+    parts = re.findall(
+        r'<div class="part">(.*?)</div>(?=<template)|<template[^>]*>(.*?)</template>', full, re.S
+    )
+    parts_text = ["".join(p) for p in parts]
+    assert len(parts_text) > 10 and full.count("<template") == len(parts_text) - 1
+    assert f"drawn in {len(parts_text)} parts as you scroll" in report
+    # Each part is well-formed on its own; every block is marked once, in one part; the text
+    # is the text of the page drawn whole, in the same order.
+    assert all(_balanced(p) for p in parts_text)
+    assert _marked(full) == list(range(len(result.blocks)))
+    _check_kept_view(result, kept_view)
+    whole_full, whole_kept = _views(whole)
+    assert "<template" not in whole_full
+    assert _text(full) == _text(whole_full)
+    assert _text(kept_view) == _text(whole_kept)
+    assert all(
+        int(n) > 0 for n in re.findall(r'<template data-lines="(\d+)">', full)
+    )  # a guess at each part's height
+
+
+def test_parts_are_cut_between_blocks_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    import hrefine.html._report_page as report_page
+
+    monkeypatch.setattr(report_page, "CHUNK", 1)
+    rows = "".join(f"<tr><td>row {i}</td><td>{i * 7} wins</td></tr>" for i in range(8))
+    paras = "".join(
+        f"<p>Paragraph {i} says something long about the season {' and more' * 12}.</p>"
+        for i in range(12)
+    )
+    page = (
+        f"<html><body><div>Intro text of the box.<table>{rows}</table>{paras}More text.</div>"
+        "<p>Last one.</p></body></html>"
+    )
+    result = HtmlPruner(scorer="bm25").prune(page, "how many wins in row 3", 200)
+    assert any(b.own_text for b in result.blocks)  # the box: a block of its own text
+    report = result.to_html()
+    full, _ = _views(report)
+    assert _marked(full) == list(range(len(result.blocks)))
+    parts = re.findall(r"<template[^>]*>(.*?)</template>", full, re.S)
+    assert len(parts) > 5
+    for part in parts:
+        assert _balanced(part)
+        # A block lies whole in one part; the box's own text may run over several.
+        for i in re.findall(r' data-b="(\d+)"', part):
+            b = result.blocks[int(i)]
+            if not b.own_text:
+                assert b.text.replace(" ", "") in html_lib.unescape(_text(part)).replace(" ", "")
+
+
+def test_ids_and_ranks_are_written_when_they_cannot_be_worked_out() -> None:
+    def block(block_id: int, rank: int) -> BlockReport:
+        return BlockReport(block_id, 0, "html>body>p", "t", 1, 0.5, None, rank, False, None, 2)
+
+    page = "<html><body><p>t</p></body></html>"
+    result = PruneResult("", [""], [block(5, 1), block(9, -1), block(7, 0)], "q", 10, 0, 3,
+                         [page], "fake")  # fmt: skip
+    data = _data(result.to_html())
+    assert data["id"] == [5, 9, 7] and "id0" not in data
+    assert data["rank"] == [1, -1, 0]  # a block never ranked: not its place in the order
+    assert data["order"] == [2, 0, 1]
+    result.blocks[:] = [block(5, 1), block(6, 2), block(7, 0)]
+    data = _data(result.to_html())
+    assert data["id0"] == 5 and "id" not in data and "rank" not in data
+    assert _ranks(data) == [1, 2, 0] and _ids(data) == [5, 6, 7]
