@@ -21,6 +21,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from hrefine._atomic import echo, write_text
 from hrefine._cli_support import (
     DEBUG_ENV,
     OneLineErrors,
@@ -28,6 +29,7 @@ from hrefine._cli_support import (
     quiet_model_loading,
     say,
 )
+from hrefine._encodable import encodable
 from hrefine.errors import ConfigError
 from hrefine.eval.cli import eval_app
 from hrefine.html.options import DEFAULT_BUDGET
@@ -137,8 +139,9 @@ def _check_folder(path: Path | None, what: str) -> None:
 
 
 def _write_output(path: Path, text: str, what: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all: a failure leaves the old file as it was."""
     try:
-        path.write_text(text, encoding="utf-8")
+        write_text(path, text)
     except OSError as exc:
         msg = f"could not write the {what} to {path}: {exc.strerror or exc}"
         raise ConfigError(msg) from exc
@@ -230,7 +233,7 @@ def html_clean(
     from hrefine.html import clean_html
 
     cleaned = clean_html(_read_input(source), boilerplate=not keep_boilerplate)
-    sys.stdout.write(cleaned + "\n")
+    echo(cleaned + "\n")
 
 
 @html_app.command("prune")
@@ -293,18 +296,19 @@ def html_prune(
     else:
         text = result.html + "\n"
     if output is None:
-        sys.stdout.write(text)
+        echo(text)  # never fails on a character the terminal cannot show
     else:
         _write_output(output, text, "pruned HTML")
     say(
         f"{result.tokens} / {result.budget} tokens ({result.tokenizer}); "
         f"cleaned input had {result.original_tokens}"
-        + ("" if output is None else f"; written to {output}")
+        + ("" if output is None else encodable(f"; written to {output}"))
     )
     if report is not None:
+        # A file name may hold undecodable bytes (as lone surrogates); the writer replaces them.
         title = "stdin" if source == "-" else Path(source).name
         _write_output(report, result.to_html(title=title), "report")
-        say(f"report written to {report}")
+        say(encodable(f"report written to {report}"))
 
 
 app.add_typer(eval_app, name="eval")

@@ -13,6 +13,10 @@ Each array's sha256 is recorded, so a tampered or truncated file is caught on lo
 is checked and written to temporary files first; they replace the old files only once all were
 written, the manifest last, so a failed save leaves the previous one readable.
 
+A saved folder is untrusted input on load: the manifest's fields are type-checked, array names
+must be identifiers, links are not followed, and each ``.npy`` header is checked against the
+tree and the file's size before the array is read (see :mod:`hrefine._saved`).
+
 Format 1 (hrefine 0.1) had no mask and no derived orders: it loads with every order explicit
 and, when it has embeddings, every row set.
 """
@@ -22,13 +26,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from hrefine._atomic import discard, new_temp, replace_all
+from hrefine._saved import EMBEDDINGS as _EMBEDDINGS
+from hrefine._saved import MASK as _MASK
+from hrefine._saved import read_array, read_manifest
 from hrefine.errors import ConfigError, HrefineError, PersistenceError
 from hrefine.tree import Tree
 
@@ -37,8 +44,6 @@ __all__ = ["FORMAT", "FORMAT_VERSION", "load_tree", "save_tree"]
 FORMAT = "hrefine.tree"
 FORMAT_VERSION = 2
 _MANIFEST = "tree.json"
-_EMBEDDINGS = "embeddings"
-_MASK = "embedding_mask"
 
 
 def _sha256(path: Path) -> str:
@@ -90,10 +95,12 @@ def save_tree(
     try:
         sums: dict[str, str] = {}
         for name, arr in to_write.items():
-            tmp = _temp(out, name, ".npy")
-            temps[tmp] = out / f"{name}.npy"
+            final = out / f"{name}.npy"
+            tmp = new_temp(final)
+            temps[tmp] = final
             with tmp.open("wb") as fh:
                 np.save(fh, arr, allow_pickle=False)
+                _sync(fh)
             sums[name] = _sha256(tmp)
         manifest = {
             "format": FORMAT,
@@ -105,23 +112,25 @@ def save_tree(
             "arrays": sorted(to_write),
             "sha256": sums,
         }
-        tmp = _temp(out, "tree", ".json")
-        temps[tmp] = out / _MANIFEST
-        with tmp.open("w", encoding="utf-8") as fh:
-            json.dump(manifest, fh, ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
-        _discard(temps)
+        data = _manifest_bytes(manifest)
+        final = out / _MANIFEST
+        tmp = new_temp(final)
+        temps[tmp] = final
+        with tmp.open("wb") as fh:
+            fh.write(data)
+            _sync(fh)
+    except (TypeError, ValueError, RecursionError) as exc:
+        discard(temps)
         msg = (
             f"cannot save the tree to {out}: its metadata or the config holds a value JSON "
             f"cannot store ({exc}); keep them to strings, numbers, booleans, lists and dicts"
         )
         raise PersistenceError(msg) from exc
     except BaseException:
-        _discard(temps)
+        discard(temps)
         raise
     # Every file is complete: move them into place, the manifest (inserted last) last.
-    for tmp, final in temps.items():
-        os.replace(tmp, final)
+    replace_all(temps)
     return out
 
 
@@ -139,45 +148,35 @@ def load_tree(
     ------
     PersistenceError
         The directory is missing, foreign, of a newer format, of another kind, tampered
-        with, or holds arrays that do not fit its tree.
+        with, or malformed: a field of the wrong type, an array name that is not an
+        identifier, a symbolic link, a ``.npy`` header that does not fit the tree or the
+        file's size (checked before the array is read), arrays that do not fit its tree.
     """
     src = Path(path)
-    manifest_path = src / _MANIFEST
-    if not manifest_path.is_file():
-        msg = f"{src} holds no {_MANIFEST}; it was not written by hrefine"
+    manifest = read_manifest(src, _MANIFEST, FORMAT_VERSION, FORMAT)
+    if kind is not None and manifest.kind != kind:
+        msg = f"{src} holds a {manifest.kind!r}, expected a {kind!r}"
         raise PersistenceError(msg)
-    try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        msg = f"{manifest_path} is not valid JSON: {exc}"
-        raise PersistenceError(msg) from exc
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        msg = f"{manifest_path} is not an hrefine tree (format={_get(manifest, 'format')!r})"
+    version, n_nodes = manifest.version, manifest.n_nodes
+    if version >= 2 and _EMBEDDINGS in manifest.arrays and _MASK not in manifest.arrays:
+        msg = f"{src} has {_EMBEDDINGS}.npy but no {_MASK}.npy saying which rows are set"
         raise PersistenceError(msg)
-    version = manifest.get("format_version")
-    if type(version) is not int or not 1 <= version <= FORMAT_VERSION:
-        msg = (
-            f"{manifest_path} has format version {version!r}; "
-            f"this hrefine reads 1 to {FORMAT_VERSION} (a newer hrefine wrote it?)"
+    arrays = {
+        name: read_array(
+            src, name, manifest.sha256[name], n_nodes, check_mask=version >= 2, mmap=mmap
         )
-        raise PersistenceError(msg)
-    if kind is not None and manifest.get("kind") != kind:
-        msg = f"{src} holds a {manifest.get('kind')!r}, expected a {kind!r}"
-        raise PersistenceError(msg)
-    arrays = _load_arrays(src, manifest, mmap=mmap)
+        for name in manifest.arrays
+    }
     embeddings = arrays.pop(_EMBEDDINGS, None)
     # Format 1 had no mask (every row was set) and did not reserve the name.
     mask = arrays.pop(_MASK, None) if version >= 2 else None
-    if version >= 2 and embeddings is not None and mask is None:
-        msg = f"{src} has {_EMBEDDINGS}.npy but no {_MASK}.npy saying which rows are set"
-        raise PersistenceError(msg)
     try:
-        tree = Tree.from_dict(manifest["tree"], embeddings=embeddings, embedding_mask=mask)
+        tree = Tree.from_dict(manifest.tree, embeddings=embeddings, embedding_mask=mask)
         tree.check_acyclic()
     except (KeyError, HrefineError) as exc:
-        msg = f"{manifest_path} holds a malformed tree: {exc}"
+        msg = f"{manifest.path} holds a malformed tree: {exc}"
         raise PersistenceError(msg) from exc
-    return tree, dict(manifest.get("config", {})), arrays
+    return tree, dict(manifest.config), arrays
 
 
 def _arrays_to_save(tree: Tree, arrays: Mapping[str, np.ndarray] | None) -> dict[str, np.ndarray]:
@@ -223,37 +222,16 @@ def _numeric(name: str, arr: np.ndarray) -> np.ndarray:
     return arr
 
 
-def _load_arrays(src: Path, manifest: dict[str, Any], *, mmap: bool) -> dict[str, np.ndarray]:
-    arrays: dict[str, np.ndarray] = {}
-    sums = manifest.get("sha256", {})
-    for name in manifest.get("arrays", []):
-        file = src / f"{name}.npy"
-        if not file.is_file():
-            msg = f"{src} lacks {file.name}, listed in its manifest"
-            raise PersistenceError(msg)
-        if sums.get(name) != _sha256(file):
-            msg = f"{file} does not match the checksum in {_MANIFEST}: it was changed or truncated"
-            raise PersistenceError(msg)
-        try:
-            arrays[name] = np.load(file, allow_pickle=False, mmap_mode="r" if mmap else None)
-        except ValueError as exc:
-            msg = f"{file} is not a plain .npy array: {exc}"
-            raise PersistenceError(msg) from exc
-    return arrays
+def _manifest_bytes(manifest: Mapping[str, Any]) -> bytes:
+    """The manifest as UTF-8 JSON; text with lone surrogates is escaped (``\\udXXX``), which
+    UTF-8 cannot hold but JSON reads back as the same string."""
+    try:
+        return json.dumps(manifest, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(manifest, ensure_ascii=True).encode("ascii")
 
 
-def _temp(folder: Path, stem: str, suffix: str) -> Path:
-    fd, name = tempfile.mkstemp(dir=folder, prefix=f".{stem}-", suffix=suffix)
-    os.close(fd)
-    # mkstemp makes the file private (0600); a saved tree is as readable as any other file.
-    os.chmod(name, 0o644)
-    return Path(name)
-
-
-def _discard(temps: Mapping[Path, Path]) -> None:
-    for tmp in temps:
-        tmp.unlink(missing_ok=True)
-
-
-def _get(obj: object, key: str) -> object:
-    return obj.get(key) if isinstance(obj, dict) else None
+def _sync(fh: Any) -> None:
+    """Flush ``fh`` to disk, so a crash after the files are moved cannot leave them empty."""
+    fh.flush()
+    os.fsync(fh.fileno())

@@ -250,3 +250,11 @@ def test_warmup_runs_one_tiny_call_once_and_returns_the_pruner() -> None:
 def test_warmup_loads_the_default_embedder(embedder: Any) -> None:
     pruner = HtmlPruner().warmup()
     assert pruner.scorer.embedder is embedder and embedder._model is not None
+
+
+@pytest.mark.parametrize("name", ["HuggingFaceTB/SmolLM2-135M-Instruct", "smollm2-135m-instruct"])
+def test_the_embedded_models_own_name_gives_the_embedded_lm(name: str) -> None:
+    from hrefine.models import default_lm
+
+    pruner = HtmlPruner(generative=True, lm=name)
+    assert pruner._lm() is default_lm()  # no Hugging Face cache needed, nothing loaded yet

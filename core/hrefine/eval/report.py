@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from hrefine._atomic import write_text
 from hrefine.eval.runner import EvalResult, run_meta
 
 __all__ = ["markdown_tables", "plot_results", "results_to_json", "write_report"]
@@ -283,8 +284,8 @@ def write_report(
     data = results_to_json(results, meta=meta, include_items=include_items)
     paths = {ext: folder / f"{name}.{ext}" for ext in ("json", "md", "png")}
     text = json.dumps(data, indent=1, ensure_ascii=False)
-    paths["json"].write_text(text + "\n", encoding="utf-8")
+    write_text(paths["json"], text + "\n")  # atomic: a failed run keeps the last report
     heading = f"## {title or name}\n\n"
-    paths["md"].write_text(heading + markdown_tables(data), encoding="utf-8")
+    write_text(paths["md"], heading + markdown_tables(data))
     plot_results(data, paths["png"], title=title)
     return paths

@@ -1,13 +1,19 @@
 """Turn what a caller passes (str or bytes, any encoding, any breakage) into an lxml tree.
 
+Bytes are decoded by :mod:`hrefine.html._decode` (which refuses binary files). Before parsing,
+the text loses what lxml refuses or libxml2 mishandles: characters XML does not allow (written
+or as references such as ``&#1;``), and the ``</body>`` and ``</html>`` end tags of a page with
+content after its ``</html>`` (libxml2 drops that content; browsers show it).
+
 libxml2 caps HTML nesting at 255 levels and silently drops everything after the cap, so a page
 that reaches the cap is re-parsed from a flattened copy (tags deeper than ``max_depth`` are left
 out, their text kept), built by the standard library's tokenizer, which has no depth limit.
+It also stops at a text node, attribute value or script over 10,000,000 bytes (an inline
+``data:`` image), so a page that meets that limit is parsed again with it lifted.
 """
 
 from __future__ import annotations
 
-import codecs
 import functools
 import html as html_lib
 import re
@@ -16,9 +22,12 @@ from typing import Any
 
 from hrefine._optional import require
 from hrefine.errors import EmptyInputError, HtmlParseError, InputTypeError
+from hrefine.html._decode import decode_bytes, refuse_binary_text
 
 __all__ = [
+    "DEFAULT_MAX_INPUT_BYTES",
     "LIBXML_MAX_DEPTH",
+    "check_input_size",
     "decode_bytes",
     "drop_tag",
     "drop_tree",
@@ -28,29 +37,31 @@ __all__ = [
     "to_text",
 ]
 
+#: The largest input read by default (64 MiB): a page several times the size of the biggest
+#: real ones, which cleans in seconds.
+DEFAULT_MAX_INPUT_BYTES = 64 * 1024 * 1024
 # libxml2's HTML parser stops nesting (and drops the rest of the page) at this depth.
 LIBXML_MAX_DEPTH = 255
 # The deepest nesting a cleaned page keeps: some margin below libxml2's limit, so the cleaned
 # HTML parses back whole.
 _MAX_CAP = LIBXML_MAX_DEPTH - 10
 
-_BOMS: tuple[tuple[bytes, str], ...] = (
-    (codecs.BOM_UTF32_LE, "utf-32-le"),
-    (codecs.BOM_UTF32_BE, "utf-32-be"),
-    (codecs.BOM_UTF8, "utf-8"),
-    (codecs.BOM_UTF16_LE, "utf-16-le"),
-    (codecs.BOM_UTF16_BE, "utf-16-be"),
-)
-_META_CHARSET = re.compile(rb"""<meta[^>]{0,400}?charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 # Characters XML (hence lxml) refuses: C0 controls except tab/newline/CR, DEL, lone surrogates.
 _ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff\ud800-\udfff]")
 _ILLEGAL_BYTES = bytes([*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F])
 _NONCHARS = ("\ufffe".encode(), "\uffff".encode())
+# Character references to those characters (decimal or hex, leading zeros, ";" optional), which
+# libxml2 decodes into the tree as they are. &#0; and surrogates it already reads as U+FFFD.
+_ILLEGAL_REF = re.compile(
+    rb"&#(?:0*(?:[1-8]|1[124-9]|2\d|3[01]|127|6553[45])(?!\d)"
+    rb"|[xX]0*(?:[1-8bBcCeEfF]|1[\da-fA-F]|7[fF]|[fF]{3}[eEfF])(?![\da-fA-F]));?"
+)
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>", re.I)
-# charset-normalizer's names for the code pages read as windows-1252, and how much more chaos
-# than the best guess windows-1252 may show and still win.
-_WESTERN = frozenset({"cp1252", "latin_1", "iso8859_15"})
-_WESTERN_TOLERANCE = 0.05
+# "</html>", and with it "</body>", in any case. Searched in the UTF-8 bytes: a literal prefix
+# and one byte a character keep the search at a quarter of a millisecond per MB.
+_HTML_END = re.compile(rb"</[hH][tT][mM][lL][\s/]*>")
+_PAGE_END = re.compile(rb"</(?:[hH][tT][mM][lL]|[bB][oO][dD][yY])[\s/]*>")
+_NON_SPACE = re.compile(rb"\S")
 _VOID = frozenset(
     {
         "area", "base", "bgsound", "br", "col", "embed", "hr", "img", "input", "keygen", "link",
@@ -59,83 +70,50 @@ _VOID = frozenset(
 )  # fmt: skip
 
 
-def _lookup(name: str) -> str | None:
-    try:
-        codec = codecs.lookup(name).name
-    except LookupError:
-        return None
-    # Browsers read latin-1 and ascii labels as windows-1252 (the WHATWG encoding standard).
-    return "cp1252" if codec in {"latin-1", "iso8859-1", "ascii"} else codec
+def to_text(html: str | bytes, *, max_bytes: int | None = None) -> str:
+    """Return ``html`` as a str that lxml accepts (see :func:`parse_document` for what is
+    refused and what is raised); ``max_bytes`` bounds the input (None: no bound, as where
+    the caller has checked it with :func:`check_input_size`)."""
+    return _text_and_utf8(html, max_bytes)[0]
 
 
-def decode_bytes(data: bytes) -> str:
-    """Decode HTML bytes: byte-order mark, then strict UTF-8, then ``<meta charset>``, then
-    charset-normalizer's guess (windows-1252 when that scores about as well), then windows-1252
-    with replacement characters.
+def check_input_size(html: Any, max_bytes: int | None) -> None:
+    """Raise :class:`HtmlParseError` if ``html`` is larger than ``max_bytes`` (bytes as
+    given, a str as UTF-8); anything else, and ``max_bytes=None``, pass.
 
-    Strict UTF-8 comes before the meta tag because pages often declare latin-1 while serving
-    UTF-8, and valid multi-byte UTF-8 is very unlikely to be anything else.
+    Cheap for a str: its UTF-8 size is only computed when its length alone does not settle it.
     """
-    for bom, name in _BOMS:
-        if data.startswith(bom):
-            return data[len(bom) :].decode(name, errors="replace")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        pass
-    match = _META_CHARSET.search(data[:8192])
-    if match:
-        declared = _lookup(match.group(1).decode("ascii", "ignore"))
-        if declared is not None:
-            try:
-                return data.decode(declared)
-            except (UnicodeDecodeError, LookupError):
-                pass
-    try:
-        encoding = _guess_legacy(data[:200_000])
-    except ImportError:
-        encoding = None
-    return data.decode(encoding or "cp1252", errors="replace")
+    if max_bytes is None:
+        return
+    if isinstance(html, memoryview):
+        size, unit = html.nbytes, "bytes"
+    elif isinstance(html, (bytes, bytearray)):
+        size, unit = len(html), "bytes"
+    elif isinstance(html, str):
+        # One to four UTF-8 bytes a character.
+        if len(html) > max_bytes:
+            size, unit = len(html), "characters"
+        elif 4 * len(html) <= max_bytes:
+            return
+        else:
+            size, unit = len(html.encode("utf-8", "surrogatepass")), "bytes in UTF-8"
+    else:
+        return
+    if size > max_bytes:
+        msg = (
+            f"the input is {size:,} {unit}, over the limit of max_input_bytes={max_bytes:,} "
+            "bytes; raise max_input_bytes (None: no limit) or pass the page in parts"
+        )
+        raise HtmlParseError(msg)
 
 
-def _guess_legacy(sample: bytes) -> str | None:
-    """charset-normalizer's guess for undeclared non-UTF-8 bytes, or None for windows-1252.
-
-    A guess that changes how many ``<`` and ``>`` the bytes hold is wrong: no legacy page hides
-    markup inside a multi-byte character, but multi-byte code pages read Latin text that way
-    (``résumé</p>`` as three CJK characters and ``/p>``). Windows-1252, the web's usual code page
-    and the WHATWG default, wins whenever its chaos is within a tolerance of the best guess's:
-    Baltic and Central European code pages score as well or slightly better on Western text.
-    """
-    from charset_normalizer import from_bytes
-
-    angles = sample.count(b"<") + sample.count(b">")
-
-    def keeps_markup(match: Any) -> bool:
-        text = str(match)
-        return bool(match.encoding) and text.count("<") + text.count(">") == angles
-
-    candidates = [m for m in from_bytes(sample) if keeps_markup(m)]  # best first
-    if not candidates:
-        return None
-    western = next((m for m in candidates if m.encoding in _WESTERN), None)
-    if western is None:  # on short samples the search stops before it tries windows-1252
-        western = next(iter(from_bytes(sample, cp_isolation=["cp1252"])), None)
-    if western is not None and western.chaos <= candidates[0].chaos + _WESTERN_TOLERANCE:
-        return None
-    return str(candidates[0].encoding)
-
-
-def to_text(html: str | bytes) -> str:
-    """Return ``html`` as a str that lxml accepts; raise EmptyInputError if nothing is there."""
-    return _text_and_utf8(html)[0]
-
-
-def _text_and_utf8(html: str | bytes) -> tuple[str, bytes]:
+def _text_and_utf8(html: str | bytes, max_bytes: int | None) -> tuple[str, bytes]:
     """:func:`to_text`'s str and its UTF-8 bytes (which libxml2 parses faster than a str)."""
+    check_input_size(html, max_bytes)
     if isinstance(html, (bytes, bytearray, memoryview)):
         text = decode_bytes(bytes(html))
     elif isinstance(html, str):
+        refuse_binary_text(html)
         text = html
     else:
         msg = f"expected HTML as str or bytes, got {type(html).__name__}"
@@ -155,10 +133,28 @@ def _text_and_utf8(html: str | bytes) -> tuple[str, bytes]:
             kept = kept.replace(_NONCHARS[0], b"").replace(_NONCHARS[1], b"")
         if len(kept) != len(data):
             data, text = kept, kept.decode("utf-8")
+    # What is removed is ASCII, so the bytes stay valid UTF-8.
+    fixed = _reopen_after_html(data)
+    fixed = _ILLEGAL_REF.sub(b"", fixed)  # the same object when there is nothing to remove
+    if len(fixed) != len(data):
+        data, text = fixed, fixed.decode("utf-8")
     if not text or text.isspace():  # no copy of the page, as strip() would make
         msg = f"the HTML input is empty ({len(html)} characters or bytes of whitespace)"
         raise EmptyInputError(msg)
     return text, data
+
+
+def _reopen_after_html(data: bytes) -> bytes:
+    """``data`` without its ``</body>`` and ``</html>`` end tags if anything but white space
+    follows its first ``</html>`` (two pages in one, a template's stray end tag).
+
+    libxml2 drops everything after ``</html>``; a browser reads it on into the body, as it
+    does when neither end tag is there.
+    """
+    end = _HTML_END.search(data)
+    if end is None or _NON_SPACE.search(data, end.end()) is None:
+        return data
+    return _PAGE_END.sub(b"", data)
 
 
 class _Flattener(HTMLParser):
@@ -229,43 +225,61 @@ def _depth_query(depth: int) -> Any:
     return etree.XPath("boolean(/" + "/*" * (depth + 1) + ")")
 
 
-def parse_document(html: str | bytes, *, max_depth: int | None = None) -> Any:
+def parse_document(
+    html: str | bytes,
+    *,
+    max_depth: int | None = None,
+    max_bytes: int | None = DEFAULT_MAX_INPUT_BYTES,
+) -> Any:
     """Parse ``html`` leniently into an lxml ``<html>`` element (plain ``lxml.etree``).
 
     Plain etree elements are used rather than ``lxml.html``'s, whose Python-level class lookup
-    costs more than the parse itself on pages with 100,000+ elements.
+    costs more than the parse itself on pages with 100,000+ elements. Characters XML refuses
+    are dropped (also when written as references, ``&#1;``), content after ``</html>`` is kept,
+    and a text node, attribute value or script over libxml2's 10,000,000-byte limit is read
+    whole.
 
     Parameters
     ----------
     html:
-        The page (str or bytes).
+        The page (str or bytes; bytes are decoded as :func:`hrefine.html._decode.decode_page`
+        says).
     max_depth:
         Elements nested deeper are unwrapped (their text is kept); at most
         ``LIBXML_MAX_DEPTH - 10``. None: as deep as libxml2 nests, and a page nested deeper
         than that is flattened to ``LIBXML_MAX_DEPTH - 10`` levels instead of truncated.
+    max_bytes:
+        The largest input read (bytes as given, a str counted in UTF-8); None: no limit.
 
     Raises
     ------
     EmptyInputError
         The input is empty or whitespace.
+    InputTypeError
+        The input is neither str nor bytes.
     HtmlParseError
-        lxml could not build a tree from it.
+        The input is over ``max_bytes``, is a binary file or binary data (a PDF, an image, an
+        archive...), or lxml could not build a tree from it.
     """
     etree = require("lxml.etree", "html")
-    text, data = _text_and_utf8(html)
-    parser = etree.HTMLParser(
-        remove_comments=True, remove_pis=True, default_doctype=False, encoding="utf-8"
-    )
+    text, data = _text_and_utf8(html, max_bytes)
     cap = _MAX_CAP if max_depth is None else max(1, min(max_depth, _MAX_CAP))
     try:
-        root = etree.fromstring(data, parser)
+        root, limits = _parse(data, huge=False)
+        huge = "size" in limits
+        if huge:
+            # Lifting the size limit (XML_PARSE_HUGE) also lifts the nesting limit to 2048
+            # levels: the tree is checked for depth below.
+            root, limits = _parse(data, huge=True)
         # libxml2 reports where it stopped nesting, so without a max_depth of the caller's
         # the tree need not be walked to find out (a walk is 5% of cleaning a page).
         if root is not None and (
-            _hit_depth_limit(parser.error_log)
-            or (max_depth is not None and reaches_depth(root, cap))
+            "depth" in limits or ((max_depth is not None or huge) and reaches_depth(root, cap))
         ):
-            root = etree.fromstring(flatten_markup(text, cap).encode("utf-8"), parser)
+            flat = flatten_markup(text, cap).encode("utf-8")
+            root, limits = _parse(flat, huge=huge)
+            if "size" in limits:  # the nesting limit stopped the first parse before this one
+                root, limits = _parse(flat, huge=True)
     except (ValueError, TypeError, etree.LxmlError) as exc:
         msg = f"could not parse the input as HTML ({len(text)} characters): {exc}"
         raise HtmlParseError(msg) from exc
@@ -275,13 +289,34 @@ def parse_document(html: str | bytes, *, max_depth: int | None = None) -> Any:
     return root
 
 
-def _hit_depth_limit(log: Any) -> bool:
-    """Whether a parser's error log says that libxml2 stopped at its nesting limit."""
+def _parse(data: bytes, *, huge: bool) -> tuple[Any, frozenset[str]]:
+    """The root libxml2 parses from ``data`` and the limits it stopped at (see _limits_hit);
+    ``huge`` lifts its size limits."""
     etree = require("lxml.etree", "html")
-    # libxml2 reports this error even past its cap of 100 reported errors (it stops the parse).
-    return any(
-        e.type == etree.ErrorTypes.ERR_RESOURCE_LIMIT or "Excessive depth" in e.message for e in log
+    parser = etree.HTMLParser(
+        remove_comments=True,
+        remove_pis=True,
+        default_doctype=False,
+        encoding="utf-8",
+        huge_tree=huge,
     )
+    root = etree.fromstring(data, parser)
+    return root, _limits_hit(parser.error_log)
+
+
+def _limits_hit(log: Any) -> frozenset[str]:
+    """Which of libxml2's limits a parser's error log says it stopped at: ``"depth"`` (its
+    nesting limit) and ``"size"`` (its limit on a text node, an attribute value, a name)."""
+    etree = require("lxml.etree", "html")
+    # libxml2 reports these errors even past its cap of 100 reported errors (they stop the
+    # parse).
+    hit: set[str] = set()
+    for e in log:
+        if "Excessive depth" in e.message:
+            hit.add("depth")
+        elif e.type == etree.ErrorTypes.ERR_RESOURCE_LIMIT:
+            hit.add("size")
+    return frozenset(hit)
 
 
 def text_content(el: Any) -> str:

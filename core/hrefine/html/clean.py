@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 from hrefine._optional import require
 from hrefine.errors import EmptyInputError
 from hrefine.html._load import (
+    DEFAULT_MAX_INPUT_BYTES,
     drop_tag,
     drop_tree,
     parse_document,
@@ -109,6 +110,10 @@ _BOILER_WORDS = frozenset(
 )
 _BOILER_SUBSTRINGS = ("cookie", "consent", "gdpr", "sidebar", "navbar", "breadcrumb", "newsletter")
 _WORD_SPLIT = re.compile(r"[-_\s]+")
+# Natural Questions' tokenised HTML glues a cell's span to its tag name (``<Th_colspan="2">``),
+# which a parser reads as an unknown element that its ``</Th>`` does not close.
+_GLUED_SPAN = re.compile(r"<(t[hd])_((?:col|row)span=\"?\d+\"?)", re.I)
+_GLUED_SPAN_BYTES = re.compile(rb"<(t[hd])_((?:col|row)span=\"?\d+\"?)", re.I)
 # A candidate holding more than this share of the page's text is never removed.
 _MAX_BOILER_SHARE = 0.4
 # If the candidates together hold more than this share, the patterns misread the page: keep all.
@@ -121,6 +126,7 @@ def clean_html(
     boilerplate: bool = True,
     keep_attrs: Sequence[str] = DEFAULT_KEEP_ATTRS,
     max_depth: int | None = None,
+    max_input_bytes: int | None = DEFAULT_MAX_INPUT_BYTES,
 ) -> str:
     """Clean an HTML page for an LLM reader.
 
@@ -140,6 +146,9 @@ def clean_html(
         Elements nested deeper are unwrapped (their text is kept); at most 245, because libxml2
         cannot nest deeper than 255 levels. None (the default): as deep as libxml2 nests, and
         a page nested deeper than that is flattened to 245 levels instead of truncated.
+    max_input_bytes:
+        The largest input read (bytes as given, a str counted in UTF-8; default 64 MiB); None:
+        no limit.
 
     Returns
     -------
@@ -152,9 +161,16 @@ def clean_html(
     EmptyInputError
         The input is empty, or the page has no visible text at all.
     HtmlParseError
-        The input could not be parsed.
+        The input is over ``max_input_bytes``, is a binary file or binary data (a PDF, an
+        image, an archive...), or could not be parsed.
     """
-    root = clean_document(html, boilerplate=boilerplate, keep_attrs=keep_attrs, max_depth=max_depth)
+    root = clean_document(
+        html,
+        boilerplate=boilerplate,
+        keep_attrs=keep_attrs,
+        max_depth=max_depth,
+        max_input_bytes=max_input_bytes,
+    )
     return serialize(root)
 
 
@@ -170,9 +186,10 @@ def clean_document(
     boilerplate: bool = True,
     keep_attrs: Sequence[str] = DEFAULT_KEEP_ATTRS,
     max_depth: int | None = None,
+    max_input_bytes: int | None = DEFAULT_MAX_INPUT_BYTES,
 ) -> Any:
     """Like :func:`clean_html`, but return the cleaned lxml ``<html>`` element."""
-    root = parse_document(html, max_depth=max_depth)
+    root = parse_document(unglue_cell_spans(html), max_depth=max_depth, max_bytes=max_input_bytes)
     keep = frozenset(a.lower() for a in keep_attrs)
     _remove_junk(root)
     if boilerplate:
@@ -184,6 +201,24 @@ def clean_document(
         msg = "the page has no visible text after removing scripts, styles and hidden elements"
         raise EmptyInputError(msg)
     return root
+
+
+def unglue_cell_spans(html: Any) -> Any:
+    """``html`` with each cell span glued to its tag name written as an attribute again.
+
+    Natural Questions writes ``<Th_colspan="2">``: parsed as is, the cell is an unknown
+    element that loses its table role and its span, stays open past its ``</Th>`` and reaches
+    the output as an unknown tag. Anything but text or bytes is returned as it is (the parser
+    says what it expected).
+
+    >>> unglue_cell_spans('<Tr> <Th_colspan="2"> Production </Th> </Tr>')
+    '<Tr> <Th colspan="2"> Production </Th> </Tr>'
+    """
+    if isinstance(html, str):
+        return _GLUED_SPAN.sub(r"<\1 \2", html) if "span=" in html else html
+    if isinstance(html, (bytes, bytearray)):
+        return _GLUED_SPAN_BYTES.sub(rb"<\1 \2", html) if b"span=" in html else html
+    return html
 
 
 def _is_hidden(el: Any) -> bool:
@@ -333,7 +368,10 @@ def _strip_attributes(root: Any, keep: frozenset[str], *, keep_links: bool) -> N
     queries = _queries()
     for el in queries.attributed(root):
         attrib = el.attrib
-        for name, value in list(attrib.items()):
+        items = attrib.items()
+        if any(name[:1] == "{" for name, _ in items):
+            items = _without_braced_names(attrib, items)
+        for name, value in items:
             lname = name.lower()
             if (
                 lname not in keep
@@ -346,6 +384,23 @@ def _strip_attributes(root: Any, keep: frozenset[str], *, keep_links: bool) -> N
     # Unwrapped in C; text and tails stay in place, as drop_tag would leave them (as separate
     # text nodes: _normalize_whitespace writes every text back, which joins them again).
     etree.strip_tags(root, *_UNWRAP_TAGS, *(() if keep_links else ("a",)))
+
+
+def _without_braced_names(attrib: Any, items: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Remove the attributes whose names start with "{" (``<img {x}alt="s">``): lxml reads
+    such a name as ``{namespace}local`` and can neither find nor remove it by name, so the
+    element's attributes are cleared and the others set again. Returns the others."""
+    attrib.clear()
+    kept: list[tuple[str, str]] = []
+    for name, value in items:
+        if name[:1] == "{":
+            continue
+        try:
+            attrib[name] = value
+        except ValueError:  # a name XML refuses ("@click", "(x)"): dropped, as it would be
+            continue
+        kept.append((name, value))
+    return kept
 
 
 def _normalize_whitespace(root: Any) -> tuple[list[Any], set[Any]]:

@@ -16,6 +16,7 @@ import re
 from typing import Any, Literal
 
 from hrefine.errors import ConfigError, InputTypeError
+from hrefine.html._decode import wide_encoding
 from hrefine.html._load import decode_bytes, to_text
 from hrefine.html.tags import BLOCK_TAGS, INLINE_TAGS, JUNK_TAGS, UNSHOWN_TAGS
 
@@ -85,7 +86,8 @@ def _sample(text: str | bytes | bytearray | memoryview) -> str:
         return text[:_SAMPLE]
     if isinstance(text, (bytes, bytearray, memoryview)):
         data = bytes(text[: 2 * _SAMPLE])
-        if data[:2] in (b"\xff\xfe", b"\xfe\xff") or data[:4] == b"\x00\x00\xfe\xff":
+        bom = data[:2] in (b"\xff\xfe", b"\xfe\xff") or data[:4] == b"\x00\x00\xfe\xff"
+        if bom or wide_encoding(data[:4096]):
             return decode_bytes(data)[:_SAMPLE]  # UTF-16/32: the tags are not ASCII bytes
         # Tags and Markdown's signs are ASCII in every ASCII-compatible encoding.
         return data.decode("latin-1")[:_SAMPLE]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from hrefine.errors import ConfigError, InputTypeError
+from hrefine.html._load import DEFAULT_MAX_INPUT_BYTES
 from hrefine.html.formats import check_input_format
 from hrefine.options import Options, check_bool, check_int, check_number, setting
 
@@ -59,6 +60,10 @@ class HtmlPrunerOptions(Options):
         ``LocalLM`` (looked for when the pruner is made; never downloaded).
     fine_max_words:
         Stage-2 block granularity in words (paper: 128).
+    generative_blend:
+        Stage 2 orders its fine blocks by their tag path's probability (0, the paper's
+        stage 2), or by a mix of that rank and the rank of the stage-1 score each inherits:
+        ``(1 - w) * path rank + w * stage-1 rank`` (:func:`hrefine.html.generative.blended`).
     stage1_max_tokens:
         Budget of stage 1; default ``max_tokens``, or ``4 * max_tokens`` when generative.
     boilerplate:
@@ -111,12 +116,17 @@ class HtmlPrunerOptions(Options):
         lists) are written as HTML before cleaning (:func:`hrefine.html.formats.to_html`), so a
         Markdown table prunes as a table, its header kept with its rows.
         ``stats["input_formats"]`` gives the format of each input document.
-    match_subject:
-        True: the BM25 match reads the whole query. False: on a single page it leaves out the
-        query's words that the page's title (its ``<title>``, its sole ``<h1>``) holds, which
-        name the page rather than any block of it, unless nothing else would be matched
-        (:func:`hrefine.html.scoring.without_subject`). The dense scorer reads the whole query
-        either way.
+    neighbour_rows:
+        When the question asks for what comes before or after something (after, before,
+        prior, next, previous...: :func:`hrefine.html.scoring.asks_order`), the rows right
+        before and after a table's best-matching row (one that matches the question by its own
+        words, above its table as a whole) score just below it, so they are kept with it:
+        "who played after X", "the one prior to X".
+    keep_last_rows:
+        A table too big for the budget, kept as far as it goes (its best-matching rows, then
+        its rows in document order), keeps its last row before its other rows: the latest
+        entry, the last place, the end of a list of seasons or episodes. False: its first rows
+        only.
     record_tables:
         A record table, one thing's fields a row each (a Wikipedia infobox: most rows one
         header cell and one value, :func:`hrefine.html.columns.is_record_table`), is split
@@ -127,6 +137,12 @@ class HtmlPrunerOptions(Options):
         Pages whose cleaned tree the pruner keeps (the most recent, at most 4 million input
         characters in all), so a page pruned again for another question or budget is not
         cleaned again. 0 keeps none.
+    max_input_bytes:
+        The largest input document read, in bytes (a str counted in UTF-8; default 64 MiB,
+        several times the biggest real pages). A bigger one raises
+        :class:`~hrefine.errors.HtmlParseError` (the error for an input the pruner cannot
+        read as a page, as a PDF or other binary file does) before any work is spent on it.
+        None: no limit.
     """
 
     adapter_excluded: ClassVar[frozenset[str]] = frozenset({"embedder"})
@@ -152,6 +168,13 @@ class HtmlPrunerOptions(Options):
         help="LocalLM, model folder or cached name for the generative stage; None: the default.",
     )
     fine_max_words: int = setting(128, help="Largest block of the generative stage, in words.")
+    generative_blend: float = setting(
+        0.0,
+        help=(
+            "Weight of the stage-1 ranking in stage 2's order of its blocks (0: the path "
+            "probability alone, as in the paper; 1: stage 1's alone)."
+        ),
+    )
     stage1_max_tokens: int | None = setting(
         None, help="Budget of the first stage; None: the budget, or 4x it when generative."
     )
@@ -188,12 +211,15 @@ class HtmlPrunerOptions(Options):
     input_format: str = setting(
         "auto", help="How inputs are read: 'auto' (per document), 'html', 'markdown' or 'text'."
     )
-    match_subject: bool = setting(
-        True,
+    neighbour_rows: bool = setting(
+        False,
         help=(
-            "Match the page title's words of the query too; False: on one page, match the rest "
-            "of the query only."
+            "For 'after X' / 'before X' questions, the rows around a table's best-matching "
+            "row score just below it."
         ),
+    )
+    keep_last_rows: bool = setting(
+        False, help="A table kept in part keeps its last row too (the latest, the last place)."
     )
     record_tables: bool = setting(
         False,
@@ -208,6 +234,10 @@ class HtmlPrunerOptions(Options):
             "Pages whose cleaned tree is kept, so a page pruned again (another query or "
             "budget) is not cleaned again; 0 keeps none."
         ),
+    )
+    max_input_bytes: int | None = setting(
+        DEFAULT_MAX_INPUT_BYTES,
+        help="Largest input document read, in bytes (a str in UTF-8); None: no limit.",
     )
 
     def __post_init__(self) -> None:
@@ -226,9 +256,14 @@ class HtmlPrunerOptions(Options):
         check_int("fine_max_words", self.fine_max_words, minimum=1)
         check_int("stage1_max_tokens", self.stage1_max_tokens, minimum=MIN_BUDGET, none=True)
         check_number("lexical_weight", self.lexical_weight, minimum=0)
+        check_number("generative_blend", self.generative_blend, minimum=0)
+        if self.generative_blend > 1:
+            msg = f"generative_blend must be between 0 and 1, got {self.generative_blend!r}"
+            raise ConfigError(msg)
         check_int("read_words", self.read_words, minimum=1, none=True)
         check_int("embed_max_tokens", self.embed_max_tokens, minimum=2, none=True)
         check_int("cleaned_cache", self.cleaned_cache, minimum=0)
+        check_int("max_input_bytes", self.max_input_bytes, minimum=1, none=True)
         check_input_format(self.input_format)
         for name in (
             "generative",
@@ -238,7 +273,8 @@ class HtmlPrunerOptions(Options):
             "split_paragraphs",
             "demote_back_matter",
             "record_tables",
-            "match_subject",
+            "keep_last_rows",
+            "neighbour_rows",
         ):
             check_bool(name, getattr(self, name))
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from hrefine._encodable import encodable
 from hrefine.errors import EmptyInputError, InputTypeError
 from hrefine.results import by_relevance, unit_scores
 
@@ -101,14 +102,23 @@ class DocumentOutcome:
 
 
 def check_query(query: object) -> str:
-    """The query, or a clear error when it is not a non-empty string."""
+    """The query, ready for every model: lone surrogates (which no tokenizer encodes) become
+    U+FFFD.
+
+    Raises
+    ------
+    InputTypeError
+        ``query`` is not a str.
+    EmptyInputError
+        ``query`` is empty or only white space.
+    """
     if not isinstance(query, str):
-        msg = f"query must be a str, got {type(query).__name__}"
+        msg = f"the query must be a str, got {type(query).__name__}; pass the question as text"
         raise InputTypeError(msg)
     if not query.strip():
         msg = "the query is empty; HtmlRAG ranks the HTML blocks against the query"
         raise EmptyInputError(msg)
-    return query
+    return encodable(query)
 
 
 def empty_outcome(index: int, budget: int) -> DocumentOutcome:

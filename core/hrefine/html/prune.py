@@ -21,6 +21,7 @@ from typing import Any
 from hrefine.budget import MemoCounter, TokenCounter, get_counter
 from hrefine.errors import BudgetTooSmallError, EmptyInputError, InputTypeError
 from hrefine.html._cleancache import CleanedCache
+from hrefine.html._load import check_input_size
 from hrefine.html._locate import document_order, positions
 from hrefine.html.blocks import BlockForest, build_forest, serialize_element, title_parts
 from hrefine.html.clean import clean_document, serialize
@@ -29,15 +30,18 @@ from hrefine.html.fill import fill, reports
 from hrefine.html.formats import as_html, resolve_format
 from hrefine.html.generative import refine
 from hrefine.html.options import MIN_BUDGET, HtmlPrunerOptions
+from hrefine.html.outcome import check_query
 from hrefine.html.paragraphs import split_long_paragraphs
 from hrefine.html.render import omit_end_tags
 from hrefine.html.result import EMPTY, BlockReport, PruneResult
 from hrefine.html.scoring import (
     BlockScorer,
+    asks_order,
     containers,
     inherit_table_scores,
+    last_rows,
+    neighbour_scores,
     stage1_items,
-    without_subject,
 )
 from hrefine.html.tags import TABLE_SECTION_TAGS, TEXT_UNIT_TAGS
 from hrefine.models._loop import run_in_worker
@@ -222,16 +226,14 @@ class HtmlPruner:
         BudgetTooSmallError
             ``max_tokens`` is below :data:`MIN_BUDGET`, or not even one word fits.
         InputTypeError
-            ``html`` is not text, bytes or an iterable of them, or ``max_tokens`` is not an
-            integer.
+            ``html`` is not text, bytes or an iterable of them, ``query`` is not a str, or
+            ``max_tokens`` is not an integer.
         MissingDependencyError
             The BM25 match is on (``lexical_weight > 0`` or ``scorer="bm25"``) and ``bm25s``
             is not installed.
         """
         docs = _documents(html)
-        if not isinstance(query, str) or not query.strip():
-            msg = f"the query must be a non-empty string, got {query!r}"
-            raise EmptyInputError(msg)
+        query = check_query(query)  # InputTypeError / EmptyInputError; surrogates replaced
         max_tokens = _budget(max_tokens)
         opts = self.options
         counter = self.counter
@@ -277,14 +279,15 @@ class HtmlPruner:
             paragraphs_whole=isinstance(scoring.scorer, EmbeddingScorer)
             and opts.lexical_weight != 0,
         )
-        subject = title_parts(roots[0]) if not opts.match_subject and len(roots) == 1 else ()
-        matched = without_subject(scoring.bm25(), query, subject) if subject else None
-        all_scores = scoring.score(
-            query, found.items, read=scoring.reader(query), match_query=matched
-        )
+        all_scores = scoring.score(query, found.items, read=scoring.reader(query))
         n, g = len(ids), len(found.group_ids)
         group_scores = dict(zip(found.group_ids, all_scores[n : n + g].tolist(), strict=True))
-        scores1 = inherit_table_scores(ids, all_scores[:n], found.tables, group_scores)
+        # A table kept in part keeps its last row too: the latest entry, the end of a ranking.
+        lead = last_rows(forest, ids, found.tables) if opts.keep_last_rows else ()
+        own = all_scores[:n]
+        if opts.neighbour_rows and asks_order(query):  # the named row's neighbours too
+            own = neighbour_scores(forest, ids, found.tables, own, group_scores)
+        scores1 = inherit_table_scores(ids, own, found.tables, group_scores, lead)
         fit1 = fill(
             forest, ids, costs, scores1, stage1_budget, counter, len(docs), groups, group_scores
         )
@@ -316,6 +319,7 @@ class HtmlPruner:
                 counter=counter,
                 omit_optional_end_tags=opts.omit_end_tags,
                 cleaned_order=cleaned_order,
+                blend=opts.generative_blend,
             )
             stats.update(cost)
             block_reports = [r for r in block_reports if not r.kept] + reports2
@@ -371,7 +375,12 @@ class HtmlPruner:
             hit = None if key is None else self._cleaned.get(key)
             if hit is None:
                 try:
-                    root = clean_document(as_html(doc, formats[d]), boilerplate=boilerplate)
+                    # Checked before Markdown or text is converted; the HTML made from it is
+                    # not checked again.
+                    check_input_size(doc, self.options.max_input_bytes)
+                    root = clean_document(
+                        as_html(doc, formats[d]), boilerplate=boilerplate, max_input_bytes=None
+                    )
                 except EmptyInputError as exc:
                     if len(docs) == 1:
                         raise

@@ -9,7 +9,8 @@ the configured scorer plus the weighted BM25 match, in one scorer call.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import re
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -22,7 +23,7 @@ from hrefine.html.tags import GROUP_TAGS
 from hrefine.models.lexical import BM25Scorer, query_window
 from hrefine.models.scorers import EmbeddingScorer
 
-__all__ = ["BlockScorer", "ScoredItem", "stage1_items", "without_subject"]
+__all__ = ["BlockScorer", "ScoredItem", "stage1_items"]
 
 # A block of a table with more words than this is prose: it neither borrows nor inherits its
 # table's score (short rows are data, whose meaning is their table's).
@@ -145,15 +146,90 @@ def _enclosing_tables(forest: BlockForest, ids: Sequence[int], tables: set[int])
     return out
 
 
+def _value_rows(
+    forest: BlockForest, ids: Sequence[int], tables: Mapping[int, int]
+) -> dict[int, list[int]]:
+    """Each table of ``tables`` -> the positions in ``ids`` of its rows of values (two cells
+    or more, one a value cell), in document order."""
+    nodes = forest.tree.nodes
+    rows: dict[int, list[int]] = {}
+    for k, i in enumerate(ids):
+        table = tables.get(i)
+        if table is None or nodes[i].metadata["tag"] != "tr":
+            continue
+        cells = [c for c in forest.elements[i] if c.tag in ("td", "th")]
+        # A row spanning the table (a note, an episode's summary) holds no values.
+        if len(cells) >= 2 and any(c.tag == "td" for c in cells):
+            rows.setdefault(table, []).append(k)
+    for found in rows.values():
+        found.sort(key=lambda k: nodes[ids[k]].order)
+    return rows
+
+
+def last_rows(forest: BlockForest, ids: Sequence[int], tables: Mapping[int, int]) -> set[int]:
+    """The last row of values (see :func:`_value_rows`) of each table of ``tables``: the block
+    ids."""
+    return {ids[ks[-1]] for ks in _value_rows(forest, ids, tables).values()}
+
+
+# Words by which a question asks for what comes before or after something it names.
+_ORDER_CUE = re.compile(
+    r"\b(after|before|prior|next|previous|preceding|following|succeed(?:ed|s)?|preceded)\b",
+    re.I,
+)
+
+
+def asks_order(query: str) -> bool:
+    """Whether ``query`` asks for what comes before or after something ("who played after
+    X", "the one prior to X").
+
+    >>> asks_order("who was ambassador after Jeanette W. Hyde?"), asks_order("who won?")
+    (True, False)
+    """
+    return _ORDER_CUE.search(query) is not None
+
+
+def neighbour_scores(
+    forest: BlockForest,
+    ids: Sequence[int],
+    tables: Mapping[int, int],
+    scores: np.ndarray,
+    groups: Mapping[int, float],
+) -> np.ndarray:
+    """``scores`` with the rows right before and after each table's best row scoring just
+    below it, where that row scores above its table (it matches the question by its own
+    words): "who played after X", "the one before X" read the named row's neighbours.
+    ``scores`` are the rows' own, before they inherit their table's."""
+    out = scores.copy()
+    for table, ks in _value_rows(forest, ids, tables).items():
+        own = np.asarray([scores[k] for k in ks], dtype=np.float64)
+        if not len(own) or np.isnan(own).all():
+            continue
+        best = int(np.nanargmax(own))
+        top = float(own[best])
+        if not top > groups[table]:
+            continue
+        below = float(np.nextafter(top, -np.inf))
+        for j in (best - 1, best + 1):
+            if 0 <= j < len(ks) and not out[ks[j]] >= below:
+                out[ks[j]] = below
+    return out
+
+
 def inherit_table_scores(
-    ids: Sequence[int], scores: np.ndarray, tables: Mapping[int, int], groups: Mapping[int, float]
+    ids: Sequence[int],
+    scores: np.ndarray,
+    tables: Mapping[int, int],
+    groups: Mapping[int, float],
+    lead: Collection[int] = (),
 ) -> np.ndarray:
     """Each block inside a table (``tables``: block -> its table) scores at least as high as
     that table as a whole (``groups``: table -> its score).
 
     A table too big for the budget is then kept as far as it goes: the rows that match the
     question best first, then its other rows in document order, rather than a few scattered
-    rows of it among blocks from elsewhere.
+    rows of it among blocks from elsewhere. The blocks of ``lead`` (see ``keep_last_rows``)
+    score just above their table, so they come before its other inheriting rows.
     """
     out = scores.copy()
     for k, i in enumerate(ids):
@@ -161,6 +237,8 @@ def inherit_table_scores(
         if table is None:
             continue
         score = groups[table]
+        if i in lead and not np.isnan(score):
+            score = float(np.nextafter(score, np.inf))
         if score > out[k] or (np.isnan(out[k]) and not np.isnan(score)):
             out[k] = score
     return out
@@ -251,25 +329,6 @@ def stage1_items(
         for ks, text in wholes
     ]
     return Stage1Items(items, group_ids, tables)
-
-
-def without_subject(bm25: BM25Scorer, query: str, subject: Sequence[str]) -> str:
-    """``query`` without the words it shares with the page's ``subject`` (its title parts),
-    as ``bm25`` matches words; the query itself when nothing else of it would be matched.
-
-    On one page the subject's words ("Harry Potter" on the Harry Potter page) name the page,
-    not a block of it: matched, they rank first the blocks that repeat the name most.
-
-    >>> without_subject(BM25Scorer(stem=True, questions=True),
-    ...                 "when did the first harry potter movie come out", ["Harry Potter"])
-    'when did the first movie come out'
-    """
-    names = bm25.terms(" ".join(subject))
-    if not names:
-        return query
-    kept = [w for w in query.split() if not (bm25.terms(w) and bm25.terms(w) <= names)]
-    rest = " ".join(kept)
-    return rest if bm25.terms(rest) else query
 
 
 def lexical_match(bm25: BM25Scorer, query: str, items: Sequence[ScoredItem]) -> np.ndarray:
@@ -377,7 +436,6 @@ class BlockScorer:
         *,
         read: Callable[[ScoredItem], str] | None = None,
         dense: np.ndarray | None = None,
-        match_query: str | None = None,
     ) -> np.ndarray:
         """Stage-1 scores of ``items``: the scorer's, plus the weighted BM25 match for dense
         scorers.
@@ -388,8 +446,7 @@ class BlockScorer:
         given to a dense scorer: they score below every other item, ordered among themselves
         by their lexical match, or equal without one. A dense scorer reads ``read(item)`` where
         given; BM25 reads whole texts. ``dense``: the scorer's scores of every item, when the
-        caller has them already (see :meth:`score_groups`). ``match_query``: what the BM25
-        match (and a BM25 scorer) reads instead of ``query`` (see ``match_subject``).
+        caller has them already (see :meth:`score_groups`).
         """
         n = len(items)
         if not n:
@@ -399,8 +456,7 @@ class BlockScorer:
         weight = 0.0 if lexical else float(self.options.lexical_weight)
         # Needs bm25s (its stopword list): without it this raises, naming the extra, rather
         # than leave the lexical part out of every score.
-        matched = query if match_query is None else match_query
-        bm25 = lexical_match(self.bm25(), matched, items) if weight > 0 else None
+        bm25 = lexical_match(self.bm25(), query, items) if weight > 0 else None
         back = np.fromiter((it.back for it in items), dtype=bool, count=n)
         # The match is scaled by the best body text's: a citation repeating the question's
         # words must not shrink the lexical part of every other score. Nor must a row's two
@@ -422,7 +478,7 @@ class BlockScorer:
         own = [k for k in range(n) if source[k] is None and (lexical or not back[k])]
         scores = np.full(n, np.nan, dtype=np.float64)
         if lexical:  # every item, rows apart from their header
-            scores = lexical_match(scorer, matched, items)
+            scores = lexical_match(scorer, query, items)
         elif own:
             if dense is None:
                 shown = [items[k].text if read is None else read(items[k]) for k in own]

@@ -6,12 +6,12 @@ adapters (and by :func:`~hrefine.models.embed.get_embedder` for any object with
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, cast
 
 import numpy as np
 
+from hrefine._encodable import encodable, encodable_all
 from hrefine.errors import ConfigError, InputTypeError
 from hrefine.models._embed_state import VectorCache, cache_key, normalize_rows
 from hrefine.models._loop import call_async
@@ -65,24 +65,12 @@ class CallableEmbedder:
         self._adocs = aembed_documents
         self._aquery = aembed_query
         self.name = name
+        # Thread-safe; a copy or a pickle starts with an empty one.
         self._cache = VectorCache(cache_size)
-        self._lock = threading.Lock()
-
-    def __getstate__(self) -> dict[str, Any]:
-        # A copy or a pickle starts with an empty cache and a lock of its own.
-        state = dict(self.__dict__)
-        del state["_lock"]
-        state["_cache"] = VectorCache(self._cache.size)
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
 
     def clear_cache(self) -> None:
         """Forget every cached vector."""
-        with self._lock:
-            self._cache.clear()
+        self._cache.clear()
 
     def _embed_documents(self, texts: list[str]) -> Any:
         adocs = self._adocs
@@ -103,12 +91,18 @@ class CallableEmbedder:
         if isinstance(texts, str):
             msg = "embed() takes a sequence of texts, got one string; use embed_query() for it"
             raise InputTypeError(msg)
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                msg = f"embed() takes texts (str); item {i} is a {type(text).__name__}"
+                raise InputTypeError(msg)
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
+        # Lone surrogates become U+FFFD: a model's client could not encode them to send.
+        texts = encodable_all(texts)
         keys = [cache_key(t, _DOCUMENT) for t in texts]
-        with self._lock:
-            out: list[np.ndarray | None] = [self._cache.get(k) for k in keys]
-        # Each distinct text not in the cache, once, in one call of the model.
+        out = self._cache.get_many(keys)
+        # Each distinct text not in the cache, once, in one call of the model. The cache is not
+        # locked meanwhile: threads that miss the same text both embed it.
         todo: dict[bytes, str] = {}
         for k, text, vec in zip(keys, texts, out, strict=True):
             if vec is None:
@@ -116,19 +110,19 @@ class CallableEmbedder:
         if todo:
             raw = self._embed_documents(list(todo.values()))
             fresh = dict(zip(todo, normalize_rows(np.asarray(raw, dtype=np.float32)), strict=True))
-            with self._lock:
-                for k, vec in fresh.items():
-                    self._cache.put(k, vec)
+            self._cache.put_many(fresh.items())
             out = [fresh[k] if v is None else v for k, v in zip(keys, out, strict=True)]
         return np.vstack(cast(list[np.ndarray], out))
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query as a unit vector (cached, like the documents)."""
+        if not isinstance(text, str):
+            msg = f"the query must be a str, got a {type(text).__name__}"
+            raise InputTypeError(msg)
+        text = encodable(text)
         key = cache_key(text, _QUERY)
-        with self._lock:
-            vec = self._cache.get(key)
+        vec = self._cache.get(key)
         if vec is None:
             vec = normalize_rows(np.asarray(self._embed_query(text), dtype=np.float32))[0]
-            with self._lock:
-                self._cache.put(key, vec)
+            self._cache.put(key, vec)
         return vec

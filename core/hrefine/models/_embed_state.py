@@ -1,12 +1,19 @@
 """The per-text vector cache of the embedders (keyed by the text and, for a
 :class:`~hrefine.models.embed.SentenceTransformerEmbedder`, the read limit it was embedded
 with), and the row normalisation every embedder's output goes through.
+
+The cache is shared by every thread that uses the embedder. Its lock is held for the dict
+operations only, never while a model runs, so threads embed side by side; two that miss the
+same text both embed it and store the same vector.
 """
 
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -20,32 +27,59 @@ def cache_key(text: str, tag: bytes) -> bytes:
 
 
 class VectorCache:
-    """A bounded LRU of text-hash → vector, so repeated blocks and queries are embedded once."""
+    """A bounded, thread-safe LRU of text-hash → vector, so repeated blocks and queries are
+    embedded once.
+
+    A copy or a pickle is an empty cache of the same size (with a lock of its own).
+    """
 
     def __init__(self, size: int) -> None:
         self.size = size
         self._data: OrderedDict[bytes, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.size,))
 
     def __len__(self) -> int:
         return len(self._data)
 
     def get(self, key: bytes) -> np.ndarray | None:
-        vec = self._data.get(key)
-        if vec is not None:
-            self._data.move_to_end(key)
-        return vec
+        """The vector of ``key`` (now the most recently used), or None."""
+        return self.get_many((key,))[0]
+
+    def get_many(self, keys: Sequence[bytes]) -> list[np.ndarray | None]:
+        """The vector of each key, or None where there is none, under one hold of the lock."""
+        data = self._data
+        out: list[np.ndarray | None] = []
+        with self._lock:
+            for key in keys:
+                vec = data.get(key)
+                if vec is not None:
+                    data.move_to_end(key)
+                out.append(vec)
+        return out
 
     def put(self, key: bytes, vec: np.ndarray) -> None:
+        """Keep ``vec`` under ``key``, dropping the least recently used past :attr:`size`."""
+        self.put_many(((key, vec),))
+
+    def put_many(self, items: Iterable[tuple[bytes, np.ndarray]]) -> None:
+        """:meth:`put` each ``(key, vector)``, under one hold of the lock."""
         if self.size <= 0:
             return
-        self._data[key] = vec
-        self._data.move_to_end(key)
-        while len(self._data) > self.size:
-            self._data.popitem(last=False)
+        data = self._data
+        with self._lock:
+            for key, vec in items:
+                data[key] = vec
+                data.move_to_end(key)
+            while len(data) > self.size:
+                data.popitem(last=False)
 
     def clear(self) -> None:
         """Forget every vector."""
-        self._data.clear()
+        with self._lock:
+            self._data.clear()
 
 
 def normalize_rows(matrix: np.ndarray) -> np.ndarray:

@@ -18,11 +18,20 @@ __all__ = ["local_lm_from"]
 def local_lm_from(name_or_path: str | os.PathLike[str]) -> Any:
     """The :class:`~hrefine.models.LocalLM` of a model folder or a Hugging Face cached name.
 
+    The embedded model's own names (``"HuggingFaceTB/SmolLM2-135M-Instruct"``,
+    ``"smollm2-135m-instruct"``) give :func:`~hrefine.models.default_lm`, which needs no
+    Hugging Face cache.
+
     Raises
     ------
     ModelNotFoundError
         Neither a folder nor in the Hugging Face cache.
     """
+    if isinstance(name_or_path, str) and not os.path.exists(name_or_path):
+        from hrefine.models.smollm2 import SMOLLM2_NAME, default_lm
+
+        if name_or_path.strip().lower() in {SMOLLM2_NAME, f"huggingfacetb/{SMOLLM2_NAME}"}:
+            return default_lm()
     where = require_local_model(name_or_path, "generative LM")
     return _shared(where)
 

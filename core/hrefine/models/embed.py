@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import logging
+import threading
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any, Protocol, cast, runtime_checkable
 
 import numpy as np
 
+from hrefine._encodable import encodable_all
 from hrefine._optional import require
 from hrefine.errors import ConfigError, InputTypeError, ModelNotFoundError
 from hrefine.models._callable_embed import CallableEmbedder
@@ -164,6 +166,9 @@ class SentenceTransformerEmbedder:
         self._own_limit: int | None = None
         self._packing: str | bool | None = False  # False: not checked yet; None: do not pack
         self._readers: dict[int | None, PieceReader] = {}  # by read limit
+        # Held while the model loads and while the readers change, never while waiting for
+        # the gate: threads that start together load the model once.
+        self._setup = threading.RLock()
 
     def __getstate__(self) -> dict[str, Any]:
         # Pickled (or deep-copied) as its settings: the copy loads the model from the same
@@ -179,52 +184,61 @@ class SentenceTransformerEmbedder:
             _own_limit=None,
             _cache=VectorCache(self._cache.size),
         )
+        del state["_setup"]
         return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._setup = threading.RLock()
 
     @property
     def model(self) -> Any:
         """The loaded ``SentenceTransformer`` (loaded on first access)."""
         if self._model is None:
-            st = require("sentence_transformers", "models")
-            from hrefine.models.device import pick_device
-
-            device = self.device or pick_device()
-            try:
-                # local_files_only: a name not in the local cache fails here, with no network
-                # call (the process's HF_HUB_OFFLINE is left as the caller set it).
-                model = st.SentenceTransformer(
-                    self.model_name_or_path, device=device, local_files_only=True
-                )
-            except (OSError, ValueError) as exc:
-                msg = (
-                    f"embedding model {self.model_name_or_path!r} is not a local folder or a "
-                    "cached model; hrefine does not download models: pass a folder, or fetch "
-                    "the model into the Hugging Face cache first"
-                )
-                raise ModelNotFoundError(msg) from exc
-            if self.max_seq_length is not None:
-                model.max_seq_length = self.max_seq_length
-            dtype = self.precision
-            if dtype == "auto":
-                from hrefine.models.device import native_bf16
-
-                dtype = "bfloat16" if native_bf16(str(model.device)) else "float32"
-            if dtype == "bfloat16":
-                # Whether texts can share rows is checked in float32: in bfloat16, rounding
-                # after each layer moves a vector by more than the check's tolerance.
-                packs = model.device.type == "cpu" and self.batch_size is None
-                if self._packing is False and packs and plain_right_padded(model):
-                    self._packing = check_packing(model, self._workers(), self.name)
-                linears_in_bf16(model)
-            self._dtype = dtype
-            own = self._own_limit = model.max_seq_length
-            self._gate = ModelGate(
-                functools.partial(setattr, model, "max_seq_length"), own, rest=own
-            )
-            # Published only once set up: another thread may embed as soon as it sees it.
-            self._model = model
-            logger.info("loaded embedder %s on %s (%s)", self.name, device, dtype)
+            with self._setup:
+                if self._model is None:
+                    self._load()
         return self._model
+
+    def _load(self) -> None:
+        """Load the model and set up its gate (under the setup lock)."""
+        st = require("sentence_transformers", "models")
+        from hrefine.models.device import pick_device
+
+        device = self.device or pick_device()
+        try:
+            # local_files_only: a name not in the local cache fails here, with no network
+            # call (the process's HF_HUB_OFFLINE is left as the caller set it).
+            model = st.SentenceTransformer(
+                self.model_name_or_path, device=device, local_files_only=True
+            )
+        except (OSError, ValueError) as exc:
+            msg = (
+                f"embedding model {self.model_name_or_path!r} is not a local folder or a "
+                "cached model; hrefine does not download models: pass a folder, or fetch "
+                "the model into the Hugging Face cache first"
+            )
+            raise ModelNotFoundError(msg) from exc
+        if self.max_seq_length is not None:
+            model.max_seq_length = self.max_seq_length
+        dtype = self.precision
+        if dtype == "auto":
+            from hrefine.models.device import native_bf16
+
+            dtype = "bfloat16" if native_bf16(str(model.device)) else "float32"
+        if dtype == "bfloat16":
+            # Whether texts can share rows is checked in float32: in bfloat16, rounding
+            # after each layer moves a vector by more than the check's tolerance.
+            packs = model.device.type == "cpu" and self.batch_size is None
+            if self._packing is False and packs and plain_right_padded(model):
+                self._packing = check_packing(model, self._workers(), self.name)
+            linears_in_bf16(model)
+        self._dtype = dtype
+        own = self._own_limit = model.max_seq_length
+        self._gate = ModelGate(functools.partial(setattr, model, "max_seq_length"), own, rest=own)
+        # Published only once set up: another thread may embed as soon as it sees it.
+        self._model = model
+        logger.info("loaded embedder %s on %s (%s)", self.name, device, dtype)
 
     @property
     def compute_dtype(self) -> str:
@@ -311,9 +325,13 @@ class SentenceTransformerEmbedder:
         a page."""
         reader = self._readers.get(limit)
         if reader is None:
-            if len(self._readers) >= _READERS_KEPT:
-                self._readers.pop(next(iter(self._readers), None), None)
-            reader = self._readers[limit] = piece_reader(self.model, limit)
+            model = self.model
+            with self._setup:
+                reader = self._readers.get(limit)
+                if reader is None:
+                    if len(self._readers) >= _READERS_KEPT:
+                        self._readers.pop(next(iter(self._readers)))
+                    reader = self._readers[limit] = piece_reader(model, limit)
         return reader
 
     def _embed_full(self, full: list[str], max_tokens: int | None) -> np.ndarray:
@@ -322,8 +340,10 @@ class SentenceTransformerEmbedder:
         # The limit in the key (blake2b's 16-byte ``person``): a tokenizer without a limit may
         # report one of 10**30.
         tag = b"" if limit is None else min(limit, 2**63).to_bytes(8, "little")
+        # A tokenizer refuses lone surrogates: they become U+FFFD (and share its vectors).
+        full = encodable_all(full)
         keys = [cache_key(t, tag) for t in full]
-        out: list[np.ndarray | None] = [self._cache.get(k) for k in keys]
+        out = self._cache.get_many(keys)
         missing = [i for i, v in enumerate(out) if v is None]
         if missing:
             # Embed each distinct missing text once.
@@ -332,9 +352,8 @@ class SentenceTransformerEmbedder:
                 uniq.setdefault(keys[i], i)
             order = list(uniq.values())
             fresh = self._encode([full[i] for i in order], limit)
-            for idx, vec in zip(order, fresh, strict=True):
-                self._cache.put(keys[idx], vec)
             by_key = {keys[idx]: vec for idx, vec in zip(order, fresh, strict=True)}
+            self._cache.put_many(by_key.items())
             for i in missing:
                 out[i] = by_key[keys[i]]
         if not out:
@@ -363,6 +382,7 @@ class SentenceTransformerEmbedder:
     def embed_query(self, text: str, *, max_tokens: int | None = None) -> np.ndarray:
         """Embed one query as a unit vector, reading at most ``max_tokens`` word pieces of it
         (None: :attr:`read_limit`)."""
+        _check_query(text)
         return self._embed_full([self.query_prefix + text], max_tokens)[0]
 
     def embed_query_and_documents(
@@ -374,6 +394,7 @@ class SentenceTransformerEmbedder:
         in the documents' batch instead of running alone, which costs a pass of its own (about
         15 ms on 2 CPU cores, a fifth of pruning a page whose blocks are cached).
         """
+        _check_query(query)
         _check_texts(texts)
         full = [self.query_prefix + query, *(self.document_prefix + t for t in texts)]
         vecs = self._embed_full(full, max_tokens)
@@ -383,6 +404,16 @@ class SentenceTransformerEmbedder:
 def _check_texts(texts: Sequence[str]) -> None:
     if isinstance(texts, str):
         msg = "embed() takes a sequence of texts, got one string; use embed_query() for it"
+        raise InputTypeError(msg)
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            msg = f"embed() takes texts (str); item {i} is a {type(text).__name__}"
+            raise InputTypeError(msg)
+
+
+def _check_query(text: str) -> None:
+    if not isinstance(text, str):
+        msg = f"the query must be a str, got a {type(text).__name__}"
         raise InputTypeError(msg)
 
 

@@ -1,0 +1,296 @@
+"""Reading a saved tree's files as untrusted input (see :func:`hrefine.persist.load_tree`).
+
+A saved folder may come from anywhere, so nothing in it is believed before it is checked: the
+manifest's every field has the type :meth:`~hrefine.tree.Tree.to_dict` writes, array names are
+identifiers (so ``<name>.npy`` stays in the folder), no file is a symbolic link, and a ``.npy``
+header's shape and dtype are checked against the tree and the file's size before a byte of the
+array is allocated. Each problem is a :class:`~hrefine.errors.PersistenceError` that names the
+file and what is wrong with it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Literal, cast
+
+import numpy as np
+
+from hrefine.errors import PersistenceError
+
+__all__ = ["Manifest", "read_array", "read_manifest"]
+
+# Names the tree's own arrays are saved under.
+EMBEDDINGS = "embeddings"
+MASK = "embedding_mask"
+# Optional node fields and the types to_dict writes them as (bool is no whole number here).
+_NODE_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
+    "kind": ((str,), "a string"),
+    "level": ((int,), "a whole number"),
+    "order": ((int, type(None)), "a whole number or null"),
+    "order_derived": ((bool,), "true or false"),
+    "metadata": ((dict,), "an object"),
+}
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A checked manifest: every field :func:`~hrefine.persist.load_tree` reads, typed."""
+
+    path: Path
+    version: int
+    kind: object
+    config: dict[str, Any]
+    tree: dict[str, Any]
+    arrays: list[str]
+    sha256: dict[str, str]
+
+    @property
+    def n_nodes(self) -> int:
+        """Nodes in the saved tree (the rows its embeddings must have)."""
+        return len(self.tree["nodes"])
+
+
+def _fail(where: Path, problem: str) -> PersistenceError:
+    return PersistenceError(f"{where} {problem}")
+
+
+def _open_plain(file: Path) -> IO[bytes]:
+    """``file`` opened for reading, refused when it is a link or not a regular file."""
+    if file.is_symlink():
+        raise _fail(file, "is a symbolic link; a saved tree's files are read only as themselves")
+    try:
+        # O_NOFOLLOW: a link swapped in after the check above is refused too. O_NONBLOCK: a
+        # named pipe does not hang the open (a regular file ignores the flag).
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        fd = os.open(file, flags)
+    except OSError as exc:
+        msg = f"{file} cannot be read: {exc.strerror or exc}"
+        raise PersistenceError(msg) from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise _fail(file, "is not a regular file")
+    return os.fdopen(fd, "rb")
+
+
+def read_manifest(src: Path, name: str, newest: int, fmt: str) -> Manifest:
+    """Read and check the manifest ``src/name`` (format ``fmt``, versions 1 to ``newest``).
+
+    Raises
+    ------
+    PersistenceError
+        The file is missing, a link, not JSON, nested too deeply, foreign, of another version,
+        or a field has the wrong type.
+    """
+    path = src / name
+    if not path.is_symlink() and not path.exists():
+        msg = f"{src} holds no {name}; it was not written by hrefine"
+        raise PersistenceError(msg)
+    with _open_plain(path) as fh:
+        raw = fh.read()
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        msg = f"{path} is not valid JSON: {exc}"
+        raise PersistenceError(msg) from exc
+    except RecursionError as exc:
+        raise _fail(path, "is nested too deeply to be a saved tree") from exc
+    if not isinstance(data, dict) or data.get("format") != fmt:
+        found = data.get("format") if isinstance(data, dict) else type(data).__name__
+        raise _fail(path, f"is not an hrefine tree (format={found!r})")
+    version = data.get("format_version")
+    if type(version) is not int or not 1 <= version <= newest:
+        msg = (
+            f"{path} has format version {version!r}; "
+            f"this hrefine reads 1 to {newest} (a newer hrefine wrote it?)"
+        )
+        raise PersistenceError(msg)
+    config = data.get("config", {})
+    if not isinstance(config, dict):
+        raise _fail(path, f"holds a config of type {type(config).__name__}; expected an object")
+    tree = _check_tree(path, data.get("tree"))
+    arrays, sums = _array_names(path, data.get("arrays", []), data.get("sha256", {}))
+    return Manifest(path, version, data.get("kind"), config, tree, arrays, sums)
+
+
+def _check_tree(path: Path, tree: object) -> dict[str, Any]:
+    """Check that ``tree`` has the shape :meth:`~hrefine.tree.Tree.to_dict` writes."""
+
+    def bad(what: str) -> PersistenceError:
+        return _fail(path, f"holds a malformed tree: {what}")
+
+    if not isinstance(tree, dict):
+        raise bad(f"'tree' is {_kind_of(tree)}, expected an object with nodes and edges")
+    if not isinstance(tree.get("metadata", {}), dict):
+        raise bad(f"its metadata is {_kind_of(tree['metadata'])}, expected an object")
+    nodes, edges = tree.get("nodes"), tree.get("edges")
+    if not isinstance(nodes, list):
+        raise bad(f"'nodes' is {_kind_of(nodes)}, expected a list")
+    if not isinstance(edges, list):
+        raise bad(f"'edges' is {_kind_of(edges)}, expected a list")
+    for i, node in enumerate(nodes):
+        if not isinstance(node, dict):
+            raise bad(f"node {i} is {_kind_of(node)}, expected an object")
+        if not isinstance(node.get("text"), str):
+            raise bad(f"node {i}'s text is {_kind_of(node.get('text'))}, expected a string")
+        for field, (types, wanted) in _NODE_FIELDS.items():
+            value = node.get(field)
+            if field in node and not _is(value, types):
+                raise bad(f"node {i}'s {field} is {_kind_of(value)}, expected {wanted}")
+    for i, edge in enumerate(edges):
+        if (
+            not isinstance(edge, list)
+            or len(edge) != 3
+            or not all(type(end) is int for end in edge[:2])
+            or isinstance(edge[2], bool)
+            or not isinstance(edge[2], (int, float))
+        ):
+            raise bad(f"edge {i} is {edge!r:.80}, expected [parent id, child id, weight]")
+    return tree
+
+
+def _is(value: object, types: tuple[type, ...]) -> bool:
+    """Whether ``value`` is one of ``types``, JSON's way: a boolean is not a number."""
+    return bool in types if isinstance(value, bool) else isinstance(value, types)
+
+
+def _array_names(path: Path, names: object, sums: object) -> tuple[list[str], dict[str, str]]:
+    """The manifest's array names (identifiers, each once) and their checksums."""
+    if not isinstance(names, list):
+        raise _fail(path, f"lists its arrays as {_kind_of(names)}; expected a list of names")
+    if not isinstance(sums, dict):
+        raise _fail(path, f"holds checksums as {_kind_of(sums)}; expected an object")
+    for name in names:
+        # An identifier has no '/', '\\', '.' or ':', so <name>.npy is a file of the folder.
+        if not isinstance(name, str) or not name.isidentifier():
+            msg = f"{path} lists an array named {name!r:.80}; array names are identifiers"
+            raise PersistenceError(msg)
+        if not isinstance(sums.get(name), str):
+            raise _fail(path, f"has no sha256 for its array {name!r}")
+    if len(set(names)) != len(names):
+        raise _fail(path, "lists an array twice")
+    return list(names), {n: sums[n] for n in names}
+
+
+def _kind_of(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    kinds = {dict: "an object", list: "a list", str: "a string", int: "a number"}
+    return kinds.get(type(value), "a number" if isinstance(value, float) else type(value).__name__)
+
+
+def read_array(
+    src: Path, name: str, sha256: str, n_nodes: int, *, check_mask: bool, mmap: bool
+) -> np.ndarray:
+    """Load ``src/<name>.npy`` after checking its checksum and its header.
+
+    The tree's own arrays must fit its ``n_nodes`` nodes: ``embeddings`` as ``(n_nodes, dim)``
+    real numbers, ``embedding_mask`` (when ``check_mask``: format 2) as ``(n_nodes,)``
+    booleans. Every array's header must declare exactly the bytes the file holds, so nothing
+    larger than the file is ever allocated.
+
+    Raises
+    ------
+    PersistenceError
+        The file is missing, a link, changed since it was saved, not a plain ``.npy`` array,
+        or of a shape or dtype that does not fit.
+    """
+    if not name.isidentifier():  # read_manifest refuses these; checked here again
+        msg = f"array name {name!r:.80} in {src} is not an identifier"
+        raise PersistenceError(msg)
+    file = src / f"{name}.npy"
+    if not file.is_symlink() and not file.exists():
+        msg = f"{src} lacks {file.name}, listed in its manifest"
+        raise PersistenceError(msg)
+    if not file.is_symlink() and file.resolve().parent != src.resolve():
+        raise _fail(file, f"lies outside {src}; a saved tree's files stay in its folder")
+    with _open_plain(file) as fh:
+        if _sha256(fh) != sha256:
+            msg = f"{file} does not match the checksum in its manifest: it was changed or truncated"
+            raise PersistenceError(msg)
+        shape, fortran, dtype = _header(fh, file)
+        data_start = fh.tell()
+        _check_fit(file, name, shape, dtype, n_nodes, check_mask=check_mask)
+        needed = math.prod(shape) * dtype.itemsize
+        held = os.fstat(fh.fileno()).st_size - data_start
+        if needed != held:
+            msg = (
+                f"{file} declares a {dtype} array of shape {shape} ({needed} bytes) but holds "
+                f"{held} bytes of data; it is not a plain .npy array as hrefine saves them"
+            )
+            raise PersistenceError(msg)
+        order: Literal["C", "F"] = "F" if fortran else "C"
+        if mmap and needed:
+            # Mapped from the file already checked, not opened again by name.
+            return np.memmap(
+                cast(Any, fh), dtype=dtype, mode="r", offset=data_start, shape=shape, order=order
+            )
+        fh.seek(0)
+        try:
+            return np.lib.format.read_array(fh, allow_pickle=False)
+        except ValueError as exc:
+            msg = f"{file} is not a plain .npy array: {exc}"
+            raise PersistenceError(msg) from exc
+
+
+def _sha256(fh: IO[bytes]) -> str:
+    digest = hashlib.sha256()
+    for chunk in iter(lambda: fh.read(1 << 20), b""):
+        digest.update(chunk)
+    fh.seek(0)
+    return digest.hexdigest()
+
+
+def _header(fh: IO[bytes], file: Path) -> tuple[tuple[int, ...], bool, np.dtype[Any]]:
+    """The shape, Fortran order and dtype a ``.npy`` header declares (numpy's bounded reader)."""
+    fmt = np.lib.format
+    try:
+        version = fmt.read_magic(fh)
+        if version == (1, 0):
+            shape, fortran, dtype = fmt.read_array_header_1_0(fh)
+        elif version == (2, 0):
+            shape, fortran, dtype = fmt.read_array_header_2_0(fh)
+        else:
+            msg = f"{file} is .npy format {version}; hrefine saves and reads 1.0 and 2.0"
+            raise PersistenceError(msg)
+    except ValueError as exc:
+        msg = f"{file} is not a plain .npy array: {exc}"
+        raise PersistenceError(msg) from exc
+    if dtype.hasobject:
+        msg = f"{file} is not a plain .npy array: it holds Python objects, which need pickle"
+        raise PersistenceError(msg)
+    return tuple(shape), bool(fortran), dtype
+
+
+def _check_fit(
+    file: Path,
+    name: str,
+    shape: tuple[int, ...],
+    dtype: np.dtype[Any],
+    n: int,
+    *,
+    check_mask: bool,
+) -> None:
+    """The tree's own arrays must fit its nodes (checked on the header, before loading)."""
+    if name == EMBEDDINGS and (len(shape) != 2 or shape[0] != n):
+        msg = (
+            f"{file}: embeddings of shape {shape} do not fit {n} nodes; "
+            f"expected ({n}, dim), one row per node"
+        )
+        raise PersistenceError(msg)
+    if name == EMBEDDINGS and dtype.kind not in "biuf":
+        msg = f"{file}: embeddings of dtype {dtype}; expected real numbers (float32)"
+        raise PersistenceError(msg)
+    if name == MASK and check_mask and (shape != (n,) or dtype != np.bool_):
+        msg = (
+            f"{file}: embedding mask of shape {shape} and dtype {dtype} does not fit {n} "
+            f"nodes; expected ({n},) booleans"
+        )
+        raise PersistenceError(msg)
