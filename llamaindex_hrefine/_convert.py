@@ -52,6 +52,7 @@ METADATA_KEYS = (
     "relevance_score",
     "hrefine_raw_score",
     "hrefine_input_format",
+    "hrefine_failed_documents",
     "hrefine_method",
     "hrefine_tokens",
     "hrefine_budget",

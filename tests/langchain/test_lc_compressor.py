@@ -7,7 +7,7 @@ import copy
 
 import pytest
 from hrefine.budget import get_counter
-from hrefine.errors import EmptyInputError
+from hrefine.errors import EmptyInputError, HtmlParseError
 from hrefine.testing import KeywordEmbedder
 from html_pages import SlowScorer
 from langchain_core.documents import BaseDocumentCompressor, Document
@@ -299,3 +299,14 @@ def test_warmup_loads_the_pruner_once_and_returns_the_compressor() -> None:
     calls = embeddings.document_calls
     compressor.warmup()  # idempotent: no second tiny call
     assert embeddings.document_calls == calls
+
+
+async def test_a_document_that_cannot_be_read_is_named_in_metadata(compress: Compress) -> None:
+    docs = make_documents()
+    bad = Document(page_content="%PDF-1.7\n" + "\x00\x01\x02 stream" * 300, id="doc-pdf")
+    out = await compress(_compressor(max_tokens=5000), [*docs, bad], QUERY)
+    assert {d.id for d in out} == {d.id for d in docs}
+    failed = out[0].metadata["hrefine_failed_documents"]
+    assert [f["index"] for f in failed] == [len(docs)] and "PDF" in failed[0]["error"]
+    with pytest.raises(HtmlParseError, match="could not be read"):
+        await compress(_compressor(max_tokens=5000, strict=True), [*docs, bad], QUERY)

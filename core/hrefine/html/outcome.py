@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hrefine._encodable import encodable
-from hrefine.errors import EmptyInputError, InputTypeError
+from hrefine.errors import EmptyInputError, HtmlParseError, InputTypeError
 from hrefine.results import by_relevance, unit_scores
 
 if TYPE_CHECKING:
@@ -71,6 +71,9 @@ class DocumentOutcome:
     input_format:
         What the page was read as: ``"html"``, ``"markdown"`` or ``"text"``
         (:func:`hrefine.html.formats.detect_format`; None: not known).
+    error:
+        Why the page could not be read (binary, too large, of a wrong type...), when it could
+        not; the other pages were pruned without it.
     """
 
     index: int
@@ -85,6 +88,7 @@ class DocumentOutcome:
     relevance: float | None = None
     below_top_n: bool = False
     input_format: str | None = None
+    error: str | None = None
 
     @property
     def kept(self) -> bool:
@@ -96,6 +100,8 @@ class DocumentOutcome:
         """Why the page was left out (None: it was not)."""
         if self.kept:
             return None
+        if self.error is not None:
+            return "could not be read"
         if self.blocks_total == 0:
             return "no visible text"
         return "below top_n" if self.below_top_n else "no block fitted the budget"
@@ -121,8 +127,9 @@ def check_query(query: object) -> str:
     return encodable(query)
 
 
-def empty_outcome(index: int, budget: int) -> DocumentOutcome:
-    """The outcome of a page with no text (skipped by the pruner, reported as dropped)."""
+def empty_outcome(index: int, budget: int, error: str | None = None) -> DocumentOutcome:
+    """The outcome of a page with no text, or that could not be read (``error``): skipped by
+    the pruner, reported as dropped."""
     return DocumentOutcome(
         index=index,
         html="",
@@ -132,6 +139,7 @@ def empty_outcome(index: int, budget: int) -> DocumentOutcome:
         blocks_total=0,
         budget=budget,
         scope="document",
+        error=error,
     )
 
 
@@ -163,6 +171,7 @@ def document_outcomes(
     """
     outcomes = []
     formats = list(result.stats.get("input_formats") or [])
+    failed = {f["document"]: f["error"] for f in result.stats.get("failed_documents", [])}
     for local, html in enumerate(result.documents):
         blocks = [b for b in result.blocks if b.doc == local and b.block_id >= 0]
         kept = [b for b in blocks if b.kept]
@@ -178,6 +187,7 @@ def document_outcomes(
                 scope=scope,
                 page_score=_best([b.stage1_score for b in blocks]),
                 input_format=formats[local] if local < len(formats) else None,
+                error=failed.get(local),
             )
         )
     return outcomes
@@ -241,8 +251,10 @@ class PruneJob:
         warn_fragments(self.pages)
         try:
             outcomes = self._first()
-        except EmptyInputError:
-            return self._all_empty()
+        except (EmptyInputError, HtmlParseError):  # no page has text: say why for each
+            n = len(self.pages)
+            return self._nothing([o for i in range(n) for o in self._alone(i, self.max_tokens)])
+        self._check_failed(outcomes)
         chosen = self._chosen(outcomes)
         if chosen is not None and not self._complete(outcomes, chosen) and self.together:
             again = self._together(chosen) if self._fewer(outcomes, chosen) else []
@@ -254,7 +266,7 @@ class PruneJob:
     def _first(self) -> list[DocumentOutcome]:
         if self.together:
             return self._together(range(len(self.pages)))
-        return _flatten([self._alone(i, self.max_tokens) for i in range(len(self.pages))])
+        return _any_text([self._alone(i, self.max_tokens) for i in range(len(self.pages))])
 
     def _together(self, indices: Sequence[int]) -> list[DocumentOutcome]:
         pages = [self.pages[i] for i in indices]
@@ -266,6 +278,8 @@ class PruneJob:
             result = self.pruner.prune([self.pages[i]], self.query, budget)
         except EmptyInputError:
             return [empty_outcome(i, budget)]
+        except (HtmlParseError, InputTypeError) as exc:  # this page only: the others go on
+            return [empty_outcome(i, budget, f"{type(exc).__name__}: {exc}")]
         scope = "document" if budget == self.max_tokens else "split"
         return document_outcomes(result, offset=i, scope=scope)
 
@@ -276,8 +290,11 @@ class PruneJob:
         warn_fragments(self.pages)
         try:
             outcomes = await self._afirst()
-        except EmptyInputError:
-            return self._all_empty()
+        except (EmptyInputError, HtmlParseError):  # no page has text: say why for each
+            n = len(self.pages)
+            groups = await asyncio.gather(*(self._aalone(i, self.max_tokens) for i in range(n)))
+            return self._nothing([o for g in groups for o in g])
+        self._check_failed(outcomes)
         chosen = self._chosen(outcomes)
         if chosen is not None and not self._complete(outcomes, chosen) and self.together:
             again = await self._atogether(chosen) if self._fewer(outcomes, chosen) else []
@@ -293,7 +310,7 @@ class PruneJob:
             return await self._atogether(range(len(self.pages)))
         n = len(self.pages)
         groups = await asyncio.gather(*(self._aalone(i, self.max_tokens) for i in range(n)))
-        return _flatten(groups)
+        return _any_text(groups)
 
     async def _atogether(self, indices: Sequence[int]) -> list[DocumentOutcome]:
         pages = [self.pages[i] for i in indices]
@@ -305,16 +322,31 @@ class PruneJob:
             result = await self.pruner.aprune([self.pages[i]], self.query, budget)
         except EmptyInputError:
             return [empty_outcome(i, budget)]
+        except (HtmlParseError, InputTypeError) as exc:  # this page only: the others go on
+            return [empty_outcome(i, budget, f"{type(exc).__name__}: {exc}")]
         scope = "document" if budget == self.max_tokens else "split"
         return document_outcomes(result, offset=i, scope=scope)
 
     # -- shared steps (pure) ---------------------------------------------------------------
-    def _all_empty(self) -> list[DocumentOutcome]:
+    def _check_failed(self, outcomes: Sequence[DocumentOutcome]) -> None:
+        """With ``strict``, a page that could not be read fails the call, naming it."""
+        failed = [o for o in outcomes if o.error is not None]
+        if failed and self.strict:
+            named = "; ".join(f"page {o.index}: {o.error}" for o in failed)
+            msg = f"{len(failed)} of {len(outcomes)} pages could not be read: {named}"
+            raise HtmlParseError(msg)
+
+    def _nothing(self, outcomes: list[DocumentOutcome]) -> list[DocumentOutcome]:
+        """No page has text to prune: an error with ``strict``, else every page left out and
+        the reasons logged."""
+        self._check_failed(outcomes)
         msg = f"all {len(self.pages)} pages are empty (no visible text to prune)"
         if self.strict:
             raise EmptyInputError(msg)
+        if any(o.error is not None for o in outcomes):
+            msg = f"none of the {len(self.pages)} pages has text to prune"
         logger.warning("HtmlRAG returns nothing: %s", msg)
-        return [empty_outcome(i, self.max_tokens) for i in range(len(self.pages))]
+        return outcomes
 
     def _chosen(self, outcomes: Sequence[DocumentOutcome]) -> list[int] | None:
         """Indices of the ``top_n`` pages with the best block scores (None: no top_n)."""
@@ -391,11 +423,11 @@ def warn_fragments(pages: Sequence[str]) -> int:
     return len(found)
 
 
-def _flatten(per_page: Sequence[list[DocumentOutcome]]) -> list[DocumentOutcome]:
-    # Every page empty is the same error as when pruned together: there is nothing to prune.
+def _any_text(per_page: Sequence[list[DocumentOutcome]]) -> list[DocumentOutcome]:
+    # No page with text is the same error as when pruned together: there is nothing to prune.
     outcomes = [o for group in per_page for o in group]
     if outcomes and all(o.blocks_total == 0 for o in outcomes):
-        msg = f"all {len(outcomes)} pages are empty (no visible text to prune)"
+        msg = f"all {len(outcomes)} pages are empty or unreadable (no visible text to prune)"
         raise EmptyInputError(msg)
     return outcomes
 
@@ -480,7 +512,8 @@ def kept_with_metadata(
     """The kept pages, most relevant first (or in input order), each with the metadata of its
     output: a copy of its input's (:func:`copy_metadata`) plus :func:`outcome_metadata`'s keys
     and, when the input had a score, ``hrefine_input_score``. Pages left out are logged and
-    counted in every output's ``hrefine_dropped_documents``, so a drop is never silent.
+    counted in every output's ``hrefine_dropped_documents``, so a drop is never silent; pages
+    that could not be read are listed with the reason in ``hrefine_failed_documents``.
 
     Parameters
     ----------
@@ -496,6 +529,9 @@ def kept_with_metadata(
         Keep the pages in input order instead of ordering them by relevance.
     """
     dropped = log_dropped(outcomes, unit)
+    # Inputs that could not be read are named on every output, with the reason: the input
+    # itself has no output to carry it.
+    failed = [{"index": o.index, "error": o.error} for o in outcomes if o.error is not None]
     out: list[tuple[DocumentOutcome, dict[str, Any]]] = []
     for outcome, tokens in zip(outcomes, token_counts, strict=True):
         if not outcome.kept:
@@ -507,5 +543,7 @@ def kept_with_metadata(
         prior = input_score_of(outcome.index)
         if prior is not None:
             metadata["hrefine_input_score"] = prior
+        if failed:
+            metadata["hrefine_failed_documents"] = copy.deepcopy(failed)
         out.append((outcome, metadata))
     return by_relevance(out, lambda pair: pair[0].relevance, keep_input_order=keep_input_order)

@@ -19,7 +19,13 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from hrefine.budget import MemoCounter, TokenCounter, get_counter
-from hrefine.errors import BudgetTooSmallError, EmptyInputError, InputTypeError
+from hrefine.errors import (
+    BudgetTooSmallError,
+    EmptyInputError,
+    HrefineError,
+    HtmlParseError,
+    InputTypeError,
+)
 from hrefine.html._cleancache import CleanedCache
 from hrefine.html._load import check_input_size
 from hrefine.html._locate import document_order, positions
@@ -33,7 +39,7 @@ from hrefine.html.options import MIN_BUDGET, HtmlPrunerOptions
 from hrefine.html.outcome import check_query
 from hrefine.html.paragraphs import split_long_paragraphs
 from hrefine.html.render import omit_end_tags
-from hrefine.html.result import EMPTY, BlockReport, PruneResult
+from hrefine.html.result import EMPTY, FAILED, BlockReport, PruneResult
 from hrefine.html.scoring import (
     BlockScorer,
     asks_order,
@@ -217,12 +223,17 @@ class HtmlPruner:
         PruneResult
             Pruned HTML (original tag names, valid HTML) and a report on every block.
             If not even the best block fits on its own, the output is that block's text cut to
-            the budget, with ``stats["truncated"] = True``.
+            the budget, with ``stats["truncated"] = True``. A page among several that cannot
+            be read (binary, over ``max_input_bytes``, of a wrong type, or one the parser
+            fails on) is skipped and listed in ``stats["failed_documents"]`` with the reason;
+            its blocks report ``"failed"``.
 
         Raises
         ------
         EmptyInputError
             No page was given, every page is empty, or the query is empty.
+        HtmlParseError
+            The only page, or every page, cannot be read (the message names each one).
         BudgetTooSmallError
             ``max_tokens`` is below :data:`MIN_BUDGET`, or not even one word fits.
         InputTypeError
@@ -237,7 +248,7 @@ class HtmlPruner:
         max_tokens = _budget(max_tokens)
         opts = self.options
         counter = self.counter
-        roots, doc_ids, cleaned, formats = self._clean_all(docs)
+        roots, doc_ids, cleaned, formats, failed = self._clean_all(docs)
         # The whole cleaned input, written as the output is (with or without optional end tags).
         whole = "\n".join(c for c in cleaned if c)
         original_tokens = counter.count(omit_end_tags(whole) if opts.omit_end_tags else whole)
@@ -324,10 +335,12 @@ class HtmlPruner:
             stats.update(cost)
             block_reports = [r for r in block_reports if not r.kept] + reports2
         block_reports.extend(
-            BlockReport(-1, d, "", "", 0, None, None, -1, False, EMPTY)
+            BlockReport(-1, d, "", "", 0, None, None, -1, False, FAILED if d in failed else EMPTY)
             for d in range(len(docs))
             if d not in doc_ids
         )
+        if failed:
+            stats["failed_documents"] = [{"document": d, "error": e} for d, e in failed.items()]
         block_reports.sort(key=lambda r: (r.doc, r.block_id))
         stats["renders"] = fit.renders if fit is fit1 else fit1.renders + fit.renders
         return PruneResult(
@@ -356,51 +369,80 @@ class HtmlPruner:
     # -- steps -----------------------------------------------------------------------------
     def _clean_all(
         self, docs: Sequence[str | bytes]
-    ) -> tuple[list[Any], list[int], list[str], list[str]]:
-        """The cleaned roots, their input indexes, each input's cleaned HTML ("" when empty)
-        and each input's format (see input_format)."""
+    ) -> tuple[list[Any], list[int], list[str], list[str | None], dict[int, str]]:
+        """The cleaned roots, their input indexes, each input's cleaned HTML ("" when empty or
+        failed), each input's format (see input_format; None when it failed) and the inputs
+        that could not be read, with the reason.
+
+        One bad input never sinks the others: an input that is empty is skipped, and one that
+        fails (binary, too large, of a wrong type, or anything the parser chokes on) is skipped
+        and reported, unless it is the only input, which raises.
+        """
         roots: list[Any] = []
         doc_ids: list[int] = []
         cleaned: list[str] = []
-        errors: list[str] = []
+        formats: list[str | None] = []
+        empty: list[str] = []
+        failed: dict[int, str] = {}
         boilerplate, input_format = self.options.boilerplate, self.options.input_format
-        formats = [resolve_format(doc, input_format) for doc in docs]
         for d, doc in enumerate(docs):
-            # Anything but text or bytes goes to the cleaner, which says what it expected.
-            key = (
-                CleanedCache.key(doc, boilerplate, formats[d])
-                if isinstance(doc, _PAGE_TYPES)
-                else None
-            )
-            hit = None if key is None else self._cleaned.get(key)
-            if hit is None:
-                try:
-                    # Checked before Markdown or text is converted; the HTML made from it is
-                    # not checked again.
-                    check_input_size(doc, self.options.max_input_bytes)
-                    root = clean_document(
-                        as_html(doc, formats[d]), boilerplate=boilerplate, max_input_bytes=None
-                    )
-                except EmptyInputError as exc:
-                    if len(docs) == 1:
-                        raise
-                    errors.append(f"document {d}: {exc}")
-                    cleaned.append("")
-                    continue
-                html = serialize(root)
-                if key is not None:
-                    self._cleaned.put(key, doc, root, html)
-            else:
-                root, html = hit
+            try:
+                root, html, fmt = self._clean_one(doc, boilerplate, input_format)
+            except EmptyInputError as exc:
+                if len(docs) == 1:
+                    raise
+                empty.append(f"document {d}: {exc}")
+                cleaned.append("")
+                formats.append(resolve_format(doc, input_format))  # it was read: it is empty
+                continue
+            except HrefineError as exc:
+                if len(docs) == 1:
+                    raise
+                failed[d] = f"{type(exc).__name__}: {exc}"
+                cleaned.append("")
+                formats.append(None)
+                continue
+            except Exception as exc:  # a parser's own error: named, never raw
+                msg = f"document {d} could not be read as a page ({type(exc).__name__}: {exc})"
+                if len(docs) == 1:
+                    raise HtmlParseError(msg) from exc
+                failed[d] = f"HtmlParseError: {msg}"
+                cleaned.append("")
+                formats.append(None)
+                continue
             roots.append(root)
             doc_ids.append(d)
             cleaned.append(html)
+            formats.append(fmt)
         if not roots:
-            msg = f"all {len(docs)} documents are empty: " + "; ".join(errors)
-            raise EmptyInputError(msg)
-        for err in errors:
+            reasons = [f"document {d}: {why}" for d, why in failed.items()] + empty
+            msg = f"none of the {len(docs)} documents has text to prune: " + "; ".join(reasons)
+            raise (HtmlParseError if failed else EmptyInputError)(msg)
+        for err in empty:
             logger.info("skipping an empty input: %s", err)
-        return roots, doc_ids, cleaned, formats
+        for d, why in failed.items():
+            logger.warning("skipping input %d, which could not be read: %s", d, why)
+        return roots, doc_ids, cleaned, formats, failed
+
+    def _clean_one(
+        self, doc: str | bytes, boilerplate: bool, input_format: str
+    ) -> tuple[Any, str, str]:
+        """One input's cleaned root, its HTML and its format (from the cache when seen)."""
+        fmt = resolve_format(doc, input_format)
+        # Anything but text or bytes goes to the cleaner, which says what it expected.
+        key = CleanedCache.key(doc, boilerplate, fmt) if isinstance(doc, _PAGE_TYPES) else None
+        hit = None if key is None else self._cleaned.get(key)
+        if hit is not None:
+            root, html = hit
+            return root, html, fmt
+        # Checked before Markdown or text is converted; the HTML made from it is not checked
+        # again.
+        check_input_size(doc, self.options.max_input_bytes)
+        root = clean_document(as_html(doc, fmt), boilerplate=boilerplate, max_input_bytes=None)
+        html = serialize(root)
+        if key is not None:
+            self._cleaned.put(key, doc, root, html)
+        return root, html, fmt
 
     def _narrow(
         self, roots: Sequence[Any], query: str, budget: int, before_change: Callable[[], None]

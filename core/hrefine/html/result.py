@@ -12,6 +12,8 @@ __all__ = ["BlockReport", "PruneResult"]
 # Reasons a block is not in the output (and OVER_BUDGET, the budget's own).
 EMPTY = "empty"
 TRUNCATED = "truncated"
+#: The block's document could not be read (``stats["failed_documents"]`` says why).
+FAILED = "failed"
 
 
 @dataclass

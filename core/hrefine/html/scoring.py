@@ -146,6 +146,17 @@ def _enclosing_tables(forest: BlockForest, ids: Sequence[int], tables: set[int])
     return out
 
 
+# A score moved by this share (at least this much) to come just before or after another: far
+# below any difference between two blocks' scores, and above float32 rounding (the fill ranks
+# in float32).
+_NUDGE = 1e-5
+
+
+def _nudged(score: float, sign: int) -> float:
+    """``score`` moved just up (``sign`` 1) or down (-1), by more than float32 rounding."""
+    return float(score + sign * _NUDGE * max(1.0, abs(score)))
+
+
 def _value_rows(
     forest: BlockForest, ids: Sequence[int], tables: Mapping[int, int]
 ) -> dict[int, list[int]]:
@@ -209,7 +220,7 @@ def neighbour_scores(
         top = float(own[best])
         if not top > groups[table]:
             continue
-        below = float(np.nextafter(top, -np.inf))
+        below = _nudged(top, -1)
         for j in (best - 1, best + 1):
             if 0 <= j < len(ks) and not out[ks[j]] >= below:
                 out[ks[j]] = below
@@ -229,7 +240,7 @@ def inherit_table_scores(
     A table too big for the budget is then kept as far as it goes: the rows that match the
     question best first, then its other rows in document order, rather than a few scattered
     rows of it among blocks from elsewhere. The blocks of ``lead`` (see ``keep_last_rows``)
-    score just above their table, so they come before its other inheriting rows.
+    then score just above that, so they come before the rows they tie with.
     """
     out = scores.copy()
     for k, i in enumerate(ids):
@@ -237,10 +248,10 @@ def inherit_table_scores(
         if table is None:
             continue
         score = groups[table]
-        if i in lead and not np.isnan(score):
-            score = float(np.nextafter(score, np.inf))
         if score > out[k] or (np.isnan(out[k]) and not np.isnan(score)):
             out[k] = score
+        if i in lead and not np.isnan(out[k]):
+            out[k] = _nudged(out[k], 1)
     return out
 
 

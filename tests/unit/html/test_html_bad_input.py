@@ -151,8 +151,12 @@ def test_pruner_names_the_types_it_takes(bad: object) -> None:
 
     with pytest.raises(TypeError, match="str, bytes or bytearray, or an iterable of them, got"):
         HtmlPruner(scorer="bm25").prune(bad, "q", 100)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="str or bytes"):  # inside a list: the cleaner's error
-        HtmlPruner(scorer="bm25").prune(["<p>a page</p>", bad], "q", 100)  # type: ignore[list-item]
+    # Inside a list, with other pages: skipped and named, the other pages pruned.
+    result = HtmlPruner(scorer="bm25").prune(["<p>a page</p>", bad], "q", 100)  # type: ignore[list-item]
+    assert result.html == "<p>a page</p>"
+    [failed] = result.stats["failed_documents"]
+    assert failed["document"] == 1 and "InputTypeError" in failed["error"]
+    assert "str or bytes" in failed["error"]
 
 
 def test_pruner_takes_pages_from_any_iterable_and_a_memoryview_as_one_page() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hrefine.errors import EmptyInputError
+from hrefine.errors import EmptyInputError, HtmlParseError
 from hrefine.html import HtmlPruner
 from hrefine.html.outcome import PruneJob, check_query
 
@@ -127,3 +127,38 @@ def test_outcomes_say_how_each_page_was_read(pruner: HtmlPruner) -> None:
     pages = [PAGES[0], "| Town | People |\n|---|---|\n| Springfield | 42,000 |\n", "Plain words."]
     outcomes = PruneJob(pruner, pages, "Springfield people", 200, together=False).run()
     assert [o.input_format for o in outcomes] == ["html", "markdown", "text"]
+
+
+PDF = b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj << /Type /Catalog >> endobj\n" * 20
+
+
+@pytest.mark.parametrize("together", [True, False])
+def test_one_unreadable_page_is_skipped_and_named_the_others_pruned(
+    pruner: HtmlPruner, together: bool
+) -> None:
+    pages: list = [PAGES[0], PDF, 42, PAGES[1]]  # a PDF and a wrong type among real pages
+    outcomes = PruneJob(pruner, pages, "Springfield population", 200, together=together).run()
+    assert outcomes[0].kept and outcomes[3].kept
+    assert outcomes[1].reason == outcomes[2].reason == "could not be read"
+    assert "HtmlParseError" in (outcomes[1].error or "") and "PDF" in (outcomes[1].error or "")
+    assert "InputTypeError" in (outcomes[2].error or "")
+    with pytest.raises(HtmlParseError, match="2 of 4 pages could not be read: page 1"):
+        PruneJob(pruner, pages, "Springfield", 200, together=together, strict=True).run()
+
+
+async def test_unreadable_pages_alone_give_nothing_async_or_raise_when_strict(
+    pruner: HtmlPruner,
+) -> None:
+    outcomes = await PruneJob(pruner, [PDF, PDF], "Springfield", 200).arun()
+    assert [o.reason for o in outcomes] == ["could not be read"] * 2
+    with pytest.raises(HtmlParseError):
+        await PruneJob(pruner, [PDF], "Springfield", 200, strict=True).arun()
+
+
+def test_the_core_pruner_skips_an_unreadable_page_and_reports_it(pruner: HtmlPruner) -> None:
+    result = pruner.prune([PAGES[0], PDF], "Springfield population", 200)
+    assert "42,000" in result.html
+    assert [f["document"] for f in result.stats["failed_documents"]] == [1]
+    assert [b.reason for b in result.blocks if b.doc == 1] == ["failed"]
+    with pytest.raises(HtmlParseError, match="PDF"):
+        pruner.prune(PDF, "Springfield", 200)
