@@ -5,7 +5,7 @@
    that is not there yet is skipped with a note, one that crashes is reported and fails the run.
 2. Checks quality floors: ``results/baseline.json`` pins, per benchmark, values looked up in the
    dict its ``main`` returns by ``/``-separated paths (e.g.
-   ``metrics/hotpotqa/bm25/1024/support_recall``). The run fails when a value is below
+   ``metrics/hotpotqa/chunks-bm25/1024/support_recall``). The run fails when a value is below
    ``floor - epsilon``, or when the eval data's sha256 differs from the pinned one.
    ``--update-baseline`` raises floors to the values just measured (rounded down to 0.01); it
    lowers one only with ``--allow-regression``.
@@ -43,7 +43,7 @@ BASELINE_FILE = RESULTS_DIR / "baseline.json"
 DOCS_FILE = REPO / "docs" / "benchmarks.md"
 DEFAULT_EPSILON = 0.03
 #: Benchmarks expected in the suite, in run order; other modules with ``main`` run after them.
-EXPECTED = ("baselines", "htmlrag", "raptor", "garlic", "longrefiner")
+EXPECTED = ("baselines", "htmlrag", "raptor", "garlic", "longrefiner", "fuzz")
 #: Modules in ``benchmarks/`` that are not benchmarks.
 NOT_BENCHMARKS = frozenset({"run", "__init__", "__main__"})
 
@@ -264,6 +264,7 @@ def render_docs(mode: str, status: dict[str, str]) -> str:
     notes = [f"- `{k}`: {v.splitlines()[0]}" for k, v in status.items()]
     if notes:
         lines += [f"## Last suite run ({mode})", "", *notes, ""]
+    lines += ["Earlier runs and the changes behind them: [HtmlRAG history](htmlrag-history.md)."]
     return "\n".join(lines).rstrip() + "\n"
 
 
