@@ -20,6 +20,7 @@ __all__ = [
     "M_LEAD_TEXT",
     "M_OURS_BM25",
     "M_OURS_EMBED",
+    "M_OURS_GEN",
     "M_REF_EMBED",
     "TARGETS",
     "plot",
@@ -34,6 +35,8 @@ M_EMBED_CHUNKS = "embedding chunks"
 M_OURS_EMBED = "hrefine HtmlPruner (embedding)"
 M_OURS_BM25 = "hrefine HtmlPruner (bm25)"
 M_REF_EMBED = "htmlrag 0.1.1 EmbedHTMLPruner"
+#: The two-stage pruner (embedding stage 1, then SmolLM2-135M's generative stage 2).
+M_OURS_GEN = "hrefine HtmlPruner (embedding + generative)"
 METHODS = (
     M_LEAD_HTML,
     M_LEAD_TEXT,
@@ -44,7 +47,7 @@ METHODS = (
     M_OURS_EMBED,
 )
 #: Methods whose output is HTML (scored on its visible text).
-HTML_OUTPUT = frozenset({M_LEAD_HTML, M_OURS_EMBED, M_OURS_BM25, M_REF_EMBED})
+HTML_OUTPUT = frozenset({M_LEAD_HTML, M_OURS_EMBED, M_OURS_BM25, M_REF_EMBED, M_OURS_GEN})
 #: The issue's floors.
 TARGETS = {
     "containment_1024": 0.95,
@@ -52,6 +55,12 @@ TARGETS = {
     "embed_prune_speedup": 5.0,
     "prefill_reduction": 10.0,
     "cleaning_recall": 0.98,
+    # Both halves of the dev pages (hrefine.eval.loaders.half_of): the issue's targets at 1024
+    # tokens on the checking half, the same floors on the tuning half.
+    "wtq_tune_1024": 0.95,
+    "wtq_check_1024": 0.95,
+    "leval-nq_tune_1024": 0.90,
+    "leval-nq_check_1024": 0.90,
 }
 HARDWARE_NOTE = (
     "Timings were taken on a shared 2-core CPU machine (other jobs ran at the same time); ours "
@@ -98,7 +107,9 @@ def _target_value(t: dict[str, Any]) -> tuple[str, str]:
     return ("—" if v is None else f"{v:.1f}×"), f"≥ {t['threshold']:.0f}×"
 
 
-def _quality_md(title: str, q: dict[str, Any], budgets: Sequence[int]) -> list[str]:
+def _quality_md(
+    title: str, q: dict[str, Any], budgets: Sequence[int], level: str = "###"
+) -> list[str]:
     table = q["table"]
     rows = []
     for m in METHODS:
@@ -118,7 +129,7 @@ def _quality_md(title: str, q: dict[str, Any], budgets: Sequence[int]) -> list[s
     ]
     n = max((max(t["n"].values(), default=0) for t in table.values()), default=0)
     lines = [
-        f"### {title}",
+        f"{level} {title}",
         "",
         *_table(header, "l" + "r" * (len(budgets) + 3), rows),
         "",
@@ -148,6 +159,40 @@ def _quality_md(title: str, q: dict[str, Any], budgets: Sequence[int]) -> list[s
             budgets,
         )
     return lines
+
+
+_HALF_NAMES = {"tune": "tuning half", "check": "checking half"}
+
+
+def _generative_quality_md(ds: str, g: dict[str, Any]) -> list[str]:
+    """Stage 1 alone beside stage 1 + the generative stage, on the same questions."""
+    budgets = g["budgets"]
+    rows = []
+    for m in (M_OURS_EMBED, M_OURS_GEN):
+        t = g["table"].get(m)
+        if t is None:
+            continue
+        cells = [_fmt(t["containment"].get(str(b))) for b in budgets]
+        secs = [f"{t['seconds'][str(b)]:.2f} s" for b in budgets]
+        rows.append([m, *cells, *secs, t["over_budget"], t["errors"]])
+    header = [
+        "method",
+        *(f"{b} tok" for b in budgets),
+        *(f"s/call @{b}" for b in budgets),
+        "over budget",
+        "errors",
+    ]
+    return [
+        f"#### {ds}, generative stage ({g['questions']} questions on {g['pages']} pages of the "
+        "tuning half)",
+        "",
+        *_table(header, "l" + "r" * (2 * len(budgets) + 2), rows),
+        "",
+        "Stage 2 (SmolLM2-135M on the CPU, `generative=True`) reads stage 1's output at 4x the "
+        "budget and keeps the blocks whose tag paths it scores best; stage 1 alone is the "
+        "embedding pruner at the budget itself (its calls here mostly found the page's block "
+        "vectors cached).",
+    ]
 
 
 def _speed_md(res: dict[str, Any]) -> list[str]:
@@ -381,6 +426,13 @@ def render_markdown(res: dict[str, Any]) -> str:
     for ds, q in res["quality"].items():
         title = f"{ds} ({q['questions']} questions, {q['pages']} pages)"
         lines += [*_quality_md(title, q, budgets), ""]
+        for half, part in q.get("halves", {}).items():
+            name = _HALF_NAMES.get(half, half)
+            title = f"{ds}, {name} ({part['questions']} questions, {part['pages']} pages)"
+            sub = {"table": part["table"], "answer_mode": q["answer_mode"]}
+            lines += [*_quality_md(title, sub, budgets, level="####"), ""]
+        if q.get("generative"):
+            lines += [*_generative_quality_md(ds, q["generative"]), ""]
     lines += _speed_md(res)
     g = res["speed"].get("generative")
     if g:

@@ -8,7 +8,10 @@ Llama-3.2 budget tokenizer:
   :func:`hrefine.eval.metrics.normalize_answer`) at 512 / 1024 / 2048 tokens for start-of-page
   truncation (cleaned HTML and plain text), BM25 and embedding chunk baselines
   (:mod:`hrefine.eval.baselines`), ``HtmlPruner`` (embedding and BM25 scorers) and htmlrag's
-  ``EmbedHTMLPruner`` + ``prune_HTML``.
+  ``EmbedHTMLPruner`` + ``prune_HTML``; each dataset also on its tuning and its checking half
+  of the pages (:func:`hrefine.eval.loaders.half_of`: settings are decided on the first and
+  checked on the second), and the generative stage beside stage 1 alone at 512 and 1024
+  tokens on questions of the tuning half (:mod:`benchmarks._htmlrag_halves`).
 - **Speed**: clean + block tree per page; embedding pruning per (question, budget), ours cold
   (block vectors not cached) against its ranking + ``prune_HTML``; the generative stage's
   pre-filled tokens (ours: KV-cache reuse, measured; theirs: counted from its call pattern, see
@@ -41,6 +44,14 @@ import numpy as np
 
 from benchmarks import _rss as rss
 from benchmarks._common import RESULTS_DIR, SEED, hardware, package_versions, quiet_bm25s
+from benchmarks._htmlrag_halves import (
+    HALF_NAMES,
+    HALVES,
+    generative_items,
+    generative_table,
+    half_items,
+    run_generative_quality,
+)
 from benchmarks._htmlrag_report import (
     HTML_OUTPUT,
     M_BM25_CHUNKS,
@@ -70,7 +81,13 @@ MAX_WORDS = 256  # stage-1 block granularity: the paper's and both packages' emb
 FINE_MAX_WORDS = 128  # stage-2 granularity (paper)
 #: Quick mode: at most this many WTQ strict questions per page (every page is used).
 QUICK_WTQ_PER_PAGE = 2
+#: Quick mode: these NQ questions fall on 2 pages of the tuning half and 3 of the checking half.
 QUICK_NQ = 24
+#: The generative stage's quality (quick mode): on the suite's questions of the tuning half, at
+#: most this many questions per page and pages per dataset (about 20 s a question for both
+#: budgets on 2 CPU cores; WTQ's are the pre-fill count's pages, whose outputs at GEN_BUDGET
+#: are reused); full mode: every question of the tuning half.
+GEN_QUALITY_QUICK: dict[str, tuple[int, int]] = {"wtq": (1, 4), "leval-nq": (1, 1)}
 QUICK_ARTICLES = 30
 #: Quick mode: the reference prunes the first question of each of the first this many pages
 #: (page order as in the item lists), its clean + block tree is timed on every page. Its own
@@ -80,7 +97,8 @@ QUICK_ARTICLES = 30
 QUICK_REF_PAGES = {"wtq": 40, "leval-nq": 5}
 #: Generative stage: pages (quick, full) and budget. The per-page reduction varies 5-25x with
 #: the page (it is about the number of branching nodes of the reference's token trie), so the
-#: quick suite takes 8 pages (about 20 s each on 2 CPU cores with the sdpa kernel).
+#: quick suite takes 8 pages (about 20 s each on 2 CPU cores with the sdpa kernel), the first
+#: pages of the tuning half (hrefine.eval.loaders.half_of).
 GEN_PAGES = (8, 20)
 GEN_BUDGET = 1024
 
@@ -499,13 +517,20 @@ def failure_rows(rows: Sequence[dict[str, Any]], budget: int, method: str) -> li
 
 # ----------------------------------------------------------------------------- generative stage
 def run_generative(
-    items: Sequence[Any], ours: Ours, n_pages: int, budget: int, ref: RefProcess | None
+    items: Sequence[Any],
+    ours: Ours,
+    n_pages: int,
+    budget: int,
+    ref: RefProcess | None,
+    outputs: dict[str, dict[int, dict[str, Any]]] | None = None,
 ) -> list[dict[str, Any]]:
     """Our two-stage pruning with SmolLM2 on ``n_pages`` pages; the reference's count on its input.
 
     The reference cannot run its generative stage here (its model file imports flash_attn and it
     needs a hub model), so its pre-filled tokens are counted from its call pattern on the same
     stage-2 input (our stage-1 output): :func:`benchmarks.htmlrag_ref.reference_prefill`.
+    ``outputs`` (when given) receives each pruned output as ``outputs[id][budget]``, a
+    :func:`_timed` record, for the generative stage's quality table.
     """
     from hrefine.html import HtmlPruner
     from hrefine.models import default_lm
@@ -536,6 +561,12 @@ def run_generative(
         t1 = time.perf_counter()
         res = gen.prune(it.document, it.question, budget)
         t2 = time.perf_counter()
+        if outputs is not None:
+            outputs.setdefault(it.id, {})[budget] = {
+                "output": res.html,
+                "error": None,
+                "seconds": t2 - t1,
+            }
         keys = ("prompt_tokens", "prefilled_tokens", "lm_calls", "trie_edges", "stage1_tokens")
         row: dict[str, Any] = {
             "id": it.id,
@@ -776,6 +807,15 @@ def _targets(
         ),
         "cleaning_recall": ("cleaning: gold article token recall (mean)", recall, "fraction"),
     }
+    for ds, label in (("wtq", "WTQ"), ("leval-nq", "NQ")):
+        for half in HALVES:
+            part = quality.get(ds, {}).get("halves", {}).get(half, {}).get("table", {})
+            value = part.get(M_OURS_EMBED, {}).get("containment", {}).get("1024")
+            spec[f"{ds}_{half}_1024"] = (
+                f"{M_OURS_EMBED}: {label} containment @1024, {HALF_NAMES[half]}",
+                value,
+                "fraction",
+            )
     out = {}
     for key, (label, value, kind) in spec.items():
         met = None if value is None else bool(value >= TARGETS[key])
@@ -839,9 +879,21 @@ def main(quick: bool = True) -> dict[str, Any]:
     try:
         for ds, items in datasets.items():
             q_out[ds], q_speed[ds] = run_quality(items, ours, budgets, ref_p, ds, ref_ids[ds])
+        # The pre-fill count runs on the first pages of the tuning half; its outputs at
+        # GEN_BUDGET are reused by the generative rows, whose WTQ questions are among them.
+        n_gen = GEN_PAGES[0 if quick else 1]
+        gen_out: dict[str, dict[str, dict[int, Any]]] = {"wtq": {}}
         gen_rows = run_generative(
-            datasets["wtq"], ours, GEN_PAGES[0 if quick else 1], GEN_BUDGET, ref_p
+            half_items(datasets["wtq"], "tune"), ours, n_gen, GEN_BUDGET, ref_p, gen_out["wtq"]
         )
+        gen_items = {
+            ds: generative_items(items, *(GEN_QUALITY_QUICK[ds] if quick else (None, None)))
+            for ds, items in datasets.items()
+        }
+        for ds, gi in gen_items.items():
+            gen_out[ds] = run_generative_quality(
+                gi, ours.embedder, MAX_WORDS, FINE_MAX_WORDS, _timed, gen_out.get(ds)
+            )
         clean_ours, ref_clean = run_cleaning(articles, ref_p)
     finally:
         ref.close()
@@ -876,6 +928,24 @@ def main(quick: bool = True) -> dict[str, Any]:
                 "pages": len({it.doc_id for it in ref_items}),
                 "table": score_quality(ref_items, outs, budgets, ours.counter)[0],
             }
+        quality[ds]["halves"] = {}
+        for half in HALVES:
+            part = half_items(items, half)
+            if not part:
+                continue
+            # The reference ran on a share of the questions only: its row is left out here.
+            ours_only = {m: o for m, o in outs.items() if m != M_REF_EMBED}
+            h_table = score_quality(part, ours_only, budgets, ours.counter)[0]
+            quality[ds]["halves"][half] = {
+                "questions": len(part),
+                "pages": len({it.doc_id for it in part}),
+                "table": h_table,
+            }
+            beats[f"{ds}, {HALF_NAMES[half]}"] = beats_baselines(h_table, budgets)
+        if gen_items.get(ds):
+            quality[ds]["generative"] = generative_table(
+                gen_items[ds], q_out[ds][M_OURS_EMBED], gen_out[ds], score_quality, ours.counter
+            )
         rows_by_ds[ds] = rows
         beats[ds] = beats_baselines(table, budgets)
         if "reference_subset" in quality[ds]:
@@ -910,6 +980,19 @@ def main(quick: bool = True) -> dict[str, Any]:
         "selection": {
             "wtq": "strict questions; quick: at most 2 per page on every page, SHA-1 order",
             "leval-nq": f"quick: first {QUICK_NQ} questions in subset order (grouped by page)",
+            "halves": (
+                "pages split by hrefine.eval.loaders.half_of (first byte of the SHA-1 of the "
+                "page id: even = tuning half, odd = checking half)"
+            ),
+            "generative": (
+                f"pre-filled tokens: the first question of the first {GEN_PAGES[0]} (quick) or "
+                f"{GEN_PAGES[1]} (full) WTQ pages of the tuning half; quality: the suite's "
+                "questions on the tuning half; quick: "
+                + ", ".join(
+                    f"{ds} at most {q} per page on {p} pages"
+                    for ds, (q, p) in GEN_QUALITY_QUICK.items()
+                )
+            ),
             "reference": (
                 "quick: the first question of each of the first "
                 + ", ".join(f"{n} {ds}" for ds, n in QUICK_REF_PAGES.items())

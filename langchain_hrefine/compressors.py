@@ -70,8 +70,9 @@ class HtmlRagCompressor(_HtmlRagFields):
     tokenizer), ``max_words``, ``generative``, ``lm``, ``fine_max_words``,
     ``stage1_max_tokens``, ``boilerplate``, ``omit_end_tags``, ``lexical_weight``,
     ``narrow_tables``, ``split_paragraphs``, ``demote_back_matter``, ``read_words``,
-    ``embed_max_tokens``, ``cleaned_cache``. They are checked when the compressor is made (and
-    again when a changed field is next used).
+    ``embed_max_tokens``, ``cleaned_cache``, ``input_format``, ``max_input_bytes``,
+    ``neighbour_rows``, ``keep_last_rows``, ``record_tables``. They are checked when the
+    compressor is made (and again when a changed field is next used).
 
     Attributes
     ----------

@@ -22,6 +22,7 @@ from hrefine.html._load import (
     parse_document,
 )
 from hrefine.html._text import cell_span, collapse_space
+from hrefine.html._unwrap import crowded_query, unwrap_leaves
 from hrefine.html.tags import BLOCK_TAGS, GENERIC_TAGS, HEADING_TAGS, JUNK_TAGS
 
 __all__ = ["DEFAULT_KEEP_ATTRS", "clean_document", "clean_html"]
@@ -36,6 +37,9 @@ _SWALLOWING_VOID = frozenset({"embed", "source", "track", "wbr", "keygen", "bgso
 # Inline wrappers that carry no meaning once their attributes are gone (<center> is a block).
 _UNWRAP_TAGS = frozenset({"span", "font", "nobr", "bdi", "bdo", "big", "tt", "blink"})
 _KEEP_EMPTY = frozenset({"td", "th", "br"})
+# Crowded elements (see hrefine.html._unwrap) are looked for on pages of more than this many
+# characters or bytes: on smaller ones, long runs of unwrapped text cost little.
+_SMALL_PAGE = 256_000
 # Attributes seen most on real pages (lower case, as the parser writes them); stripping these in
 # C leaves the per-element loop a few percent of the elements it would otherwise visit.
 _COMMON_ATTRS = frozenset(
@@ -194,7 +198,8 @@ def clean_document(
     _remove_junk(root)
     if boilerplate:
         _remove_boilerplate(root)
-    _strip_attributes(root, keep, keep_links="href" in keep)
+    crowded = len(html) > _SMALL_PAGE if isinstance(html, (str, bytes, bytearray)) else True
+    _strip_attributes(root, keep, keep_links="href" in keep, crowded=crowded)
     _merge_wrappers(_drop_empty(root, *_normalize_whitespace(root)))
     _fix_paragraphs(root)
     if not _has_visible_text(root):
@@ -232,20 +237,26 @@ def _is_hidden(el: Any) -> bool:
     return bool(classes and not _HIDDEN_CLASSES.isdisjoint(classes.split()))
 
 
-# Elements that carry a class, id or role.
-_BOILER_ATTRS = " | ".join(f"descendant::*/@{a}/.." for a in ("class", "id", "role"))
+# Elements that carry a class, id or role. Tested by a predicate (kept in document order): an
+# attribute step's parents (``descendant::*/@class/..``) are de-duplicated by libxml2 in time
+# quadratic in their number (2 s for 2 MB of ``<span class>``). Where order does not matter, the
+# attributes are selected and their elements read in Python (:func:`_owners`), which is as fast
+# as the parent step on ordinary pages; a predicate costs a third more there.
+_BOILER_ATTRS = "@class or @id or @role"
+_BOILER_TAGGED = " or ".join(f"self::{t}" for t in sorted(_BOILER_TAGS))
 
 
 class _Queries(NamedTuple):
     """Compiled XPath queries (``lxml.etree.XPath``) that pick each pass's candidates in C."""
 
     head_junk: Any
-    hidden: Any
+    hiding: tuple[Any, ...]
+    sortkeys: Any
     boiler: Any
     boiler_attrs: Any
     attributed: Any
     bare_img: Any
-    row_spanning: Any
+    row_spans: Any
 
 
 @functools.lru_cache(maxsize=1)
@@ -257,21 +268,24 @@ def _queries() -> _Queries:
         # Elements that may be hidden (by attribute) and <head> content other than the title;
         # junk tags are found by lxml's tag filter (an XPath name test per tag is far slower).
         head_junk=etree.XPath("descendant::head/*[not(self::title)]"),
-        hidden=etree.XPath(
-            "descendant::*/@hidden/.. | descendant::*/@aria-hidden/.. | descendant::*/@style/.."
-            " | descendant::span[contains(@class, 'sortkey')]"
+        # Attributes that may hide their element, and MediaWiki's sort keys.
+        hiding=tuple(
+            etree.XPath(f"descendant::*/@{a}") for a in ("hidden", "aria-hidden", "style")
         ),
-        # Elements found from their attributes ("@class/.."): a quarter faster than testing
-        # every element with a predicate.
-        boiler=etree.XPath(
-            " | ".join([*(f"descendant::{t}" for t in sorted(_BOILER_TAGS)), _BOILER_ATTRS])
-        ),
+        sortkeys=etree.XPath("descendant::span[contains(@class, 'sortkey')]"),
+        boiler=etree.XPath(f"descendant::*[{_BOILER_TAGGED} or {_BOILER_ATTRS}]"),
         # The same without the tags, for pages with none of them (most).
-        boiler_attrs=etree.XPath(_BOILER_ATTRS),
-        attributed=etree.XPath("descendant::*/@*/.."),
+        boiler_attrs=etree.XPath(f"descendant::*[{_BOILER_ATTRS}]"),
+        attributed=etree.XPath("descendant::*[@*]"),
         bare_img=etree.XPath("descendant::img[not(@alt)]"),
-        row_spanning=etree.XPath("descendant::*/@rowspan/.."),
+        row_spans=etree.XPath("descendant::*/@rowspan"),
     )
+
+
+def _owners(attributes: Any, root: Any) -> list[Any]:
+    """The elements owning the attributes that the XPath ``attributes`` selects in ``root``
+    (in no useful order; an element once per attribute)."""
+    return [value.getparent() for value in attributes(root)]
 
 
 def _remove_junk(root: Any) -> None:
@@ -285,7 +299,9 @@ def _remove_junk(root: Any) -> None:
     ]
     queries = _queries()
     doomed.extend(queries.head_junk(root))
-    doomed.extend(el for el in queries.hidden(root) if _is_hidden(el))
+    # An element may be doomed twice (two hiding attributes): the second drop finds it gone.
+    hiding = [el for query in queries.hiding for el in _owners(query, root)]
+    doomed.extend(el for el in [*hiding, *queries.sortkeys(root)] if _is_hidden(el))
     for el in doomed:  # an element inside a removed one goes with it; removing it first is harmless
         drop_tree(el)
 
@@ -360,8 +376,12 @@ def _remove_boilerplate(root: Any) -> None:
         _drop_block(el)
 
 
-def _strip_attributes(root: Any, keep: frozenset[str], *, keep_links: bool) -> None:
-    """Drop meaningless attributes, alt-less images and inline wrappers without meaning."""
+def _strip_attributes(
+    root: Any, keep: frozenset[str], *, keep_links: bool, crowded: bool = True
+) -> None:
+    """Drop meaningless attributes, alt-less images and inline wrappers without meaning
+    (``crowded``: first unwrap those of elements with many of them, see
+    :func:`~hrefine.html._unwrap.unwrap_leaves`)."""
     etree = require("lxml.etree", "html")
     # The common ones go in one pass in C; the loop below sees only what is left.
     etree.strip_attributes(root, *(_COMMON_ATTRS - keep))
@@ -383,7 +403,10 @@ def _strip_attributes(root: Any, keep: frozenset[str], *, keep_links: bool) -> N
         drop_tree(el)
     # Unwrapped in C; text and tails stay in place, as drop_tag would leave them (as separate
     # text nodes: _normalize_whitespace writes every text back, which joins them again).
-    etree.strip_tags(root, *_UNWRAP_TAGS, *(() if keep_links else ("a",)))
+    unwrap = (*sorted(_UNWRAP_TAGS), *(() if keep_links else ("a",)))
+    for el in crowded_query(unwrap)(root) if crowded else ():
+        unwrap_leaves(el, frozenset(unwrap))
+    etree.strip_tags(root, *unwrap)
 
 
 def _without_braced_names(attrib: Any, items: list[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -459,7 +482,7 @@ def _spanned_rows(root: Any) -> set[Any]:
     """Rows that a cell of an earlier row in the same row group reaches down into (rowspan)."""
     groups = {
         cell.getparent().getparent()
-        for cell in _queries().row_spanning(root)
+        for cell in _owners(_queries().row_spans, root)
         if cell.tag in ("td", "th") and cell.getparent().tag == "tr"
     }
     spanned: set[Any] = set()

@@ -51,6 +51,8 @@ _NAMED_MATCH = 0.5
 # and they are at least this share of its rows holding a value.
 _RECORD_MIN_ROWS = 3
 _RECORD_SHARE = 0.6
+# Relative distance from the room within which a column's cost is summed again exactly.
+_TIE = 1e-6
 
 
 @dataclass
@@ -139,10 +141,13 @@ def is_record_table(table: Any) -> bool:
 
 
 def table_grid(table: Any) -> TableGrid | None:
-    """The grid of ``table``, or None for a table that holds another table or has no columns."""
+    """The grid of ``table``, or None for a table that holds another table, has no columns, or
+    has more columns than cells (its width made by spans: a few cells spanning a thousand
+    columns each would make the grid, and the work on it, a thousand times the page)."""
     if next(table.iterdescendants("table"), None) is not None:
         return None
     rows = _rows(table)
+    n_cells = sum(1 for row in rows for cell in row if cell.tag in ("td", "th"))
     taken: dict[int, int] = {}  # grid column -> last row a cell spanning down from above covers
     placed: list[list[tuple[Any, int, int]]] = []
     n_cols = 0
@@ -155,6 +160,8 @@ def table_grid(table: Any) -> TableGrid | None:
             while taken.get(col, -1) >= r:
                 col += 1
             span = cell_span(cell, "colspan", _MAX_COLSPAN)
+            if col + span > n_cells:
+                return None
             down = cell_span(cell, "rowspan", _MAX_ROWSPAN)
             here.append((cell, col, col + span - 1))
             if down > 1:
@@ -377,11 +384,31 @@ def _choose(
     """The key and best columns, then the next best that fit ``room``; None if those two do not."""
     order = sorted(range(len(scores)), key=lambda c: (-scores[c], c))
     kept = {key, order[0]}
-    if _cost(cells, cell_tokens, kept) > room:
+    cost = _cost(cells, cell_tokens, kept)
+    if cost > room:
         return None
+    # Each column's cells: a column tried costs only its own cells not already kept, so the
+    # choice is linear in the table (rescanning every cell per column took minutes at 10,000
+    # columns).
+    by_col: list[list[int]] = [[] for _ in range(len(scores))]
+    inside = [False] * len(cells)
+    for i, (_, first, last) in enumerate(cells):
+        for c in range(first, last + 1):
+            by_col[c].append(i)
+            inside[i] = inside[i] or c in kept
     for c in order:
-        if c not in kept and _cost(cells, cell_tokens, kept | {c}) <= room:
+        if c in kept:
+            continue
+        new = [i for i in by_col[c] if not inside[i]]
+        total = cost + sum(cell_tokens[i] for i in new)
+        if abs(total - room) <= _TIE * max(1.0, room):
+            # Summed in another order than _cost sums: at the boundary, decide as it does.
+            total = _cost(cells, cell_tokens, kept | {c})
+        if total <= room:
             kept.add(c)
+            cost = total
+            for i in new:
+                inside[i] = True
     return kept
 
 

@@ -23,7 +23,7 @@ from hrefine.html.render import Renderer, omit_end_tags
 from hrefine.html.result import BlockReport
 from hrefine.models.token_trie import path_scores
 
-__all__ = ["PROMPT_TEMPLATE", "blended", "build_prompt", "prompt_path", "refine"]
+__all__ = ["PROMPT_TEMPLATE", "build_prompt", "prompt_path", "refine"]
 
 #: The user message of the paper's Figure 4; the example path uses our path format.
 PROMPT_TEMPLATE = (
@@ -60,29 +60,6 @@ def prompt_path(forest: BlockForest, node_id: int, multi: bool) -> str:
     return "".join(f"<{s}>" for s in steps)
 
 
-def _ranks(scores: np.ndarray) -> np.ndarray:
-    """Each score's rank among ``scores`` scaled to [0, 1] (best 1; NaN ranks last, as 0)."""
-    n = len(scores)
-    safe = np.where(np.isnan(scores), -np.inf, scores)
-    out = np.empty(n, dtype=np.float64)
-    out[np.argsort(safe, kind="stable")] = np.arange(n) / max(1, n - 1)
-    out[np.isnan(scores)] = 0.0
-    return out
-
-
-def blended(stage2: np.ndarray, stage1: np.ndarray, weight: float) -> np.ndarray:
-    """``(1 - weight)`` times each fine block's rank by its path probability plus ``weight``
-    times its rank by the stage-1 score it inherits (ranks scaled to [0, 1]); ``weight`` 0 is
-    the path probabilities themselves.
-
-    >>> blended(np.array([-1.0, -5.0, -3.0]), np.array([0.1, 0.9, 0.5]), 0.25).tolist()
-    [0.75, 0.25, 0.5]
-    """
-    if weight <= 0:
-        return stage2
-    return (1.0 - weight) * _ranks(stage2) + weight * _ranks(stage1)
-
-
 def _body_html(root: Any) -> str:
     body = root.find("body")
     return inner_html(body if body is not None else root)
@@ -102,12 +79,8 @@ def refine(
     counter: TokenCounter,
     omit_optional_end_tags: bool,
     cleaned_order: dict[Any, int] | None,
-    blend: float = 0.0,
 ) -> tuple[Fit, list[BlockReport], dict[str, int]]:
     """Run stage 2 on the stage-1 output ``fit1`` and fill ``max_tokens``.
-
-    ``blend``: weight of the stage-1 ranking in the fine blocks' order (see
-    ``generative_blend`` and :func:`blended`).
 
     Returns
     -------
@@ -134,9 +107,8 @@ def refine(
         "lm_calls": result.lm_calls,
         "trie_edges": result.trie_edges,
     }
+    fit = fill(forest, ids, costs, result.scores, max_tokens, counter, len(fit1.documents), groups)
     inherited = inherit_scores(forest, ids, forest1, ids1, fit1.kept, scores1)
-    order = blended(result.scores, inherited, blend)
-    fit = fill(forest, ids, costs, order, max_tokens, counter, len(fit1.documents), groups)
     # Trace the fine blocks back to the cleaned documents' elements, for the report.
     written = Renderer(forest1).written(fit1.kept)
     by_doc = dict(zip(forest1.doc_ids, zip(written, forest1.roots, strict=True), strict=True))
@@ -144,4 +116,4 @@ def refine(
     located = traced_positions(
         forest, [w for w, _ in sources], [r for _, r in sources], cleaned_order
     )
-    return fit, reports(forest, ids, costs, fit, inherited, order, located), stats
+    return fit, reports(forest, ids, costs, fit, inherited, result.scores, located), stats

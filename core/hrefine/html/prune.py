@@ -90,7 +90,8 @@ class HtmlPruner:
         ``scorer``, ``embedder``, ``tokenizer``, ``max_words``, ``generative``, ``lm``,
         ``fine_max_words``, ``stage1_max_tokens``, ``boilerplate``, ``omit_end_tags``,
         ``lexical_weight``, ``narrow_tables``, ``split_paragraphs``, ``demote_back_matter``,
-        ``read_words``, ``embed_max_tokens``, ``cleaned_cache``, ``input_format``. An unknown
+        ``read_words``, ``embed_max_tokens``, ``record_tables``, ``keep_last_rows``,
+        ``neighbour_rows``, ``cleaned_cache``, ``input_format``. An unknown
         name raises :class:`~hrefine.errors.ConfigError` listing them.
 
     Examples
@@ -330,7 +331,6 @@ class HtmlPruner:
                 counter=counter,
                 omit_optional_end_tags=opts.omit_end_tags,
                 cleaned_order=cleaned_order,
-                blend=opts.generative_blend,
             )
             stats.update(cost)
             block_reports = [r for r in block_reports if not r.kept] + reports2

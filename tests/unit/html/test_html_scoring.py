@@ -125,7 +125,8 @@ def test_rows_matching_only_through_their_header_are_kept_from_the_top(scorer: s
     # Every row matches "airport" through the table header alone: they tie, and the first
     # rows of the ranked table are kept, not its shortest.
     flat = KeywordScorer({}, default=0.5)
-    pruner = HtmlPruner(scorer="bm25" if scorer == "bm25" else flat)
+    # (keep_last_rows off: the last row would be kept first.)
+    pruner = HtmlPruner(scorer="bm25" if scorer == "bm25" else flat, keep_last_rows=False)
     result = pruner.prune(_ranked_page(), "which airport is the busiest?", 120)
     assert "London Heathrow" in result.html
     assert "Town40" not in result.html
