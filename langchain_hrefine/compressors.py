@@ -130,7 +130,7 @@ class HtmlRagCompressor(_HtmlRagFields):
         """Build the core pruner and its token counter now, so that a bad setting (an unknown
         scorer, a tokenizer that is not there) fails at construction."""
         _ = self._get_pruner().counter
-        self._results()
+        ResultOptions.of(self)
 
     def warmup(self) -> HtmlRagCompressor:
         """Load the models now (the budget tokenizer, the scorer's model, and the LM when
@@ -138,10 +138,6 @@ class HtmlRagCompressor(_HtmlRagFields):
         :meth:`hrefine.html.HtmlPruner.warmup`. Idempotent; returns this component."""
         self._get_pruner().warmup()
         return self
-
-    def _results(self) -> ResultOptions:
-        """The validated ``top_n``, ``keep_input_order`` and ``strict`` fields."""
-        return ResultOptions.build(**{n: getattr(self, n) for n in ResultOptions.names()})
 
     def _get_pruner(self) -> HtmlPruner:
         """The core ``HtmlPruner`` for the current fields (made again when one changed)."""
@@ -157,11 +153,11 @@ class HtmlRagCompressor(_HtmlRagFields):
             outcomes,
             token_counts=counts,
             tokenizer=counter.name,
-            keep_input_order=self._results().keep_input_order,
+            keep_input_order=ResultOptions.of(self).keep_input_order,
         )
 
     def _job(self, documents: Sequence[Document], query: str) -> PruneJob:
-        results = self._results()
+        results = ResultOptions.of(self)
         return PruneJob(
             self._get_pruner(),
             documents_to_html(documents),

@@ -138,7 +138,7 @@ class HtmlRagNodePostprocessor(_HtmlRagFields):
         super().__init__(**data)
         # Built now, with its token counter, so that a bad setting fails at construction.
         _ = self._get_pruner().counter
-        self._results()
+        ResultOptions.of(self)
 
     def warmup(self) -> HtmlRagNodePostprocessor:
         """Load the models now (the budget tokenizer, the scorer's model, and the LM when
@@ -146,10 +146,6 @@ class HtmlRagNodePostprocessor(_HtmlRagFields):
         :meth:`hrefine.html.HtmlPruner.warmup`. Idempotent; returns this component."""
         self._get_pruner().warmup()
         return self
-
-    def _results(self) -> ResultOptions:
-        """The validated ``top_n``, ``keep_input_order`` and ``strict`` fields."""
-        return ResultOptions.build(**{n: getattr(self, n) for n in ResultOptions.names()})
 
     @classmethod
     def class_name(cls) -> str:
@@ -174,11 +170,11 @@ class HtmlRagNodePostprocessor(_HtmlRagFields):
             outcomes,
             token_counts=counts,
             tokenizer=counter.name,
-            keep_input_order=self._results().keep_input_order,
+            keep_input_order=ResultOptions.of(self).keep_input_order,
         )
 
     def _job(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None) -> PruneJob:
-        results = self._results()
+        results = ResultOptions.of(self)
         return PruneJob(
             self._get_pruner(),
             nodes_to_html(nodes),

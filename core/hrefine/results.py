@@ -57,6 +57,11 @@ class ResultOptions(Options):
         False, help="Raise when every input is empty; False: return [] and log why."
     )
 
+    @classmethod
+    def of(cls, owner: object) -> ResultOptions:
+        """The settings read from an adapter's fields of the same names (checked)."""
+        return cls.build(**{n: getattr(owner, n) for n in cls.names()})
+
     def __post_init__(self) -> None:
         check_int("top_n", self.top_n, minimum=1, none=True)
         check_bool("keep_input_order", self.keep_input_order)
