@@ -157,16 +157,8 @@ class HtmlRagCompressor(_HtmlRagFields):
         )
 
     def _job(self, documents: Sequence[Document], query: str) -> PruneJob:
-        results = ResultOptions.of(self)
-        return PruneJob(
-            self._get_pruner(),
-            documents_to_html(documents),
-            check_query(query),
-            self.max_tokens,
-            together=self.prune_together,
-            top_n=results.top_n,
-            strict=results.strict,
-        )
+        pages = documents_to_html(documents)
+        return PruneJob.from_fields(self._get_pruner(), pages, check_query(query), self)
 
     def compress_documents(
         self,

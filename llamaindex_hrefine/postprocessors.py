@@ -174,16 +174,8 @@ class HtmlRagNodePostprocessor(_HtmlRagFields):
         )
 
     def _job(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None) -> PruneJob:
-        results = ResultOptions.of(self)
-        return PruneJob(
-            self._get_pruner(),
-            nodes_to_html(nodes),
-            _query_of(query_bundle),
-            self.max_tokens,
-            together=self.prune_together,
-            top_n=results.top_n,
-            strict=results.strict,
-        )
+        pages = nodes_to_html(nodes)
+        return PruneJob.from_fields(self._get_pruner(), pages, _query_of(query_bundle), self)
 
     def _postprocess_nodes(
         self,

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from hrefine._encodable import encodable
 from hrefine.errors import EmptyInputError, HtmlParseError, InputTypeError
-from hrefine.results import by_relevance, unit_scores
+from hrefine.results import ResultOptions, by_relevance, unit_scores
 
 if TYPE_CHECKING:
     from hrefine.html.prune import HtmlPruner
@@ -243,6 +243,23 @@ class PruneJob:
     together: bool = True
     top_n: int | None = None
     strict: bool = False
+
+    @classmethod
+    def from_fields(
+        cls, pruner: HtmlPruner, pages: Sequence[str], query: str, owner: Any
+    ) -> PruneJob:
+        """The job an adapter's fields describe: its ``max_tokens`` and ``prune_together``
+        fields and its :class:`~hrefine.results.ResultOptions` fields (checked)."""
+        results = ResultOptions.of(owner)
+        return cls(
+            pruner,
+            pages,
+            query,
+            int(owner.max_tokens),
+            together=bool(owner.prune_together),
+            top_n=results.top_n,
+            strict=results.strict,
+        )
 
     # -- sync ------------------------------------------------------------------------------
     def run(self) -> list[DocumentOutcome]:
