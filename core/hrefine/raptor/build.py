@@ -1,0 +1,280 @@
+"""Building a RAPTOR tree: leaves from documents, then layers of cluster summaries.
+
+The layer loop (:func:`grow`) is written once as a generator that yields what it needs done
+(cluster these vectors, summarise these prompts, embed these texts) and receives the answers;
+:func:`run` drives it synchronously and :func:`arun` from an event loop, so the sync and async
+builds cannot drift apart. A layer's nodes are added only once its summaries and their
+embeddings are all in, so an LLM that fails mid-build leaves the tree as it was before that
+layer, never with a half-made one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import time
+from collections.abc import Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from hrefine.budget import TokenCounter
+from hrefine.chunk import chunks
+from hrefine.errors import EmptyInputError, InputTypeError
+from hrefine.raptor.cluster import Cluster, cluster_layer
+from hrefine.raptor.options import RaptorOptions
+from hrefine.raptor.summarise import Summariser
+from hrefine.tree import NodeKind, Tree
+
+__all__ = ["Source", "add_leaves", "arun", "as_sources", "grow", "run"]
+
+# Metadata keys of tree nodes.
+SOURCE, START, END, TOKENS, SOURCES = (
+    "hrefine_source",
+    "hrefine_start",
+    "hrefine_end",
+    "hrefine_tokens",
+    "hrefine_sources",
+)
+
+
+@dataclass(frozen=True)
+class Source:
+    """One input document.
+
+    Attributes
+    ----------
+    text:
+        Its plain text.
+    metadata:
+        Copied onto each of its leaves (JSON-able values, if the tree is to be saved).
+    id:
+        Optional identifier, kept in the tree's list of sources.
+    """
+
+    text: str
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    id: str | None = None
+
+
+def as_sources(docs: object) -> list[Source]:
+    """``docs`` (a sequence of str or :class:`Source`) as Sources; raises InputTypeError."""
+    if isinstance(docs, (str, Source)):
+        docs = [docs]
+    if not isinstance(docs, Sequence):
+        msg = f"documents must be a list of str or Source, got {type(docs).__name__}"
+        raise InputTypeError(msg)
+    out: list[Source] = []
+    for i, doc in enumerate(docs):
+        if isinstance(doc, str):
+            out.append(Source(doc))
+        elif isinstance(doc, Source) and isinstance(doc.text, str):
+            out.append(doc)
+        else:
+            msg = f"document {i} is a {type(doc).__name__}; pass str or hrefine.raptor.Source"
+            raise InputTypeError(msg)
+    return out
+
+
+def add_leaves(
+    tree: Tree, sources: Sequence[Source], first: int, counter: TokenCounter, chunk_tokens: int
+) -> list[int]:
+    """Chunk each source into leaves of ``tree``; returns the new leaf ids in document order.
+
+    ``first`` is the index the first of ``sources`` gets in the tree's list of sources. Empty
+    documents add no leaf (they are counted in ``tree.metadata["empty_sources"]``).
+    """
+    start_order = len(tree.leaves)
+    ids: list[int] = []
+    empty = list(tree.metadata.get("empty_sources", []))
+    for offset, source in enumerate(sources):
+        index = first + offset
+        pieces = chunks(source.text, counter, chunk_tokens) if source.text.strip() else []
+        if not pieces:
+            empty.append(index)
+        for piece in pieces:
+            meta = dict(source.metadata)
+            meta.update({SOURCE: index, START: piece.start, END: piece.end, TOKENS: piece.tokens})
+            ids.append(
+                tree.add_node(
+                    piece.text,
+                    kind=NodeKind.CHUNK,
+                    level=0,
+                    order=start_order + len(ids),
+                    metadata=meta,
+                )
+            )
+    tree.metadata["empty_sources"] = empty
+    if not ids and not tree.leaves:
+        msg = f"nothing to build a tree from: all {len(sources)} documents are empty"
+        raise EmptyInputError(msg)
+    return ids
+
+
+# -- the layer loop -------------------------------------------------------------------------
+
+
+@dataclass
+class ClusterWork:
+    """Request: run ``fn`` (clustering, CPU-bound) and send back its clusters."""
+
+    fn: Callable[[], list[Cluster]]
+
+
+@dataclass
+class SummariseWork:
+    """Request: summarise ``prompts`` and send back the summaries."""
+
+    prompts: list[str]
+
+
+@dataclass
+class EmbedWork:
+    """Request: embed ``texts`` and send back their unit vectors."""
+
+    texts: list[str]
+
+
+Work = ClusterWork | SummariseWork | EmbedWork
+Grower = Generator[Work, Any, dict[str, Any]]
+
+
+def cluster_fn(
+    tree: Tree, ids: Sequence[int], options: RaptorOptions
+) -> Callable[[], list[Cluster]]:
+    """The clustering of nodes ``ids`` (in document order) as a call without arguments."""
+    vectors = tree.embeddings
+    assert vectors is not None
+    x = vectors[list(ids)]
+    tokens = [int(tree[i].metadata[TOKENS]) for i in ids]
+    return functools.partial(
+        cluster_layer,
+        x,
+        tokens,
+        dim=options.reduction_dim,
+        threshold=options.membership_threshold,
+        max_clusters=options.max_clusters,
+        max_tokens=options.cluster_max_tokens,
+        seed=options.seed,
+    )
+
+
+def grow(
+    tree: Tree,
+    layer: Sequence[int],
+    options: RaptorOptions,
+    summariser: Summariser,
+    counter: TokenCounter,
+) -> Grower:
+    """Add summary layers above the nodes ``layer`` (all embedded) until none reduces further.
+
+    A generator of work requests (see the module docstring); returns per-layer statistics.
+    """
+    stats: dict[str, Any] = {"clusters": [], "layer_seconds": []}
+    ids = list(layer)
+    level = max((tree[i].level for i in ids), default=0)
+    while level < options.max_layers and len(ids) > 1:
+        started = time.perf_counter()
+        clusters: list[Cluster] = yield ClusterWork(cluster_fn(tree, ids, options))
+        if len(clusters) >= len(ids):
+            break  # no reduction: every node would be its own cluster
+        groups = [[ids[m] for m in c.members] for c in clusters]
+        prompts = summariser.prompts(
+            [[tree[i].text for i in tree.sort_by_order(g)] for g in groups]
+        )
+        summaries: list[str] = yield SummariseWork(prompts)
+        vectors: np.ndarray = yield EmbedWork(summaries)
+        counts = counter.count_many(summaries)
+        level += 1
+        new_ids = [
+            add_summary(tree, text, level, n, group, cluster.weights)
+            for text, n, group, cluster in zip(summaries, counts, groups, clusters, strict=True)
+        ]
+        tree.set_embeddings(new_ids, vectors)
+        stats["clusters"].append(len(clusters))
+        stats["layer_seconds"].append(round(time.perf_counter() - started, 4))
+        ids = new_ids
+    return stats
+
+
+def add_summary(
+    tree: Tree,
+    text: str,
+    level: int,
+    tokens: int,
+    children: Sequence[int],
+    weights: Sequence[float],
+) -> int:
+    """Add a summary node over ``children`` (edge weights = membership probabilities)."""
+    sources = sorted({s for c in children for s in node_sources(tree, c)})
+    node = tree.add_node(
+        text, kind=NodeKind.SUMMARY, level=level, metadata={TOKENS: int(tokens), SOURCES: sources}
+    )
+    for child, weight in zip(children, weights, strict=True):
+        tree.add_edge(node, child, float(max(weight, 1e-6)))
+    return node
+
+
+def node_sources(tree: Tree, node_id: int) -> list[int]:
+    """Indexes of the sources a node's text comes from."""
+    meta = tree[node_id].metadata
+    if SOURCE in meta:
+        return [int(meta[SOURCE])]
+    return [int(s) for s in meta.get(SOURCES, [])]
+
+
+# -- drivers --------------------------------------------------------------------------------
+
+
+def _embed(embedder: Any, texts: list[str]) -> np.ndarray:
+    vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms == 0, 1.0, norms)
+
+
+def run(grower: Grower, summariser: Summariser, embedder: Any) -> dict[str, Any]:
+    """Drive ``grower`` in this thread; returns its statistics."""
+    answer: Any = None
+    while True:
+        try:
+            work = grower.send(answer)
+        except StopIteration as stop:
+            return dict(stop.value)
+        if isinstance(work, ClusterWork):
+            answer = work.fn()
+        elif isinstance(work, SummariseWork):
+            answer = summariser.summarise(work.prompts)
+        else:
+            answer = _embed(embedder, work.texts)
+
+
+async def arun(grower: Grower, summariser: Summariser, embedder: Any) -> dict[str, Any]:
+    """Drive ``grower`` from an event loop: the LLM awaited, models and clustering in the
+    default executor, so the loop is never blocked."""
+    loop = asyncio.get_running_loop()
+    answer: Any = None
+    while True:
+        try:
+            work = grower.send(answer)
+        except StopIteration as stop:
+            return dict(stop.value)
+        if isinstance(work, ClusterWork):
+            answer = await loop.run_in_executor(None, work.fn)
+        elif isinstance(work, SummariseWork):
+            answer = await summariser.asummarise(work.prompts)
+        else:
+            answer = await loop.run_in_executor(None, _embed, embedder, work.texts)
+
+
+def build_steps(
+    tree: Tree,
+    leaves: Sequence[int],
+    options: RaptorOptions,
+    summariser: Summariser,
+    counter: TokenCounter,
+) -> Grower:
+    """Embed the new ``leaves`` of a tree without layers, then grow its layers over them."""
+    vectors: np.ndarray = yield EmbedWork([tree[i].text for i in leaves])
+    tree.set_embeddings(list(leaves), vectors)
+    return (yield from grow(tree, tree.leaves, options, summariser, counter))

@@ -1,0 +1,103 @@
+"""RaptorOptions: every RAPTOR setting, declared once for the core and both adapters.
+
+Defaults are the paper's (and its authors' code): 100-token leaves, UMAP to 10 dimensions, a
+Gaussian mixture whose size BIC picks among at most 50, soft membership above 0.1, summaries of
+about 100 tokens from the appendix D prompt, at most 5 layers, clusters re-clustered when their
+text passes 3,500 tokens. Retrieval defaults to the collapsed tree.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar
+
+from hrefine.errors import ConfigError, InputTypeError
+from hrefine.options import Options, check_int, check_number, setting
+
+__all__ = ["DEFAULT_PROMPT", "DEFAULT_SYSTEM_PROMPT", "MODES", "RaptorOptions"]
+
+#: The summarisation prompt of the paper's appendix D; ``{context}`` is replaced by the texts.
+DEFAULT_PROMPT = (
+    "Write a summary of the following, including as many key details as possible: {context}:"
+)
+#: The system message of the same prompt (used where the LLM takes one: a LocalLM).
+DEFAULT_SYSTEM_PROMPT = "You are a Summarizing Text Portal"
+#: Retrieval modes.
+MODES = ("collapsed", "traversal")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RaptorOptions(Options):
+    """Settings of :class:`~hrefine.raptor.RaptorTree` (build and retrieval)."""
+
+    adapter_excluded: ClassVar[frozenset[str]] = frozenset({"llm", "embedder", "tokenizer"})
+
+    chunk_tokens: int = setting(100, help="Leaf size in tokens (chunks cut on sentence ends).")
+    summary_tokens: int = setting(
+        100, help="Most new tokens per summary (a local LM's limit; an API LLM is asked by prompt)."
+    )
+    max_layers: int = setting(5, help="Most summary layers above the leaves.")
+    reduction_dim: int = setting(10, help="Dimensions UMAP reduces embeddings to before the GMM.")
+    membership_threshold: float = setting(
+        0.1, help="A node joins every cluster whose GMM probability is above this (soft clusters)."
+    )
+    max_clusters: int = setting(50, help="Most clusters BIC may choose per clustering pass.")
+    cluster_max_tokens: int = setting(
+        3500,
+        help="A cluster whose text is longer than this is clustered again (summariser context).",
+    )
+    seed: int = setting(224, help="Seed of UMAP and the Gaussian mixtures (same seed, same tree).")
+    prompt: str = setting(DEFAULT_PROMPT, help="Summary prompt; '{context}' marks the texts.")
+    system_prompt: str | None = setting(
+        DEFAULT_SYSTEM_PROMPT, help="System message for LLMs that take one (a local LM)."
+    )
+    mode: str = setting("collapsed", help="Retrieval: 'collapsed' (all layers) or 'traversal'.")
+    k: int | None = setting(
+        10, help="Most nodes returned (collapsed) or kept per layer (traversal); None: no limit."
+    )
+    max_tokens: int | None = setting(
+        None, help="Token budget of the returned nodes together; None: only k limits them."
+    )
+    llm_concurrency: int = setting(16, help="Most summary calls in flight at once.")
+    llm_retries: int = setting(
+        2, help="Extra tries of a summary call that failed or came back empty."
+    )
+    llm_timeout: float | None = setting(120.0, help="Seconds per summary call; None: no limit.")
+    llm: Any = setting(None, help="The summariser: a callable, LocalLM or TextGenerator.")
+    embedder: Any = setting(None, help="The embedder (None: the embedded all-MiniLM-L6-v2).")
+    tokenizer: Any = setting(None, help="Tokenizer of every token count (None: Llama-3.2's).")
+
+    def __post_init__(self) -> None:
+        check_int("chunk_tokens", self.chunk_tokens, minimum=8)
+        check_int("summary_tokens", self.summary_tokens, minimum=1)
+        check_int("max_layers", self.max_layers, minimum=0)
+        check_int("reduction_dim", self.reduction_dim, minimum=2)
+        check_number("membership_threshold", self.membership_threshold, minimum=0.0)
+        if self.membership_threshold >= 1:
+            msg = f"membership_threshold must be below 1, got {self.membership_threshold}"
+            raise ConfigError(msg)
+        check_int("max_clusters", self.max_clusters, minimum=1)
+        check_int("cluster_max_tokens", self.cluster_max_tokens, minimum=self.chunk_tokens)
+        check_int("seed", self.seed, minimum=0)
+        for name in ("prompt", "system_prompt"):
+            value = getattr(self, name)
+            if not (isinstance(value, str) or (value is None and name == "system_prompt")):
+                msg = f"{name} must be a string, got {type(value).__name__}"
+                raise InputTypeError(msg)
+        if "{context}" not in self.prompt:
+            msg = "prompt must contain '{context}', where the texts to summarise go"
+            raise ConfigError(msg)
+        check_mode(self.mode)
+        check_int("k", self.k, minimum=1, none=True)
+        check_int("max_tokens", self.max_tokens, minimum=1, none=True)
+        check_int("llm_concurrency", self.llm_concurrency, minimum=1)
+        check_int("llm_retries", self.llm_retries, minimum=0)
+        check_number("llm_timeout", self.llm_timeout, minimum=0.001, none=True)
+
+
+def check_mode(mode: object) -> str:
+    """``mode`` if it is a retrieval mode; raises :class:`ConfigError` naming the valid ones."""
+    if not isinstance(mode, str) or mode.lower() not in MODES:
+        msg = f"mode must be one of {', '.join(map(repr, MODES))}, got {mode!r}"
+        raise ConfigError(msg)
+    return mode.lower()

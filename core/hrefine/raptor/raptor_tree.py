@@ -1,0 +1,427 @@
+"""RaptorTree: build, grow, query, save and load a RAPTOR summary tree."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hrefine.budget import TokenCounter, get_counter
+from hrefine.errors import InputTypeError, PersistenceError
+from hrefine.models import get_embedder
+from hrefine.persist import load_tree, save_tree
+from hrefine.raptor import build as _build
+from hrefine.raptor.build import SOURCE, SOURCES, TOKENS, Source, as_sources
+from hrefine.raptor.insert import insert_steps
+from hrefine.raptor.options import RaptorOptions, check_mode
+from hrefine.raptor.retrieve import RetrievedNode, collapsed, relevance, traversal
+from hrefine.raptor.summarise import Summariser
+from hrefine.tree import NodeKind, Tree
+
+__all__ = ["KIND", "RaptorTree"]
+
+#: The ``kind`` of a saved RAPTOR tree.
+KIND = "raptor"
+
+
+class RaptorTree:
+    """A RAPTOR tree over documents: leaf chunks and layers of cluster summaries.
+
+    Make one with :meth:`build` (or :meth:`abuild`), add documents with :meth:`insert`, query it
+    with :meth:`retrieve`, keep it with :meth:`save` and :meth:`load`.
+
+    Parameters
+    ----------
+    tree:
+        The node graph (leaves are ``"chunk"`` nodes at level 0, summaries ``"summary"`` nodes
+        at level 1 and up, edges weighted by cluster membership), every node embedded.
+    options:
+        The settings it was built with (and retrieves with by default).
+    llm, embedder, tokenizer:
+        The models (see :class:`RaptorOptions`); they override the options' own.
+    """
+
+    def __init__(
+        self,
+        tree: Tree,
+        options: RaptorOptions | None = None,
+        *,
+        llm: Any = None,
+        embedder: Any = None,
+        tokenizer: Any = None,
+    ) -> None:
+        if not isinstance(tree, Tree):
+            msg = f"tree must be an hrefine.tree.Tree, got {type(tree).__name__}"
+            raise InputTypeError(msg)
+        self.options = RaptorOptions.build(options)
+        self.tree = tree
+        self._llm = llm if llm is not None else self.options.llm
+        self._embedder_arg = embedder if embedder is not None else self.options.embedder
+        tok = tokenizer if tokenizer is not None else self.options.tokenizer
+        self.counter: TokenCounter = get_counter(tok)
+        self._embedder: Any = None
+        self._summariser: Summariser | None = None
+        self.stats: dict[str, Any] = dict(tree.metadata.get("stats", {}))
+
+    # -- models (made on first use) ---------------------------------------------------------
+    @property
+    def embedder(self) -> Any:
+        """The embedder (loaded on first use)."""
+        if self._embedder is None:
+            self._embedder = get_embedder(self._embedder_arg)
+        return self._embedder
+
+    @property
+    def summariser(self) -> Summariser:
+        """The summariser (the LLM is loaded on first use)."""
+        if self._summariser is None:
+            self._summariser = Summariser(self._llm, self.options)
+        return self._summariser
+
+    # -- building ---------------------------------------------------------------------------
+    @classmethod
+    def _start(
+        cls,
+        docs: Sequence[str | Source],
+        options: RaptorOptions | None,
+        llm: Any,
+        embedder: Any,
+        tokenizer: Any,
+        settings: dict[str, Any],
+    ) -> tuple[RaptorTree, list[int]]:
+        opts = RaptorOptions.build(options, **settings)
+        sources = as_sources(docs)
+        self = cls(Tree(), opts, llm=llm, embedder=embedder, tokenizer=tokenizer)
+        self.tree.metadata["sources"] = [s.id for s in sources]
+        leaves = _build.add_leaves(self.tree, sources, 0, self.counter, opts.chunk_tokens)
+        return self, leaves
+
+    @classmethod
+    def build(
+        cls,
+        docs: Sequence[str | Source],
+        options: RaptorOptions | None = None,
+        *,
+        llm: Any = None,
+        embedder: Any = None,
+        tokenizer: Any = None,
+        progress: bool = False,
+        **settings: Any,
+    ) -> RaptorTree:
+        """Build a tree over ``docs`` (texts or :class:`Source` objects).
+
+        Parameters
+        ----------
+        docs:
+            The documents, as strings or :class:`Source` (text, metadata, id).
+        options:
+            A :class:`RaptorOptions`; ``settings`` change single fields of it.
+        llm:
+            The summariser: a ``str -> str`` callable (sync or async), a LocalLM, a
+            TextGenerator, or None for the embedded SmolLM2-135M.
+        embedder:
+            Anything :func:`hrefine.models.get_embedder` takes (None: the embedded model).
+        tokenizer:
+            Tokenizer of every count (anything :func:`hrefine.budget.get_counter` takes).
+        progress:
+            Log each layer as it is made.
+
+        Raises
+        ------
+        EmptyInputError
+            Every document is empty.
+        GenerationError
+            The LLM failed, timed out or answered with nothing after its retries.
+        """
+        started = time.perf_counter()
+        self, leaves = cls._start(docs, options, llm, embedder, tokenizer, settings)
+        grower = _build.build_steps(self.tree, leaves, self.options, self.summariser, self.counter)
+        stats = _build.run(_progress(grower, progress), self.summariser, self.embedder)
+        self._finish(stats, started)
+        return self
+
+    @classmethod
+    async def abuild(
+        cls,
+        docs: Sequence[str | Source],
+        options: RaptorOptions | None = None,
+        *,
+        llm: Any = None,
+        embedder: Any = None,
+        tokenizer: Any = None,
+        progress: bool = False,
+        **settings: Any,
+    ) -> RaptorTree:
+        """:meth:`build` without blocking the event loop (the LLM is awaited; models and
+        clustering run in the default executor)."""
+        started = time.perf_counter()
+        loop = asyncio.get_running_loop()
+        self, leaves = await loop.run_in_executor(
+            None, cls._start, docs, options, llm, embedder, tokenizer, settings
+        )
+        summariser = await loop.run_in_executor(None, lambda: self.summariser)
+        grower = _build.build_steps(self.tree, leaves, self.options, summariser, self.counter)
+        embedder_ = await loop.run_in_executor(None, lambda: self.embedder)
+        stats = await _build.arun(_progress(grower, progress), summariser, embedder_)
+        self._finish(stats, started)
+        return self
+
+    def _finish(self, stats: dict[str, Any], started: float) -> None:
+        levels = [n.level for n in self.tree]
+        self.stats = {
+            "leaves": sum(1 for n in self.tree if n.kind == NodeKind.CHUNK),
+            "nodes_per_layer": [levels.count(lv) for lv in range(max(levels, default=0) + 1)],
+            "clusters_per_layer": stats.get("clusters", []),
+            "layer_seconds": stats.get("layer_seconds", []),
+            "llm_calls": self.summariser.calls if self._summariser is not None else 0,
+            "build_seconds": round(time.perf_counter() - started, 4),
+        }
+        self.tree.metadata["stats"] = dict(self.stats)
+
+    def insert(self, docs: Sequence[str | Source]) -> RaptorTree:
+        """Add ``docs`` to the tree, re-summarising only the nodes their leaves reach.
+
+        The tree is changed only if every summary and embedding succeeds. Returns ``self``.
+        """
+        work, leaves = self._insert_start(docs)
+        grower = insert_steps(work, leaves, self.options, self.summariser, self.counter)
+        stats = _build.run(grower, self.summariser, self.embedder)
+        self._insert_finish(work, stats)
+        return self
+
+    async def ainsert(self, docs: Sequence[str | Source]) -> RaptorTree:
+        """:meth:`insert` without blocking the event loop."""
+        loop = asyncio.get_running_loop()
+        work, leaves = await loop.run_in_executor(None, self._insert_start, docs)
+        summariser = await loop.run_in_executor(None, lambda: self.summariser)
+        embedder = await loop.run_in_executor(None, lambda: self.embedder)
+        grower = insert_steps(work, leaves, self.options, summariser, self.counter)
+        stats = await _build.arun(grower, summariser, embedder)
+        self._insert_finish(work, stats)
+        return self
+
+    def _insert_start(self, docs: Sequence[str | Source]) -> tuple[Tree, list[int]]:
+        sources = as_sources(docs)
+        work = copy.deepcopy(self.tree)  # changed in place, swapped in on success
+        known = list(work.metadata.get("sources", []))
+        work.metadata["sources"] = [*known, *(s.id for s in sources)]
+        leaves = _build.add_leaves(
+            work, sources, len(known), self.counter, self.options.chunk_tokens
+        )
+        return work, leaves
+
+    def _insert_finish(self, work: Tree, stats: dict[str, Any]) -> None:
+        self.tree = work
+        inserts = list(self.stats.get("inserts", []))
+        inserts.append(stats)
+        self.stats["inserts"] = inserts
+        work.metadata["stats"] = dict(self.stats)
+
+    # -- queries ----------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.tree)
+
+    @property
+    def layers(self) -> int:
+        """Summary layers above the leaves (0: leaves only)."""
+        return max((n.level for n in self.tree), default=0)
+
+    def _scores(self, query_vector: np.ndarray) -> np.ndarray:
+        vectors = self.tree.embeddings
+        assert vectors is not None
+        q = np.asarray(query_vector, dtype=np.float32).reshape(-1)
+        norm = float(np.linalg.norm(q))
+        return np.asarray(vectors @ (q / norm if norm else q), dtype=np.float64)
+
+    def _costs(self) -> np.ndarray:
+        return np.asarray([int(n.metadata[TOKENS]) for n in self.tree], dtype=np.int64)
+
+    def retrieve(
+        self,
+        query: str,
+        *,
+        mode: str | None = None,
+        k: int | str | None = "default",
+        max_tokens: int | str | None = "default",
+    ) -> list[RetrievedNode]:
+        """The nodes most similar to ``query``, best first.
+
+        Parameters
+        ----------
+        query:
+            The question.
+        mode:
+            ``"collapsed"`` (every layer ranked together) or ``"traversal"`` (top ``k`` per
+            layer from the roots down); default: the options' ``mode``.
+        k:
+            Most nodes returned (collapsed) or kept per layer (traversal); None: no limit.
+            Default: the options' ``k``.
+        max_tokens:
+            Token budget of the returned nodes together (None: none). Default: the options'.
+
+        Raises
+        ------
+        InputTypeError
+            ``query`` is not a string.
+        BudgetTooSmallError
+            ``max_tokens`` is smaller than every node.
+        """
+        how, k_, budget = self._query_settings(query, mode, k, max_tokens)
+        vector = self.embedder.embed_query(query)
+        return self._retrieve(how, vector, k_, budget)
+
+    async def aretrieve(
+        self,
+        query: str,
+        *,
+        mode: str | None = None,
+        k: int | str | None = "default",
+        max_tokens: int | str | None = "default",
+    ) -> list[RetrievedNode]:
+        """:meth:`retrieve` with the query embedded in the default executor."""
+        how, k_, budget = self._query_settings(query, mode, k, max_tokens)
+        loop = asyncio.get_running_loop()
+        embedder = await loop.run_in_executor(None, lambda: self.embedder)
+        vector = await loop.run_in_executor(None, embedder.embed_query, query)
+        return self._retrieve(how, vector, k_, budget)
+
+    def _query_settings(
+        self, query: object, mode: str | None, k: object, max_tokens: object
+    ) -> tuple[str, int | None, int | None]:
+        if not isinstance(query, str):
+            msg = f"query must be a str, got {type(query).__name__}"
+            raise InputTypeError(msg)
+        how = check_mode(self.options.mode if mode is None else mode)
+        changes: dict[str, Any] = {}
+        if k != "default":
+            changes["k"] = k
+        if max_tokens != "default":
+            changes["max_tokens"] = max_tokens
+        opts = self.options.replace(**changes) if changes else self.options
+        return how, opts.k, opts.max_tokens
+
+    def _retrieve(
+        self, how: str, vector: np.ndarray, k: int | None, budget: int | None
+    ) -> list[RetrievedNode]:
+        scores = self._scores(vector)
+        costs = self._costs()
+        if how == "collapsed":
+            ids = collapsed(scores, costs, k=k, max_tokens=budget)
+        else:
+            ids = traversal(self.tree, scores, costs, k=k, max_tokens=budget)
+        rel = relevance([float(scores[i]) for i in ids])
+        return [self._result(i, float(scores[i]), r) for i, r in zip(ids, rel, strict=True)]
+
+    def _result(self, node_id: int, score: float, rel: float) -> RetrievedNode:
+        node = self.tree[node_id]
+        meta = {key: v for key, v in node.metadata.items() if key not in (TOKENS, SOURCES)}
+        if node.kind == NodeKind.SUMMARY:
+            meta["hrefine_children"] = list(node.children)
+        return RetrievedNode(
+            id=node_id,
+            text=node.text,
+            score=score,
+            relevance=rel,
+            layer=node.level,
+            kind=str(node.kind),
+            sources=tuple(_build.node_sources(self.tree, node_id)),
+            tokens=int(node.metadata[TOKENS]),
+            metadata=meta,
+        )
+
+    # -- persistence ------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Save the tree (JSON + .npy, checksummed, never pickle) into folder ``path``."""
+        return save_tree(self.tree, path, kind=KIND, config=self.options.plain())
+
+    @classmethod
+    def load(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        llm: Any = None,
+        embedder: Any = None,
+        tokenizer: Any = None,
+        **settings: Any,
+    ) -> RaptorTree:
+        """Load a tree saved by :meth:`save`; ``settings`` change its saved options.
+
+        Token counts are made again when ``tokenizer`` is given (budgets are in its tokens).
+
+        Raises
+        ------
+        PersistenceError
+            The folder is not a saved RAPTOR tree, or a file in it was edited or truncated.
+        """
+        tree, config, _ = load_tree(path, kind=KIND)
+        known = set(RaptorOptions.names())
+        saved = {name: v for name, v in config.items() if name in known}
+        try:
+            options = RaptorOptions.build(**{**saved, **settings})
+        except (ValueError, TypeError) as exc:
+            msg = f"{path}: the saved settings are not valid RAPTOR settings: {exc}"
+            raise PersistenceError(msg) from exc
+        _check_loaded(tree, path)
+        self = cls(tree, options, llm=llm, embedder=embedder, tokenizer=tokenizer)
+        if tokenizer is not None:
+            counts = self.counter.count_many([n.text for n in tree])
+            for node, n in zip(tree, counts, strict=True):
+                node.metadata[TOKENS] = int(n)
+        return self
+
+
+def _check_loaded(tree: Tree, path: object) -> None:
+    """Raise PersistenceError unless ``tree`` has the shape of a RAPTOR tree."""
+    problems: list[str] = []
+    if len(tree) == 0:
+        problems.append("it has no nodes")
+    mask = tree.embedding_mask if len(tree) else np.zeros(0, dtype=bool)
+    if len(tree) and (tree.embeddings is None or not bool(np.all(mask))):
+        problems.append("some nodes have no embedding")
+    for node in tree:
+        meta = node.metadata
+        if not isinstance(meta.get(TOKENS), int) or meta[TOKENS] < 0:
+            problems.append(f"node {node.id} has no token count")
+        elif node.kind == NodeKind.CHUNK and (
+            node.children or not isinstance(meta.get(SOURCE), int)
+        ):
+            problems.append(f"leaf {node.id} has children or no source")
+        elif node.kind == NodeKind.SUMMARY and not node.children:
+            problems.append(f"summary {node.id} summarises nothing")
+        elif node.kind not in (NodeKind.CHUNK, NodeKind.SUMMARY):
+            problems.append(f"node {node.id} is a {node.kind}, not a chunk or summary")
+        if problems:
+            break
+    if problems:
+        msg = f"{path} is not a valid RAPTOR tree: {problems[0]}"
+        raise PersistenceError(msg)
+
+
+def _progress(grower: _build.Grower, show: bool) -> _build.Grower:
+    """``grower``, logging each request when ``show``."""
+    if not show:
+        return grower
+    import logging
+
+    log = logging.getLogger("hrefine.raptor")
+
+    def logged() -> _build.Grower:
+        answer: Any = None
+        while True:
+            try:
+                work = grower.send(answer)
+            except StopIteration as stop:
+                return dict(stop.value)
+            if isinstance(work, _build.SummariseWork):
+                log.info("summarising %d clusters", len(work.prompts))
+            elif isinstance(work, _build.EmbedWork):
+                log.info("embedding %d texts", len(work.texts))
+            answer = yield work
+
+    return logged()

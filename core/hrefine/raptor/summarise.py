@@ -1,0 +1,134 @@
+"""The summariser of a RAPTOR tree: any LLM as a checked, concurrent ``prompts -> summaries``.
+
+A summary is stored only if the LLM returned text: an exception, a timeout or an empty answer
+is retried (``llm_retries`` times) and then raised as :class:`GenerationError` naming the
+cluster, never kept as a summary (the authors' code stores the error message as the summary).
+All clusters of a layer go out together: concurrently for a callable or an API LLM, in batches
+for a :class:`~hrefine.models.LocalLM`.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from hrefine.errors import GenerationError
+from hrefine.models.text_generator import TextGenerator, as_text_generator
+from hrefine.raptor.options import RaptorOptions
+
+__all__ = ["EmptySummaryError", "Summariser", "summary_prompt"]
+
+
+class EmptySummaryError(Exception):
+    """The LLM answered with nothing but whitespace (a failed try, retried like an error)."""
+
+
+def summary_prompt(template: str, texts: Sequence[str]) -> str:
+    """The prompt that asks for a summary of ``texts`` (joined by blank lines).
+
+    ``{context}`` is replaced literally: the texts may hold braces of their own.
+    """
+    return template.replace("{context}", "\n\n".join(texts))
+
+
+def _checked(fn: Callable[[str], Any]) -> Callable[[str], Any]:
+    """``fn`` with an empty answer turned into a failed try."""
+    if inspect.iscoroutinefunction(fn):
+
+        async def acall(prompt: str) -> str:
+            return _non_empty(await fn(prompt))
+
+        return acall
+
+    @functools.wraps(fn)
+    def call(prompt: str) -> str:
+        return _non_empty(fn(prompt))
+
+    return call
+
+
+def _non_empty(text: object) -> str:
+    if not isinstance(text, str):
+        msg = f"the LLM returned {type(text).__name__}, not text"
+        raise EmptySummaryError(msg)
+    if not text.strip():
+        msg = "the LLM returned an empty summary"
+        raise EmptySummaryError(msg)
+    return text.strip()
+
+
+class Summariser:
+    """Summaries of clusters through ``llm``, checked.
+
+    Parameters
+    ----------
+    llm:
+        A ``str -> str`` callable (sync or async), a :class:`~hrefine.models.LocalLM`, a
+        :class:`~hrefine.models.text_generator.TextGenerator` (used with its own settings), or
+        None for the embedded :func:`~hrefine.models.default_lm`.
+    options:
+        The tree's options (prompt, system prompt, summary length, concurrency, retries,
+        timeout).
+    """
+
+    def __init__(self, llm: Any, options: RaptorOptions) -> None:
+        self.options = options
+        self.generator = self._generator(llm, options)
+        self.calls = 0
+
+    @staticmethod
+    def _generator(llm: Any, options: RaptorOptions) -> TextGenerator:
+        if llm is None:
+            from hrefine.models import default_lm
+
+            llm = default_lm()
+        if isinstance(llm, TextGenerator):
+            return llm
+        if hasattr(llm, "generate") and hasattr(llm, "session"):  # a LocalLM
+            generate = {"max_new_tokens": options.summary_tokens}
+            if options.system_prompt:
+                generate["system"] = options.system_prompt  # type: ignore[assignment]
+            return as_text_generator(llm, generate_options=generate)
+        if not callable(llm):
+            return as_text_generator(llm)  # raises InputTypeError naming what it got
+        return TextGenerator(
+            _checked(llm),
+            max_concurrency=options.llm_concurrency,
+            retries=options.llm_retries,
+            timeout=options.llm_timeout,
+            retry_on=(Exception,),
+            name=getattr(llm, "__name__", type(llm).__name__),
+        )
+
+    @property
+    def name(self) -> str:
+        """The LLM's name (for stats and errors)."""
+        return str(self.generator.name)
+
+    def prompts(self, clusters: Sequence[Sequence[str]]) -> list[str]:
+        """One summary prompt per cluster of texts."""
+        return [summary_prompt(self.options.prompt, texts) for texts in clusters]
+
+    def summarise(self, prompts: Sequence[str]) -> list[str]:
+        """Summaries for ``prompts``, all sent at once (order kept)."""
+        self.calls += len(prompts)
+        return self.check(self.generator.batch(prompts))
+
+    async def asummarise(self, prompts: Sequence[str]) -> list[str]:
+        """Async :meth:`summarise`."""
+        self.calls += len(prompts)
+        return self.check(await self.generator.abatch(prompts))
+
+    def check(self, summaries: Sequence[str]) -> list[str]:
+        """``summaries`` stripped; an empty one (a batch LLM's) raises GenerationError."""
+        out: list[str] = []
+        for i, text in enumerate(summaries):
+            try:
+                out.append(_non_empty(text))
+            except EmptySummaryError as exc:
+                where = f"cluster {i + 1} of {len(summaries)}"
+                msg = f"LLM {self.name} gave no summary for {where}: {exc}"
+                raise GenerationError(msg) from exc
+        return out
