@@ -18,6 +18,7 @@ import pytest
         "hrefine.persist",
         "hrefine.options",
         "hrefine.html",
+        "hrefine.raptor",
         "hrefine.cli",
     ],
 )

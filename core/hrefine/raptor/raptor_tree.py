@@ -67,7 +67,8 @@ class RaptorTree:
         self.counter: TokenCounter = get_counter(tok)
         self._embedder: Any = None
         self._summariser: Summariser | None = None
-        self.stats: dict[str, Any] = dict(tree.metadata.get("stats", {}))
+        # What the last build and inserts did (not saved: it holds timings).
+        self.stats: dict[str, Any] = {}
 
     # -- models (made on first use) ---------------------------------------------------------
     @property
@@ -182,7 +183,6 @@ class RaptorTree:
             "llm_calls": self.summariser.calls if self._summariser is not None else 0,
             "build_seconds": round(time.perf_counter() - started, 4),
         }
-        self.tree.metadata["stats"] = dict(self.stats)
 
     def insert(self, docs: Sequence[str | Source]) -> RaptorTree:
         """Add ``docs`` to the tree, re-summarising only the nodes their leaves reach.
@@ -221,7 +221,6 @@ class RaptorTree:
         inserts = list(self.stats.get("inserts", []))
         inserts.append(stats)
         self.stats["inserts"] = inserts
-        work.metadata["stats"] = dict(self.stats)
 
     # -- queries ----------------------------------------------------------------------------
     def __len__(self) -> int:

@@ -1,0 +1,118 @@
+"""Collapsed-tree and traversal retrieval: exact budgets, top-k per layer, scores and errors."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import numpy as np
+import pytest
+from hrefine.errors import BudgetTooSmallError, ConfigError, InputTypeError
+from hrefine.raptor import RaptorTree
+from raptor_fakes import Summariser
+
+
+def _scores(tree: RaptorTree, query: str) -> np.ndarray:
+    vectors = tree.tree.embeddings
+    assert vectors is not None
+    return np.asarray(vectors @ tree.embedder.embed_query(query), dtype=np.float64)
+
+
+@pytest.mark.parametrize("budget", [150, 512, 1024])
+def test_collapsed_fills_the_budget_with_the_best_nodes(
+    built: RaptorTree, qasper_doc: Any, budget: int
+) -> None:
+    hits = built.retrieve(qasper_doc.question, max_tokens=budget, k=None)
+    used = sum(h.tokens for h in hits)
+    assert used <= budget
+    # No node left out would still fit into the room that is left.
+    room = budget - used
+    chosen = {h.id for h in hits}
+    assert all(int(n.metadata["hrefine_tokens"]) > room for n in built.tree if n.id not in chosen)
+    # Best first; every layer competes (summaries and chunks alike).
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert all(0.0 <= h.relevance <= 1.0 for h in hits)
+    best = int(np.argmax(_scores(built, qasper_doc.question)))
+    assert hits[0].id == best
+
+
+def test_the_budget_counts_in_the_trees_tokenizer(built: RaptorTree, qasper_doc: Any) -> None:
+    hits = built.retrieve(qasper_doc.question, max_tokens=700, k=None)
+    assert sum(built.counter.count(h.text) for h in hits) <= 700
+
+
+def test_collapsed_without_budget_returns_k(built: RaptorTree, qasper_doc: Any) -> None:
+    hits = built.retrieve(qasper_doc.question, k=3, max_tokens=None)
+    assert len(hits) == 3
+    order = np.argsort(-_scores(built, qasper_doc.question), kind="stable")[:3]
+    assert [h.id for h in hits] == [int(i) for i in order]
+
+
+def test_traversal_keeps_the_most_similar_children_at_each_layer(
+    built: RaptorTree, qasper_doc: Any
+) -> None:
+    # The authors' traversal threshold keeps the least similar nodes; ours keeps the best k.
+    scores = _scores(built, qasper_doc.question)
+    hits = built.retrieve(qasper_doc.question, mode="traversal", k=2, max_tokens=None)
+    tree = built.tree
+    kept = {h.id for h in hits}
+    pool = set(tree.roots)
+    while pool:
+        best = sorted(pool, key=lambda i: -scores[i])[:2]
+        assert set(best) <= kept
+        pool = {c for i in best for c in tree[i].children}
+    assert {h.layer for h in hits} == set(range(built.layers + 1))
+    assert len(hits) <= 2 * (built.layers + 1)
+
+
+def test_traversal_with_a_budget_stays_within_it(built: RaptorTree, qasper_doc: Any) -> None:
+    hits = built.retrieve(qasper_doc.question, mode="traversal", k=5, max_tokens=400)
+    assert 0 < sum(h.tokens for h in hits) <= 400
+
+
+def test_results_carry_layer_kind_and_source(built: RaptorTree, qasper_doc: Any) -> None:
+    hits = built.retrieve(qasper_doc.question, k=None, max_tokens=2000)
+    kinds = {h.kind for h in hits}
+    assert kinds <= {"chunk", "summary"}
+    for h in hits:
+        assert h.sources == (0,)
+        if h.kind == "chunk":
+            assert h.layer == 0 and "hrefine_start" in h.metadata
+        else:
+            assert h.layer >= 1 and h.metadata["hrefine_children"]
+
+
+def test_a_budget_below_every_node_is_a_clear_error(embedder: Any) -> None:
+    tree = RaptorTree.build(
+        ["A sentence of quite a few words, long enough to cost a dozen tokens."],
+        llm=Summariser(),
+        embedder=embedder,
+    )
+    with pytest.raises(BudgetTooSmallError, match="smaller than the smallest"):
+        tree.retrieve("anything", max_tokens=3, k=None)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"mode": "sideways"}, ConfigError),
+        ({"k": 0}, ConfigError),
+        ({"max_tokens": -5}, ConfigError),
+        ({"k": "3"}, InputTypeError),
+    ],
+)
+def test_bad_query_settings(built: RaptorTree, kwargs: dict[str, Any], error: type) -> None:
+    with pytest.raises(error):
+        built.retrieve("q", **kwargs)
+
+
+def test_a_non_string_query_is_a_type_error(built: RaptorTree) -> None:
+    with pytest.raises(InputTypeError):
+        built.retrieve(None)  # type: ignore[arg-type]
+
+
+def test_aretrieve_matches_retrieve(built: RaptorTree, qasper_doc: Any) -> None:
+    async def main() -> list[Any]:
+        return await built.aretrieve(qasper_doc.question, mode="traversal", k=3)
+
+    assert asyncio.run(main()) == built.retrieve(qasper_doc.question, mode="traversal", k=3)
