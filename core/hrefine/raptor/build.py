@@ -227,8 +227,29 @@ def node_sources(tree: Tree, node_id: int) -> list[int]:
 # -- drivers --------------------------------------------------------------------------------
 
 
-def _embed(embedder: Any, texts: list[str]) -> np.ndarray:
-    vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
+#: Words per embedded window: about 200 word pieces, inside the 256 that small sentence
+#: embedders read, so a long summary is embedded in full rather than cut at the model's limit.
+EMBED_WINDOW = 150
+
+
+def embed_in_full(embedder: Any, texts: Sequence[str]) -> np.ndarray:
+    """Unit vectors of ``texts``, each the mean of its windows' vectors (one batched call)."""
+    pieces: list[str] = []
+    owner: list[int] = []
+    for i, text in enumerate(texts):
+        words = text.split()
+        if len(words) <= EMBED_WINDOW:
+            pieces.append(text)
+            owner.append(i)
+            continue
+        for j in range(0, len(words), EMBED_WINDOW):
+            pieces.append(" ".join(words[j : j + EMBED_WINDOW]))
+            owner.append(i)
+    vectors = np.asarray(embedder.embed(pieces), dtype=np.float32)
+    if len(pieces) != len(texts):
+        summed = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
+        np.add.at(summed, np.asarray(owner), vectors)
+        vectors = summed
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return vectors / np.where(norms == 0, 1.0, norms)
 
@@ -246,7 +267,7 @@ def run(grower: Grower, summariser: Summariser, embedder: Any) -> dict[str, Any]
         elif isinstance(work, SummariseWork):
             answer = summariser.summarise(work.prompts)
         else:
-            answer = _embed(embedder, work.texts)
+            answer = embed_in_full(embedder, work.texts)
 
 
 async def arun(grower: Grower, summariser: Summariser, embedder: Any) -> dict[str, Any]:
@@ -264,7 +285,7 @@ async def arun(grower: Grower, summariser: Summariser, embedder: Any) -> dict[st
         elif isinstance(work, SummariseWork):
             answer = await summariser.asummarise(work.prompts)
         else:
-            answer = await loop.run_in_executor(None, _embed, embedder, work.texts)
+            answer = await loop.run_in_executor(None, embed_in_full, embedder, work.texts)
 
 
 def build_steps(

@@ -185,3 +185,13 @@ def test_an_async_llm_is_awaited(embedder: Any) -> None:
 
     tree = asyncio.run(main())
     assert seen and any(n.text == "A summary of two facts." for n in tree.tree)
+
+
+def test_a_long_summary_is_embedded_in_full(embedder: Any) -> None:
+    from hrefine.raptor.build import EMBED_WINDOW, embed_in_full
+
+    head = " ".join(f"alpha{i}" for i in range(EMBED_WINDOW))
+    tail = " ".join(["volcanoes erupt lava and ash over the island villages"] * 30)
+    full, cut = embed_in_full(embedder, [head + " " + tail, head])
+    assert float(full @ cut) < 0.95  # the tail moved the vector: it was read
+    assert abs(float(np.linalg.norm(full)) - 1.0) < 1e-5
