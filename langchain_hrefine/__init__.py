@@ -4,7 +4,8 @@
 ``BaseDocumentCompressor``), ``CompressionRetriever`` chains any retriever with any
 compressor, and ``HrefineEmbeddings`` makes an hrefine embedder (by default the embedded
 all-MiniLM-L6-v2, offline) LangChain ``Embeddings``, named as LangChain names its embedding
-classes (``HuggingFaceEmbeddings``). Needs ``langchain-core``: ``pip install 'hrefine[langchain]'``.
+classes (``HuggingFaceEmbeddings``). ``RaptorRetriever`` retrieves from a RAPTOR tree of chunks
+and LLM summaries of their clusters. Needs ``langchain-core``: ``pip install 'hrefine[langchain]'``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ if not available("langchain_core"):
 
 from langchain_hrefine._convert import HrefineEmbeddings
 from langchain_hrefine.compressors import HtmlRagCompressor
+from langchain_hrefine.raptor import RaptorRetriever
 from langchain_hrefine.retrievers import CompressionRetriever
 
-__all__ = ["CompressionRetriever", "HrefineEmbeddings", "HtmlRagCompressor"]
+__all__ = ["CompressionRetriever", "HrefineEmbeddings", "HtmlRagCompressor", "RaptorRetriever"]

@@ -3,16 +3,19 @@
 This is the only module of ``langchain_hrefine`` that sees both worlds: LangChain ``Embeddings``
 become a core :class:`~hrefine.models.Embedder`, chat models, LLMs and Runnables become a core
 :class:`~hrefine.models.TextGenerator`, and ``Document`` objects go in as HTML strings and come
-back as new ``Document`` objects. Caller objects are never mutated: metadata is always copied.
+back as new ``Document`` objects. For RAPTOR, Documents and texts go in as
+:class:`~hrefine.raptor.Source` objects and retrieved nodes come back as new Documents. Caller
+objects are never mutated: metadata is always copied.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from hrefine.errors import InputTypeError
+from hrefine.errors import ConfigError, InputTypeError
 from hrefine.html.outcome import DocumentOutcome, kept_with_metadata
 from hrefine.models import (
     CallableEmbedder,
@@ -21,16 +24,23 @@ from hrefine.models import (
     as_text_generator,
     get_embedder,
 )
+from hrefine.raptor import RaptorOptions, RetrievedNode, Source
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.output_parsers import StrOutputParser
-from langchain_core.runnables import Runnable
+from langchain_core.runnables import Runnable, RunnableLambda
 
 __all__ = [
     "HrefineEmbeddings",
     "documents_to_html",
+    "documents_to_sources",
+    "nodes_to_documents",
     "outcomes_to_documents",
+    "texts_to_sources",
     "to_embedder",
+    "to_summariser",
     "to_text_generator",
 ]
 
@@ -183,3 +193,141 @@ def outcomes_to_documents(
         Document(page_content=o.html, metadata=metadata, id=documents[o.index].id)
         for o, metadata in kept
     ]
+
+
+# -- RAPTOR ---------------------------------------------------------------------------------
+
+
+def to_summariser(llm: Any, options: RaptorOptions) -> Any:
+    """The summariser a :class:`~hrefine.raptor.RaptorTree` takes for ``llm``.
+
+    A LangChain chat model, LLM or Runnable becomes a core ``TextGenerator``
+    (:func:`to_text_generator`: ``invoke`` on the sync path, ``ainvoke`` on the async one) with
+    the options' ``llm_concurrency``, ``llm_retries`` and ``llm_timeout``; a chat model gets the
+    options' ``system_prompt`` as a system message before the prompt (as the paper's
+    summariser did). Anything else (None for the embedded model, a ``str -> str`` callable, a
+    LocalLM, a TextGenerator) goes to the core as it is: there a callable's empty answers are
+    retried and a LocalLM gets the system prompt and the summary length.
+    """
+    if not isinstance(llm, Runnable):
+        return llm
+    name = f"langchain:{type(llm).__name__}"
+    system = options.system_prompt
+    if isinstance(llm, BaseChatModel) and system:
+
+        def with_system(prompt: str) -> list[BaseMessage]:
+            return [SystemMessage(content=system), HumanMessage(content=prompt)]
+
+        llm = RunnableLambda(with_system) | llm
+    return to_text_generator(
+        llm,
+        max_concurrency=options.llm_concurrency,
+        retries=options.llm_retries,
+        timeout=options.llm_timeout,
+        name=name,
+    )
+
+
+def _copied(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep copy of ``metadata`` (a shallow one where a value cannot be deep-copied)."""
+    try:
+        return copy.deepcopy(dict(metadata))
+    except Exception:  # a value that refuses deepcopy (a lock, a client): share it
+        logger.debug("metadata could not be deep-copied; copying it shallowly")
+        return dict(metadata)
+
+
+def texts_to_sources(
+    texts: Iterable[str],
+    metadatas: Sequence[Mapping[str, Any]] | None = None,
+    ids: Sequence[str | None] | None = None,
+) -> list[Source]:
+    """RAPTOR sources from texts, with a copy of each metadata dict and each id.
+
+    Raises
+    ------
+    InputTypeError
+        A text is not a string or a metadata is not a mapping.
+    ConfigError
+        ``metadatas`` or ``ids`` is not one per text.
+    """
+    if isinstance(texts, str):
+        msg = "texts must be a list of strings, got one str; wrap it in a list"
+        raise InputTypeError(msg)
+    items = list(texts)
+    for name, values in (("metadatas", metadatas), ("ids", ids)):
+        if values is not None and len(values) != len(items):
+            msg = f"got {len(values)} {name} for {len(items)} texts; pass one per text or None"
+            raise ConfigError(msg)
+    out: list[Source] = []
+    for i, text in enumerate(items):
+        meta = metadatas[i] if metadatas is not None else {}
+        if not isinstance(text, str) or not isinstance(meta, Mapping):
+            msg = (
+                f"text {i} must be a str with a dict of metadata, got "
+                f"{type(text).__name__} and {type(meta).__name__}"
+            )
+            raise InputTypeError(msg)
+        out.append(Source(text, _copied(meta), None if ids is None else ids[i]))
+    return out
+
+
+def documents_to_sources(documents: Iterable[Document]) -> list[Source]:
+    """RAPTOR sources from Documents: ``page_content``, a copy of ``metadata``, ``id``.
+
+    Raises
+    ------
+    InputTypeError
+        An item is not a LangChain ``Document``.
+    """
+    docs = list(documents)
+    for i, doc in enumerate(docs):
+        if not isinstance(doc, Document):
+            msg = f"document {i} is a {type(doc).__name__}; pass LangChain Documents"
+            raise InputTypeError(msg)
+    return [Source(doc.page_content, _copied(doc.metadata), doc.id) for doc in docs]
+
+
+def nodes_to_documents(
+    nodes: Sequence[RetrievedNode], source_ids: Sequence[str | None]
+) -> list[Document]:
+    """New Documents for retrieved RAPTOR nodes, in their order (most relevant first).
+
+    ``page_content`` is the node's text. ``metadata`` is, for a leaf chunk, a copy of its
+    source document's metadata, plus ``relevance_score`` (the node's relevance in [0, 1]),
+    ``hrefine_raw_score`` (cosine similarity), ``hrefine_layer`` (0 for a leaf),
+    ``hrefine_kind`` (``"chunk"`` or ``"summary"``), ``hrefine_node_id``, ``hrefine_tokens``,
+    ``hrefine_sources`` (the ids of the source documents the text comes from, where they were
+    given, else their indexes), and ``hrefine_start``/``hrefine_end`` (character offsets in the
+    source) for a leaf or ``hrefine_children`` (node ids) for a summary.
+
+    Parameters
+    ----------
+    nodes:
+        The tree's results.
+    source_ids:
+        The id of each source document, by index (None where none was given).
+    """
+    out: list[Document] = []
+    for node in nodes:
+        meta = _copied(node.metadata)
+        meta.pop("hrefine_source", None)  # replaced by hrefine_sources
+        meta.update(
+            {
+                "relevance_score": float(node.relevance),
+                "hrefine_raw_score": float(node.score),
+                "hrefine_layer": int(node.layer),
+                "hrefine_kind": str(node.kind),
+                "hrefine_node_id": int(node.id),
+                "hrefine_tokens": int(node.tokens),
+                "hrefine_sources": [_source_id(i, source_ids) for i in node.sources],
+            }
+        )
+        out.append(Document(page_content=node.text, metadata=meta))
+    return out
+
+
+def _source_id(index: int, source_ids: Sequence[str | None]) -> str | int:
+    """The id the caller gave source ``index``, else the index itself."""
+    given = source_ids[index] if 0 <= index < len(source_ids) else None
+    return index if given is None else given

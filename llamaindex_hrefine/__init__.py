@@ -4,7 +4,9 @@
 ``BaseNodePostprocessor``), and ``HrefineEmbedding`` makes an hrefine embedder (by default the
 embedded all-MiniLM-L6-v2, offline) a LlamaIndex embed model, named as LlamaIndex names its
 embed models (``HuggingFaceEmbedding``). ``HtmlPageNodeParser`` splits HTML documents for an
-index into nodes that are whole HTML (never cut mid-tag). Needs ``llama-index-core``:
+index into nodes that are whole HTML (never cut mid-tag). ``RaptorIndex`` builds a RAPTOR
+summary tree over documents (a ``BaseIndex``, persisted in LlamaIndex's stores) and
+``RaptorRetriever`` retrieves from it. Needs ``llama-index-core``:
 ``pip install 'hrefine[llamaindex]'``.
 """
 
@@ -19,5 +21,12 @@ if not available("llama_index.core"):
 from llamaindex_hrefine._convert import HrefineEmbedding
 from llamaindex_hrefine.node_parser import HtmlPageNodeParser
 from llamaindex_hrefine.postprocessors import HtmlRagNodePostprocessor
+from llamaindex_hrefine.raptor import RaptorIndex, RaptorRetriever
 
-__all__ = ["HrefineEmbedding", "HtmlPageNodeParser", "HtmlRagNodePostprocessor"]
+__all__ = [
+    "HrefineEmbedding",
+    "HtmlPageNodeParser",
+    "HtmlRagNodePostprocessor",
+    "RaptorIndex",
+    "RaptorRetriever",
+]

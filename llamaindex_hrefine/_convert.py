@@ -4,7 +4,9 @@ This is the only module of ``llamaindex_hrefine`` that sees both worlds: LlamaIn
 become a core :class:`~hrefine.models.Embedder` (and a core embedder becomes a LlamaIndex embed
 model, :class:`HrefineEmbedding`), an explicitly given LlamaIndex LLM becomes a core
 :class:`~hrefine.models.TextGenerator`, and ``NodeWithScore`` objects go in as HTML strings and come
-back as new ``NodeWithScore`` objects holding new nodes. Caller nodes are never mutated.
+back as new ``NodeWithScore`` objects holding new nodes. For RAPTOR, nodes and Documents become
+the tree's sources, tree nodes become docstore ``TextNode`` objects (and back, on loading), and
+retrieved tree nodes become ``NodeWithScore`` objects. Caller nodes are never mutated.
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-from collections.abc import Callable, Sequence
-from typing import Any
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from hrefine.errors import ConfigError, InputTypeError
+import numpy as np
+from hrefine.errors import ConfigError, InputTypeError, PersistenceError, TreeError
 from hrefine.html.outcome import DocumentOutcome, kept_with_metadata
 from hrefine.models import (
     CallableEmbedder,
@@ -24,6 +28,7 @@ from hrefine.models import (
     as_text_generator,
     get_embedder,
 )
+from hrefine.tree import NodeKind, Tree
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms import LLM
 from llama_index.core.schema import (
@@ -31,17 +36,26 @@ from llama_index.core.schema import (
     MetadataMode,
     NodeRelationship,
     NodeWithScore,
+    RelatedNodeInfo,
     TextNode,
 )
 from pydantic import PrivateAttr
+
+if TYPE_CHECKING:
+    from hrefine.raptor import RaptorOptions, RetrievedNode, Source
 
 __all__ = [
     "METADATA_KEYS",
     "HrefineEmbedding",
     "nodes_to_html",
+    "nodes_to_raptor_tree",
     "outcomes_to_nodes",
     "pieces_to_nodes",
+    "raptor_nodes",
+    "retrieved_to_nodes",
     "to_embedder",
+    "to_raptor_llm",
+    "to_sources",
     "to_text_generator",
 ]
 
@@ -312,3 +326,254 @@ def pieces_to_nodes(
 
 def _extend(keys: Sequence[str], extra: Sequence[str]) -> list[str]:
     return list(dict.fromkeys([*keys, *extra]))
+
+
+# -- RAPTOR ---------------------------------------------------------------------------------
+
+#: Metadata keys of a RAPTOR tree node (stored in the docstore) or of a retrieved one; they are
+#: excluded from the LLM and embed views.
+RAPTOR_KEYS = (
+    "hrefine_source",
+    "hrefine_start",
+    "hrefine_end",
+    "hrefine_tokens",
+    "hrefine_sources",
+    "hrefine_children",
+    "hrefine_raw_score",
+    "hrefine_layer",
+    "hrefine_kind",
+    "hrefine_node_id",
+)
+# Private-to-the-tree keys not shown on retrieved nodes: indexes that mean nothing outside it
+# (the documents' ids and the related nodes say the same in LlamaIndex's terms).
+_TREE_ONLY = ("hrefine_source", "hrefine_children")
+
+
+def to_sources(nodes: Sequence[BaseNode]) -> list[Source]:
+    """One RAPTOR :class:`~hrefine.raptor.Source` per LlamaIndex node or ``Document``.
+
+    The text is the node's content without metadata, the metadata a deep copy of the node's, and
+    the id the node's ``ref_doc_id`` (the document a parsed chunk came from), or the node's own
+    id (a ``Document``). The nodes are not changed.
+    """
+    from hrefine.raptor import Source
+
+    out: list[Source] = []
+    for i, node in enumerate(nodes):
+        if not isinstance(node, BaseNode):
+            msg = (
+                f"item {i} is a {type(node).__name__}; pass LlamaIndex Documents or nodes "
+                "(llama_index.core.schema.BaseNode)"
+            )
+            raise InputTypeError(msg)
+        out.append(
+            Source(
+                text=node.get_content(metadata_mode=MetadataMode.NONE),
+                metadata=copy.deepcopy(dict(node.metadata)),
+                id=node.ref_doc_id or node.node_id,
+            )
+        )
+    return out
+
+
+def to_raptor_llm(llm: Any, options: RaptorOptions) -> Any:
+    """The summariser a RAPTOR tree takes for ``llm``.
+
+    A LlamaIndex ``LLM`` becomes a :class:`~hrefine.models.TextGenerator` with the options'
+    ``llm_concurrency``, ``llm_retries`` and ``llm_timeout``; anything else (a ``str -> str``
+    callable, a LocalLM, a TextGenerator, or None for the embedded SmolLM2) is returned as it is,
+    for the core to check and wrap. ``Settings.llm`` is never read.
+    """
+    if isinstance(llm, LLM):
+        return to_text_generator(
+            llm,
+            max_concurrency=options.llm_concurrency,
+            retries=options.llm_retries,
+            timeout=options.llm_timeout,
+            retry_on=(Exception,),
+        )
+    return llm
+
+
+def raptor_nodes(
+    tree: Tree,
+    ids: Sequence[int],
+    node_ids: Sequence[str],
+    source_ids: Sequence[str | None],
+    *,
+    stored: Mapping[int, BaseNode] | None = None,
+    templates: Mapping[int, BaseNode] | None = None,
+) -> list[TextNode]:
+    """The docstore ``TextNode`` of each tree node in ``ids``.
+
+    Each holds the node's text, a copy of its metadata (the tree's own keys hidden from the LLM
+    and embed views), its embedding, and its relationships: ``SOURCE`` the document of a leaf,
+    ``PARENT`` its strongest parent, ``CHILD`` its children. A node already ``stored`` (tree id
+    -> its old ``TextNode``) keeps that one's settings (excluded keys, templates); a new leaf
+    takes those of ``templates[source index]`` (the node or Document it was cut from).
+    """
+    vectors = tree.embeddings
+    out: list[TextNode] = []
+    for i in ids:
+        node = tree[i]
+        meta = copy.deepcopy(node.metadata)
+        rel: dict[NodeRelationship, Any] = {}
+        if node.kind == NodeKind.CHUNK:
+            source = source_ids[int(meta["hrefine_source"])]
+            if source is not None:
+                rel[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=source)
+        if node.parents:
+            best = max(node.parents, key=lambda p, c=i: tree.weight(p, c))  # type: ignore[misc]
+            rel[NodeRelationship.PARENT] = RelatedNodeInfo(node_id=node_ids[best])
+        if node.children:
+            rel[NodeRelationship.CHILD] = [
+                RelatedNodeInfo(node_id=node_ids[c]) for c in node.children
+            ]
+        like = (stored or {}).get(i)
+        if like is None and node.kind == NodeKind.CHUNK:
+            like = (templates or {}).get(int(meta["hrefine_source"]))
+        hidden = [k for k in RAPTOR_KEYS if k in meta]
+        fields: dict[str, Any] = {}
+        if like is not None:
+            fields = {
+                "metadata_separator": like.metadata_separator,
+                "metadata_template": like.metadata_template,
+                "text_template": getattr(like, "text_template", TextNode().text_template),
+            }
+        out.append(
+            TextNode(
+                id_=node_ids[i],
+                text=node.text,
+                metadata=meta,
+                embedding=None if vectors is None else [float(x) for x in vectors[i]],
+                excluded_llm_metadata_keys=_extend(
+                    like.excluded_llm_metadata_keys if like is not None else [], hidden
+                ),
+                excluded_embed_metadata_keys=_extend(
+                    like.excluded_embed_metadata_keys if like is not None else [], hidden
+                ),
+                relationships=rel,
+                **fields,
+            )
+        )
+    return out
+
+
+def nodes_to_raptor_tree(
+    stored: Sequence[BaseNode],
+    layout: Sequence[Sequence[Any]],
+    edges: Sequence[Sequence[Any]],
+    metadata: Mapping[str, Any],
+    *,
+    where: str,
+) -> Tree:
+    """The RAPTOR :class:`~hrefine.tree.Tree` held by docstore nodes ``stored`` (in tree id
+    order), with each node's ``[kind, level, order, order_derived]`` from ``layout``, the
+    ``[parent, child, weight]`` ``edges`` and the tree's ``metadata``.
+
+    Raises
+    ------
+    PersistenceError
+        The nodes, layout and edges do not fit together (``where`` names the store).
+    """
+    if len(layout) != len(stored):
+        msg = f"{where}: the index lists {len(layout)} nodes but {len(stored)} were found"
+        raise PersistenceError(msg)
+    rows: list[list[float]] = []
+    nodes: list[dict[str, Any]] = []
+    try:
+        for node, (kind, level, order, derived) in zip(stored, layout, strict=True):
+            if node.embedding is None:
+                msg = f"{where}: node {node.node_id} has no embedding"
+                raise PersistenceError(msg)
+            rows.append(list(node.embedding))
+            nodes.append(
+                {
+                    "text": node.get_content(metadata_mode=MetadataMode.NONE),
+                    "kind": kind,
+                    "level": level,
+                    "order": order,
+                    "order_derived": derived,
+                    "metadata": copy.deepcopy(dict(node.metadata)),
+                }
+            )
+        matrix = np.asarray(rows, dtype=np.float32)
+        data = {"metadata": copy.deepcopy(dict(metadata)), "nodes": nodes, "edges": edges}
+        return Tree.from_dict(data, embeddings=matrix if len(rows) else None)
+    except (TreeError, TypeError, ValueError) as exc:
+        if isinstance(exc, PersistenceError):
+            raise
+        msg = f"{where}: the stored RAPTOR tree is malformed: {exc}"
+        raise PersistenceError(msg) from exc
+
+
+def retrieved_to_nodes(
+    results: Sequence[RetrievedNode],
+    node_ids: Sequence[str] | None,
+    source_ids: Sequence[str | None],
+    stored: Sequence[BaseNode] | None = None,
+) -> list[NodeWithScore]:
+    """``NodeWithScore`` objects for RAPTOR results (best first, as they come).
+
+    Each node is a copy of its ``stored`` docstore node when given (a new ``TextNode`` with a
+    stable id otherwise: ``node_ids[id]`` or one derived from the text). Its score is the
+    relevance in [0, 1]; its metadata is the source document's (leaves) plus
+    ``hrefine_raw_score`` (cosine similarity), ``hrefine_layer`` (0 = leaf),
+    ``hrefine_kind`` (``"chunk"``/``"summary"``), ``hrefine_node_id`` (id in the tree),
+    ``hrefine_sources`` (ids of the documents the text comes from), ``hrefine_tokens`` and, on a
+    leaf, ``hrefine_start``/``hrefine_end`` (character offsets into the text of the Document or
+    node it was cut from). These keys
+    are hidden from the LLM and embed views. A leaf's ``ref_doc_id`` is its document's id.
+    """
+    out: list[NodeWithScore] = []
+    for k, result in enumerate(results):
+        meta = {key: v for key, v in result.metadata.items() if key not in _TREE_ONLY}
+        meta = copy.deepcopy(meta)
+        meta.update(
+            {
+                "hrefine_raw_score": float(result.score),
+                "hrefine_layer": int(result.layer),
+                "hrefine_kind": str(result.kind),
+                "hrefine_node_id": int(result.id),
+                "hrefine_sources": list(
+                    dict.fromkeys(s for i in result.sources if (s := source_ids[i]) is not None)
+                ),
+                "hrefine_tokens": int(result.tokens),
+            }
+        )
+        hidden = [key for key in RAPTOR_KEYS if key in meta]
+        old = stored[k] if stored is not None else None
+        if old is not None:
+            node = old.model_copy(
+                update={
+                    "metadata": meta,
+                    "embedding": None,
+                    "excluded_llm_metadata_keys": _extend(old.excluded_llm_metadata_keys, hidden),
+                    "excluded_embed_metadata_keys": _extend(
+                        old.excluded_embed_metadata_keys, hidden
+                    ),
+                    "relationships": copy.copy(old.relationships),
+                }
+            )
+        else:
+            rel: dict[NodeRelationship, Any] = {}
+            source = source_ids[result.sources[0]] if result.kind == "chunk" else None
+            if source is not None:
+                rel[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=source)
+            node_id = (
+                node_ids[result.id]
+                if node_ids is not None
+                else str(
+                    uuid.uuid5(uuid.NAMESPACE_OID, f"hrefine-raptor:{result.id}:{result.text}")
+                )
+            )
+            node = TextNode(
+                id_=node_id,
+                text=result.text,
+                metadata=meta,
+                excluded_llm_metadata_keys=list(hidden),
+                excluded_embed_metadata_keys=list(hidden),
+                relationships=rel,
+            )
+        out.append(NodeWithScore(node=node, score=float(result.relevance)))
+    return out

@@ -19,6 +19,7 @@ __all__ = [
     "MissingDependencyError",
     "ModelNotFoundError",
     "ModelOutputError",
+    "NotSupportedError",
     "PersistenceError",
     "TreeError",
 ]
@@ -86,6 +87,11 @@ class ModelNotFoundError(HrefineError, FileNotFoundError):
 
 class DatasetUnavailableError(HrefineError, FileNotFoundError):
     """An evaluation dataset's files are not where they were looked for."""
+
+
+class NotSupportedError(HrefineError, NotImplementedError):
+    """An operation a framework interface offers that this method cannot do (deleting a
+    document from a RAPTOR index: its summaries would all have to be made again)."""
 
 
 class PersistenceError(HrefineError, ValueError):

@@ -366,7 +366,30 @@ class RaptorTree:
         except (ValueError, TypeError) as exc:
             msg = f"{path}: the saved settings are not valid RAPTOR settings: {exc}"
             raise PersistenceError(msg) from exc
-        _check_loaded(tree, path)
+        return cls.from_tree(
+            tree, options, llm=llm, embedder=embedder, tokenizer=tokenizer, where=str(path)
+        )
+
+    @classmethod
+    def from_tree(
+        cls,
+        tree: Tree,
+        options: RaptorOptions,
+        *,
+        llm: Any = None,
+        embedder: Any = None,
+        tokenizer: Any = None,
+        where: str = "the tree",
+    ) -> RaptorTree:
+        """A RaptorTree over a node graph read from storage (a folder, a framework's store),
+        checked first; token counts are made again when ``tokenizer`` is given.
+
+        Raises
+        ------
+        PersistenceError
+            ``tree`` is not shaped as a RAPTOR tree (``where`` names it in the message).
+        """
+        _check_loaded(tree, where)
         self = cls(tree, options, llm=llm, embedder=embedder, tokenizer=tokenizer)
         if tokenizer is not None:
             counts = self.counter.count_many([n.text for n in tree])

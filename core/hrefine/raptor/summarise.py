@@ -112,14 +112,37 @@ class Summariser:
         return [summary_prompt(self.options.prompt, texts) for texts in clusters]
 
     def summarise(self, prompts: Sequence[str]) -> list[str]:
-        """Summaries for ``prompts``, all sent at once (order kept)."""
+        """Summaries for ``prompts``, all sent at once (order kept).
+
+        Empty answers from a batch or framework LLM (a callable's are retried call by call)
+        are asked again, ``llm_retries`` times, before they count as a failure.
+        """
         self.calls += len(prompts)
-        return self.check(self.generator.batch(prompts))
+        out = [str(t) for t in self.generator.batch(prompts)]
+        for _ in range(self.options.llm_retries):
+            empty = [i for i, text in enumerate(out) if not text.strip()]
+            if not empty:
+                break
+            self.calls += len(empty)
+            for i, text in zip(
+                empty, self.generator.batch([prompts[i] for i in empty]), strict=True
+            ):
+                out[i] = str(text)
+        return self.check(out)
 
     async def asummarise(self, prompts: Sequence[str]) -> list[str]:
         """Async :meth:`summarise`."""
         self.calls += len(prompts)
-        return self.check(await self.generator.abatch(prompts))
+        out = [str(t) for t in await self.generator.abatch(prompts)]
+        for _ in range(self.options.llm_retries):
+            empty = [i for i, text in enumerate(out) if not text.strip()]
+            if not empty:
+                break
+            self.calls += len(empty)
+            again = await self.generator.abatch([prompts[i] for i in empty])
+            for i, text in zip(empty, again, strict=True):
+                out[i] = str(text)
+        return self.check(out)
 
     def check(self, summaries: Sequence[str]) -> list[str]:
         """``summaries`` stripped; an empty one (a batch LLM's) raises GenerationError."""

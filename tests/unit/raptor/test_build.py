@@ -195,3 +195,14 @@ def test_a_long_summary_is_embedded_in_full(embedder: Any) -> None:
     full, cut = embed_in_full(embedder, [head + " " + tail, head])
     assert float(full @ cut) < 0.95  # the tail moved the vector: it was read
     assert abs(float(np.linalg.norm(full)) - 1.0) < 1e-5
+
+
+def test_a_wrapped_llm_that_answers_empty_is_asked_again(embedder: Any) -> None:
+    from hrefine.models.text_generator import TextGenerator
+
+    answers = iter(["", " ", "Two facts, summarised."])
+    gen = TextGenerator(lambda p: next(answers), retries=0)
+    tree = RaptorTree.build(
+        ["Fact one is here.\n\nFact two is there."], llm=gen, embedder=embedder, chunk_tokens=8
+    )
+    assert any(n.text == "Two facts, summarised." for n in tree.tree)

@@ -1,0 +1,809 @@
+"""RAPTOR in LlamaIndex: a ``RaptorIndex`` (a real ``BaseIndex``) and a ``RaptorRetriever``.
+
+The index builds a :class:`~hrefine.raptor.RaptorTree` over its documents and keeps it in
+LlamaIndex's own stores, so ``storage_context.persist`` and ``load_index_from_storage`` work as
+for any index: every tree node is a ``TextNode`` in the docstore (its text, metadata, embedding
+and its ``SOURCE``/``PARENT``/``CHILD`` relationships), and the tree's shape (node ids, kinds,
+layers, weighted edges), its settings and a checksum of the whole are a
+:class:`RaptorIndexStruct` in the index store. Importing this module registers that struct type
+and the index class with LlamaIndex's loaders.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import numpy as np
+from hrefine.errors import ConfigError, InputTypeError, NotSupportedError, PersistenceError
+from hrefine.raptor import RaptorOptions, RaptorTree, RetrievedNode
+from hrefine.raptor.options import check_mode
+from hrefine.tree import Tree
+from llama_index.core.base.base_query_engine import BaseQueryEngine
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.callbacks.base import CallbackManager
+from llama_index.core.chat_engine.types import BaseChatEngine, ChatMode
+from llama_index.core.data_structs.data_structs import IndexStruct
+from llama_index.core.data_structs.registry import INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS
+from llama_index.core.indices.base import BaseIndex
+from llama_index.core.indices.registry import INDEX_STRUCT_TYPE_TO_INDEX_CLASS
+from llama_index.core.ingestion import arun_transformations, run_transformations
+from llama_index.core.llms import LLM
+from llama_index.core.llms.utils import resolve_llm
+from llama_index.core.schema import (
+    BaseNode,
+    Document,
+    NodeWithScore,
+    QueryBundle,
+    TransformComponent,
+)
+from llama_index.core.settings import Settings
+from llama_index.core.storage.docstore.types import RefDocInfo
+from llama_index.core.storage.storage_context import StorageContext
+
+from llamaindex_hrefine._convert import (
+    nodes_to_raptor_tree,
+    raptor_nodes,
+    retrieved_to_nodes,
+    to_embedder,
+    to_raptor_llm,
+    to_sources,
+)
+
+__all__ = [
+    "RaptorIndex",
+    "RaptorIndexStruct",
+    "RaptorNotSupportedError",
+    "RaptorRetriever",
+]
+
+#: The index-store type of a :class:`RaptorIndexStruct` (what the loaders dispatch on).
+STRUCT_TYPE = "hrefine_raptor"
+#: Version of the stored layout; a store of another version is refused.
+FORMAT = 1
+#: Keyword arguments of ``as_retriever`` (``as_query_engine`` passes the others on).
+_RETRIEVER_KEYS = ("mode", "k", "max_tokens", "similarity_top_k")
+_DEFAULT = "default"
+
+
+#: Raised for what a RAPTOR index cannot do (deleting or updating documents); the shared
+#: :class:`hrefine.errors.NotSupportedError` under the name this module has exported.
+RaptorNotSupportedError = NotSupportedError
+
+
+@dataclass
+class RaptorIndexStruct(IndexStruct):
+    """The shape of a RAPTOR tree, kept in LlamaIndex's index store.
+
+    The nodes themselves (text, metadata, embedding) are in the docstore under ``node_ids``.
+
+    Attributes
+    ----------
+    node_ids:
+        Docstore id of tree node ``i`` at position ``i``.
+    layout:
+        ``[kind, level, order, order_derived]`` of each tree node.
+    edges:
+        ``[parent, child, weight]`` of each edge (tree ids; weights are cluster memberships).
+    tree_metadata:
+        The tree's own metadata (document ids, empty documents, build statistics).
+    options:
+        The :class:`~hrefine.raptor.RaptorOptions` it was built with (plain values).
+    digest:
+        SHA-256 of the tree and options, to tell an edited or truncated store.
+    format:
+        Version of this layout.
+    """
+
+    node_ids: list[str] = field(default_factory=list)
+    layout: list[list[Any]] = field(default_factory=list)
+    edges: list[list[Any]] = field(default_factory=list)
+    tree_metadata: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    digest: str = ""
+    format: int = FORMAT
+
+    @classmethod
+    def get_type(cls) -> Any:
+        """The index-store type name (``"hrefine_raptor"``)."""
+        return STRUCT_TYPE
+
+
+def _digest(tree: Tree, options: Mapping[str, Any]) -> str:
+    """SHA-256 of ``tree`` (graph, texts, metadata, embeddings) and ``options``."""
+    body = json.dumps(
+        {"tree": tree.to_dict(), "options": dict(options)},
+        sort_keys=True,
+        ensure_ascii=False,
+        default=str,
+    )
+    h = hashlib.sha256(body.encode("utf-8"))
+    if tree.embeddings is not None:
+        h.update(np.ascontiguousarray(tree.embeddings, dtype=np.float32).tobytes())
+    return h.hexdigest()
+
+
+def _limits(k: object, max_tokens: object) -> dict[str, Any]:
+    """The ``k``/``max_tokens`` arguments given (the tree's own options fill the others)."""
+    out: dict[str, Any] = {}
+    if k != _DEFAULT:
+        out["k"] = k
+    if max_tokens != _DEFAULT:
+        out["max_tokens"] = max_tokens
+    return out
+
+
+class RaptorIndex(BaseIndex[RaptorIndexStruct]):
+    """A RAPTOR summary tree as a LlamaIndex index.
+
+    Documents are cut into ~100-token leaves, embedded and clustered, each cluster summarised by
+    ``llm``, and the summaries clustered and summarised again, layer by layer
+    (:class:`~hrefine.raptor.RaptorTree`). Queries are answered from every layer at once (the
+    collapsed tree) or by walking down from the roots (``mode="traversal"``).
+
+    Make one with :meth:`from_documents` (RAPTOR chunks the documents itself; pass
+    ``transformations=`` to run your own parsers first) or with ``RaptorIndex(nodes=...)``,
+    where each node is a text to chunk (its ``ref_doc_id``, or its own id, is its document).
+    :meth:`insert`/:meth:`insert_nodes` add documents and re-summarise only the summaries above
+    the new leaves. Persist with ``index.storage_context.persist(persist_dir)`` and load with
+    ``load_index_from_storage(StorageContext.from_defaults(persist_dir=...), llm=...,
+    embed_model=...)`` (or :meth:`from_persist_dir`).
+
+    Deleting or updating documents is not supported (it would need the clusters above them
+    rebuilt): :meth:`delete_ref_doc`, :meth:`delete_nodes` and :meth:`update_ref_doc` raise
+    :class:`RaptorNotSupportedError`; build a new index instead.
+
+    Parameters
+    ----------
+    nodes:
+        LlamaIndex nodes or Documents to build the tree over.
+    llm:
+        The summariser: a LlamaIndex ``LLM`` (called with ``complete``/``acomplete``, with
+        ``llm_concurrency``/``llm_retries``/``llm_timeout``), a ``str -> str`` callable (sync
+        or async), an hrefine LocalLM or TextGenerator, or None for hrefine's embedded
+        SmolLM2-135M (offline). ``Settings.llm`` is never read. A LlamaIndex ``LLM`` also
+        answers in :meth:`as_query_engine` when that is given none.
+    embed_model:
+        A LlamaIndex ``BaseEmbedding`` or an hrefine ``Embedder``; None: hrefine's embedded
+        all-MiniLM-L6-v2 (``Settings.embed_model`` is never read).
+    tokenizer:
+        Tokenizer of every token count (chunk size, summary size, retrieval budget); anything
+        :func:`hrefine.budget.get_counter` takes (None: Llama-3.2's).
+    options:
+        A :class:`~hrefine.raptor.RaptorOptions`; ``settings`` change single fields of it.
+    index_struct, storage_context, callback_manager, transformations, show_progress:
+        As for any LlamaIndex index (``index_struct`` is given by the loaders).
+    **settings:
+        :class:`~hrefine.raptor.RaptorOptions` fields (``chunk_tokens``, ``max_layers``,
+        ``mode``, ``k``, ``max_tokens``...). When loading, they change the saved ones.
+
+    Raises
+    ------
+    EmptyInputError
+        Every document is empty.
+    GenerationError
+        The LLM failed, timed out or answered with nothing after its retries.
+    PersistenceError
+        Loading: the stores do not hold a valid RAPTOR tree (edited, truncated, or missing
+        nodes).
+
+    Examples
+    --------
+    >>> from llama_index.core import Document
+    >>> index = RaptorIndex.from_documents([Document(text=long_text)], llm=my_llm)  # doctest: +SKIP
+    >>> index.as_query_engine(llm=my_llm, max_tokens=2000).query("...")  # doctest: +SKIP
+    """
+
+    index_struct_cls = RaptorIndexStruct
+
+    def __init__(
+        self,
+        nodes: Sequence[BaseNode] | None = None,
+        *,
+        llm: Any = None,
+        embed_model: BaseEmbedding | Any = None,
+        tokenizer: Any = None,
+        options: RaptorOptions | None = None,
+        index_struct: RaptorIndexStruct | None = None,
+        storage_context: StorageContext | None = None,
+        callback_manager: CallbackManager | None = None,
+        transformations: list[TransformComponent] | None = None,
+        show_progress: bool = False,
+        **settings: Any,
+    ) -> None:
+        # BaseIndex.__init__ builds the tree, so everything it needs is set first.
+        self._options = RaptorOptions.build(options, **settings)
+        # Models given as settings or inside ``options`` go through the same conversions.
+        models = {name: getattr(self._options, name) for name in ("llm", "embedder", "tokenizer")}
+        self._llm = llm if llm is not None else models["llm"]
+        self._embedder = to_embedder(embed_model if embed_model is not None else models["embedder"])
+        self._tokenizer = tokenizer if tokenizer is not None else models["tokenizer"]
+        if any(v is not None for v in models.values()):
+            self._options = self._options.replace(llm=None, embedder=None, tokenizer=None)
+        self._given_options = options if options is None else self._options
+        self._settings = {k: v for k, v in settings.items() if k not in models}
+        self._own_transformations = transformations
+        self._raptor: RaptorTree | None = None
+        for i, node in enumerate(nodes or ()):
+            if not isinstance(node, BaseNode):
+                msg = (
+                    f"nodes[{i}] is a {type(node).__name__}; pass LlamaIndex nodes or Documents "
+                    "(wrap plain text in llama_index.core.Document)"
+                )
+                raise InputTypeError(msg)
+        if nodes is None and index_struct is None:
+            msg = (
+                "RaptorIndex needs nodes: pass nodes=[...], use RaptorIndex.from_documents(docs), "
+                "or load a persisted one with load_index_from_storage / from_persist_dir"
+            )
+            raise ConfigError(msg)
+        if index_struct is not None and not isinstance(index_struct, RaptorIndexStruct):
+            msg = (
+                f"index_struct must be a RaptorIndexStruct, got {type(index_struct).__name__}; "
+                "load a RaptorIndex from a store that a RaptorIndex persisted"
+            )
+            raise InputTypeError(msg)
+        super().__init__(
+            nodes=list(nodes) if nodes is not None else None,
+            index_struct=index_struct,
+            storage_context=storage_context,
+            callback_manager=callback_manager,
+            transformations=transformations,
+            show_progress=show_progress,
+        )
+        if self._raptor is None:  # given an index struct: load the tree from the stores
+            self._raptor = self._load(self._index_struct)
+
+    # -- building ---------------------------------------------------------------------------
+    @classmethod
+    def from_documents(  # type: ignore[override]
+        cls,
+        documents: Sequence[Document],
+        storage_context: StorageContext | None = None,
+        show_progress: bool = False,
+        callback_manager: CallbackManager | None = None,
+        transformations: list[TransformComponent] | None = None,
+        **kwargs: Any,
+    ) -> RaptorIndex:
+        """Build an index over ``documents``.
+
+        RAPTOR cuts each document into ``chunk_tokens`` leaves itself, so by default the
+        documents go in whole (``Settings.transformations`` are not applied);
+        ``transformations`` given here run first, and each resulting node is then chunked.
+
+        Parameters
+        ----------
+        documents:
+            The LlamaIndex Documents (not changed).
+        storage_context, show_progress, callback_manager, transformations:
+            As for any LlamaIndex index.
+        **kwargs:
+            The constructor's arguments: ``llm``, ``embed_model``, ``tokenizer``, ``options``
+            and :class:`~hrefine.raptor.RaptorOptions` fields.
+        """
+        docs = list(documents)
+        storage_context = storage_context or StorageContext.from_defaults()
+        callback_manager = callback_manager or Settings.callback_manager
+        with callback_manager.as_trace("index_construction"):
+            nodes = (
+                run_transformations(docs, transformations, show_progress=show_progress)
+                if transformations
+                else docs
+            )
+            index = cls(
+                nodes=nodes,
+                storage_context=storage_context,
+                callback_manager=callback_manager,
+                transformations=transformations,
+                show_progress=show_progress,
+                **kwargs,
+            )
+            for doc in docs:  # after the build: a failed one records no document
+                storage_context.docstore.set_document_hash(doc.id_, doc.hash)
+        return index
+
+    def build_index_from_nodes(
+        self, nodes: Sequence[BaseNode], **build_kwargs: Any
+    ) -> RaptorIndexStruct:
+        """Build the tree over ``nodes``; the docstore gets the tree's nodes, not the inputs."""
+        return self._build_index_from_nodes(nodes, **build_kwargs)
+
+    def _build_index_from_nodes(
+        self, nodes: Sequence[BaseNode], **build_kwargs: Any
+    ) -> RaptorIndexStruct:
+        raptor = RaptorTree.build(
+            to_sources(nodes),
+            self._options,
+            llm=to_raptor_llm(self._llm, self._options),
+            embedder=self._embedder,
+            tokenizer=self._tokenizer,
+            progress=self._show_progress,
+        )
+        struct = RaptorIndexStruct()
+        nodes_out = self._changes(struct, raptor, range(len(raptor)), {}, dict(enumerate(nodes)))
+        self._docstore.add_documents(nodes_out, allow_update=True)
+        self._raptor = raptor
+        return struct
+
+    def _changes(
+        self,
+        struct: RaptorIndexStruct,
+        raptor: RaptorTree,
+        ids: Sequence[int],
+        stored: Mapping[int, BaseNode],
+        templates: Mapping[int, BaseNode],
+    ) -> list[Any]:
+        """Bring ``struct`` up to ``raptor``'s tree; returns the docstore nodes of ``ids``."""
+        tree = raptor.tree
+        node_ids = list(struct.node_ids)
+        node_ids += [str(uuid.uuid4()) for _ in range(len(tree) - len(node_ids))]
+        sources = list(tree.metadata.get("sources", []))
+        out = raptor_nodes(tree, list(ids), node_ids, sources, stored=stored, templates=templates)
+        data = tree.to_dict()
+        options = raptor.options.plain()
+        struct.node_ids = node_ids
+        struct.layout = [
+            [n["kind"], n["level"], n["order"], n["order_derived"]] for n in data["nodes"]
+        ]
+        struct.edges = [list(e) for e in data["edges"]]
+        struct.tree_metadata = copy.deepcopy(data["metadata"])
+        struct.options = options
+        struct.digest = _digest(tree, options)
+        struct.format = FORMAT
+        return out
+
+    # -- inserting --------------------------------------------------------------------------
+    def _parsed(self, documents: Sequence[Document]) -> list[BaseNode]:
+        if not self._own_transformations:
+            return list(documents)
+        return list(
+            run_transformations(
+                list(documents), self._own_transformations, show_progress=self._show_progress
+            )
+        )
+
+    def insert(self, document: Document, **insert_kwargs: Any) -> None:
+        """Add ``document``: its leaves join the nearest first-layer clusters, and only the
+        summaries above them are made again (one LLM call per changed summary)."""
+        with self._callback_manager.as_trace("insert"):
+            self.insert_nodes(self._parsed([document]), **insert_kwargs)
+            self.docstore.set_document_hash(document.id_, document.hash)
+
+    async def ainsert(self, document: Document, **insert_kwargs: Any) -> None:
+        """:meth:`insert` without blocking the event loop."""
+        with self._callback_manager.as_trace("ainsert"):
+            nodes = (
+                await arun_transformations(
+                    [document], self._own_transformations, show_progress=self._show_progress
+                )
+                if self._own_transformations
+                else [document]
+            )
+            await self.ainsert_nodes(nodes, **insert_kwargs)
+            await self.docstore.aset_document_hash(document.id_, document.hash)
+
+    def insert_nodes(self, nodes: Sequence[BaseNode], **insert_kwargs: Any) -> None:
+        """Add ``nodes`` (each chunked into leaves, its ``ref_doc_id`` or id as its document),
+        re-summarising only the affected ancestors. The nodes are not stored or changed."""
+        with self._callback_manager.as_trace("insert_nodes"):
+            self._insert(nodes, **insert_kwargs)
+            self._storage_context.index_store.add_index_struct(self._index_struct)
+
+    async def ainsert_nodes(self, nodes: Sequence[BaseNode], **insert_kwargs: Any) -> None:
+        """:meth:`insert_nodes` without blocking the event loop (the LLM is awaited)."""
+        with self._callback_manager.as_trace("ainsert_nodes"):
+            before = self.raptor_tree.tree
+            await self.raptor_tree.ainsert(to_sources(nodes))
+            changed, old_ids = self._rewritten(before)
+            stored = await self._docstore.aget_nodes(old_ids)
+            out = self._written(nodes, before, changed, stored)
+            await self._docstore.async_add_documents(out, allow_update=True)
+            await self._storage_context.index_store.async_add_index_struct(self._index_struct)
+
+    def _insert(self, nodes: Sequence[BaseNode], **insert_kwargs: Any) -> None:
+        before = self.raptor_tree.tree
+        self.raptor_tree.insert(to_sources(nodes))  # swaps in a new tree; ``before`` stays
+        changed, old_ids = self._rewritten(before)
+        stored = self._docstore.get_nodes(old_ids)
+        self._docstore.add_documents(
+            self._written(nodes, before, changed, stored), allow_update=True
+        )
+
+    def _rewritten(self, before: Tree) -> tuple[list[int], list[str]]:
+        """The tree ids an insert made or changed, and the docstore ids of the changed ones."""
+        changed = _changed(before, self.raptor_tree.tree)
+        ids = self._index_struct.node_ids
+        return changed, [ids[i] for i in changed if i < len(before)]
+
+    def _written(
+        self,
+        nodes: Sequence[BaseNode],
+        before: Tree,
+        changed: Sequence[int],
+        stored: Sequence[BaseNode],
+    ) -> list[Any]:
+        """The docstore nodes to write after inserting ``nodes`` into the tree ``before``."""
+        known = len(before.metadata.get("sources", []))
+        old = [i for i in changed if i < len(before)]
+        templates = {known + j: n for j, n in enumerate(nodes)}
+        return self._changes(
+            self._index_struct,
+            self.raptor_tree,
+            changed,
+            dict(zip(old, stored, strict=True)),
+            templates,
+        )
+
+    # -- deleting (not supported) -----------------------------------------------------------
+    def _refuse(self) -> RaptorNotSupportedError:
+        msg = (
+            "RaptorIndex cannot delete or update documents: the summaries above their leaves "
+            "would all have to be rebuilt. Build a new RaptorIndex from the documents you "
+            "keep (or insert new ones with insert())"
+        )
+        return RaptorNotSupportedError(msg)
+
+    def _delete_node(self, node_id: str, **delete_kwargs: Any) -> None:
+        """Not supported: raises :class:`RaptorNotSupportedError`."""
+        raise self._refuse()
+
+    def delete_nodes(
+        self, node_ids: list[str], delete_from_docstore: bool = False, **delete_kwargs: Any
+    ) -> None:
+        """Not supported: raises :class:`RaptorNotSupportedError` (nothing is deleted)."""
+        raise self._refuse()
+
+    async def adelete_nodes(
+        self, node_ids: list[str], delete_from_docstore: bool = False, **delete_kwargs: Any
+    ) -> None:
+        """Not supported: raises :class:`RaptorNotSupportedError` (nothing is deleted)."""
+        raise self._refuse()
+
+    def delete_ref_doc(
+        self, ref_doc_id: str, delete_from_docstore: bool = False, **delete_kwargs: Any
+    ) -> None:
+        """Not supported: raises :class:`RaptorNotSupportedError` (nothing is deleted), as do
+        ``update_ref_doc`` and ``refresh_ref_docs`` for a changed document."""
+        raise self._refuse()
+
+    async def adelete_ref_doc(
+        self, ref_doc_id: str, delete_from_docstore: bool = False, **delete_kwargs: Any
+    ) -> None:
+        """Not supported: raises :class:`RaptorNotSupportedError` (nothing is deleted)."""
+        raise self._refuse()
+
+    # -- loading and saving -----------------------------------------------------------------
+    def _load(self, struct: RaptorIndexStruct) -> RaptorTree:
+        """The tree held by the stores for ``struct``; raises PersistenceError."""
+        where = f"RAPTOR index {struct.index_id!r}"
+        _check_struct(struct, where)
+        stored: list[BaseNode] = []
+        for node_id in struct.node_ids:
+            node = self._docstore.get_node(node_id, raise_error=False)
+            if node is None:
+                msg = (
+                    f"{where}: node {node_id!r} is not in the docstore (a truncated or "
+                    "different store?); persist and load the whole storage context"
+                )
+                raise PersistenceError(msg)
+            stored.append(node)
+        tree = nodes_to_raptor_tree(
+            stored, struct.layout, struct.edges, struct.tree_metadata, where=where
+        )
+        if _digest(tree, struct.options) != struct.digest:
+            msg = f"{where}: the stored tree does not match its checksum (edited or truncated)"
+            raise PersistenceError(msg)
+        known = set(RaptorOptions.names())
+        try:
+            saved = RaptorOptions.build(**{k: v for k, v in struct.options.items() if k in known})
+        except (ValueError, TypeError) as exc:
+            msg = f"{where}: the saved settings are not valid RAPTOR settings: {exc}"
+            raise PersistenceError(msg) from exc
+        base = self._given_options if self._given_options is not None else saved
+        options = base.replace(**self._settings) if self._settings else base
+        self._options = options
+        # Checked as a saved tree; token counts made again in a given tokenizer's tokens.
+        raptor = RaptorTree.from_tree(
+            tree,
+            options,
+            llm=to_raptor_llm(self._llm, options),
+            embedder=self._embedder,
+            tokenizer=self._tokenizer,
+            where=where,
+        )
+        if self._tokenizer is not None:
+            out = self._changes(struct, raptor, range(len(tree)), dict(enumerate(stored)), {})
+            self._docstore.add_documents(out, allow_update=True)
+            self._storage_context.index_store.add_index_struct(struct)
+        return raptor
+
+    def persist(self, persist_dir: str) -> None:
+        """Save the stores (``self.storage_context.persist(persist_dir=persist_dir)``)."""
+        self._storage_context.persist(persist_dir=persist_dir)
+
+    @classmethod
+    def from_persist_dir(
+        cls,
+        persist_dir: str,
+        *,
+        index_id: str | None = None,
+        **kwargs: Any,
+    ) -> RaptorIndex:
+        """Load an index saved with :meth:`persist` (or ``storage_context.persist``).
+
+        Parameters
+        ----------
+        persist_dir:
+            The folder.
+        index_id:
+            Which index, when the folder holds several.
+        **kwargs:
+            The constructor's arguments (``llm``, ``embed_model``, ``tokenizer``, settings).
+
+        Raises
+        ------
+        PersistenceError
+            The folder holds no RAPTOR index, or its files are unreadable, edited or truncated.
+        """
+        try:
+            storage = StorageContext.from_defaults(persist_dir=persist_dir)
+            structs = (
+                [storage.index_store.get_index_struct(index_id)]
+                if index_id is not None
+                else storage.index_store.index_structs()
+            )
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            msg = f"{persist_dir} is not a readable LlamaIndex store: {exc!r}"
+            raise PersistenceError(msg) from exc
+        found = [s for s in structs if isinstance(s, RaptorIndexStruct)]
+        if len(found) != 1:
+            which = f" with id {index_id!r}" if index_id is not None else ""
+            hint = "; pass index_id= to choose one" if len(found) > 1 else ""
+            msg = f"{persist_dir} holds {len(found)} RAPTOR indexes{which}{hint}"
+            raise PersistenceError(msg)
+        return cls(index_struct=found[0], storage_context=storage, **kwargs)
+
+    # -- queries ----------------------------------------------------------------------------
+    @property
+    def raptor_tree(self) -> RaptorTree:
+        """The core :class:`~hrefine.raptor.RaptorTree` (its ``stats``, ``layers``, ``save``)."""
+        assert self._raptor is not None
+        return self._raptor
+
+    @property
+    def ref_doc_info(self) -> dict[str, RefDocInfo]:
+        """Each document of the tree and its leaves (docstore ids)."""
+        ours = set(self._index_struct.node_ids)
+        every = self._docstore.get_all_ref_doc_info() or {}
+        return {
+            doc_id: info
+            for doc_id, info in every.items()
+            if any(node_id in ours for node_id in info.node_ids)
+        }
+
+    def as_retriever(  # type: ignore[override]
+        self,
+        mode: str | None = None,
+        k: int | str | None = _DEFAULT,
+        max_tokens: int | str | None = _DEFAULT,
+        *,
+        similarity_top_k: int | None = None,
+        **kwargs: Any,
+    ) -> RaptorRetriever:
+        """A :class:`RaptorRetriever` over this index.
+
+        Parameters
+        ----------
+        mode:
+            ``"collapsed"`` or ``"traversal"``; default: the index's ``mode``.
+        k:
+            Most nodes returned (collapsed) or kept per layer (traversal); None: no limit.
+            Default: the index's ``k``. ``similarity_top_k`` is taken as ``k``.
+        max_tokens:
+            Token budget of the returned nodes together (None: none). Default: the index's.
+        **kwargs:
+            Ignored (query and chat engines pass their own arguments on here).
+        """
+        if similarity_top_k is not None:
+            if k != _DEFAULT:
+                msg = "pass k or similarity_top_k, not both"
+                raise ConfigError(msg)
+            k = similarity_top_k
+        return RaptorRetriever(
+            self,
+            mode=mode,
+            k=k,
+            max_tokens=max_tokens,
+            callback_manager=self._callback_manager,
+        )
+
+    def _answer_llm(self, llm: Any) -> LLM:
+        """The LLM that answers: ``llm``, else the index's LlamaIndex LLM, else ``Settings.llm``
+        when the caller set one; never the OpenAI default."""
+        if llm is not None:
+            return resolve_llm(llm, callback_manager=self._callback_manager)
+        if isinstance(self._llm, LLM):
+            return self._llm
+        if getattr(Settings, "_llm", None) is not None:
+            return Settings.llm
+        msg = (
+            "no LLM to answer with: pass llm= (a LlamaIndex LLM) to as_query_engine, or build "
+            "the index with a LlamaIndex LLM (hrefine never falls back to the default "
+            "Settings.llm, which needs an OpenAI key)"
+        )
+        raise ConfigError(msg)
+
+    def as_query_engine(self, llm: Any = None, **kwargs: Any) -> BaseQueryEngine:
+        """A ``RetrieverQueryEngine`` over :meth:`as_retriever`.
+
+        ``mode``, ``k``, ``max_tokens`` (and ``similarity_top_k``) go to the retriever, the
+        other arguments to ``RetrieverQueryEngine.from_args``. The answering LLM is ``llm``,
+        else the index's own if it is a LlamaIndex LLM, else ``Settings.llm`` if you set it.
+
+        Raises
+        ------
+        ConfigError
+            No LLM to answer with.
+        """
+        from llama_index.core.query_engine.retriever_query_engine import RetrieverQueryEngine
+
+        retriever = self.as_retriever(
+            **{key: kwargs.pop(key) for key in _RETRIEVER_KEYS if key in kwargs}
+        )
+        return RetrieverQueryEngine.from_args(retriever, llm=self._answer_llm(llm), **kwargs)
+
+    def as_chat_engine(
+        self, chat_mode: ChatMode = ChatMode.BEST, llm: Any = None, **kwargs: Any
+    ) -> BaseChatEngine:
+        """A chat engine over this index, answering with the LLM :meth:`as_query_engine`
+        would use."""
+        return super().as_chat_engine(chat_mode=chat_mode, llm=self._answer_llm(llm), **kwargs)
+
+
+def _check_struct(struct: RaptorIndexStruct, where: str) -> None:
+    """Raise PersistenceError unless ``struct``'s fields have the stored layout's shape."""
+    problem = ""
+    if struct.format != FORMAT:
+        problem = f"it is in format {struct.format!r}; this hrefine reads format {FORMAT}"
+    elif not struct.node_ids or not all(isinstance(i, str) for i in struct.node_ids):
+        problem = "its node ids are missing"
+    elif len(struct.layout) != len(struct.node_ids) or not all(
+        isinstance(row, list) and len(row) == 4 for row in struct.layout
+    ):
+        problem = "its node layout does not match its node ids"
+    elif not all(isinstance(e, list) and len(e) == 3 for e in struct.edges):
+        problem = "its edges are malformed"
+    elif not isinstance(struct.tree_metadata, dict) or not isinstance(struct.options, dict):
+        problem = "its tree metadata or settings are malformed"
+    elif not isinstance(struct.digest, str) or not struct.digest:
+        problem = "it has no checksum"
+    if problem:
+        msg = f"{where} cannot be loaded: {problem}"
+        raise PersistenceError(msg)
+
+
+def _changed(before: Tree, after: Tree) -> list[int]:
+    """Ids of the nodes of ``after`` that are new or differ from ``before``'s (text, links,
+    metadata): what an insert wrote."""
+    out: list[int] = []
+    for node in after:
+        if node.id >= len(before):
+            out.append(node.id)
+            continue
+        old = before[node.id]
+        if (
+            old.text != node.text
+            or tuple(old.children) != tuple(node.children)
+            or tuple(old.parents) != tuple(node.parents)
+            or old.metadata != node.metadata
+        ):
+            out.append(node.id)
+    return out
+
+
+class RaptorRetriever(BaseRetriever):
+    """Retrieve from a RAPTOR tree: summaries and chunks most similar to the query.
+
+    Parameters
+    ----------
+    raptor:
+        A :class:`RaptorIndex` (nodes come back as copies of its docstore nodes) or a core
+        :class:`~hrefine.raptor.RaptorTree` (nodes are made from the tree).
+    mode:
+        ``"collapsed"`` (every layer ranked together) or ``"traversal"`` (top ``k`` per layer
+        from the roots down); default: the tree's ``mode``.
+    k:
+        Most nodes returned (collapsed) or kept per layer (traversal); None: no limit.
+        Default (``"default"``): the tree's ``k``.
+    max_tokens:
+        Token budget of the returned nodes together, in the tree's tokenizer (None: none).
+        Default (``"default"``): the tree's ``max_tokens``.
+    callback_manager, verbose:
+        As for any LlamaIndex retriever.
+
+    Returns nodes best first, each with ``score`` its relevance in [0, 1] and metadata: the
+    source document's (leaves) plus ``hrefine_raw_score`` (cosine similarity),
+    ``hrefine_layer`` (0 = leaf chunk), ``hrefine_kind``, ``hrefine_node_id`` (id in the
+    tree), ``hrefine_sources`` (document ids), ``hrefine_tokens`` and on leaves
+    ``hrefine_start``/``hrefine_end`` (character offsets into the text of the Document or node
+    the leaf was cut from); these are hidden
+    from the LLM and embed views. A leaf's ``ref_doc_id`` is its document's id.
+    ``aretrieve`` awaits the query embedding in an executor (it never blocks the loop).
+
+    Raises
+    ------
+    ConfigError
+        ``mode``, ``k`` or ``max_tokens`` is not valid (raised here, not at the first query).
+    BudgetTooSmallError
+        At query time: ``max_tokens`` is smaller than every node.
+    """
+
+    def __init__(
+        self,
+        raptor: RaptorIndex | RaptorTree,
+        *,
+        mode: str | None = None,
+        k: int | str | None = _DEFAULT,
+        max_tokens: int | str | None = _DEFAULT,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+    ) -> None:
+        if not isinstance(raptor, (RaptorIndex, RaptorTree)):
+            msg = (
+                f"RaptorRetriever needs a RaptorIndex or an hrefine RaptorTree, got "
+                f"{type(raptor).__name__}"
+            )
+            raise InputTypeError(msg)
+        self._raptor = raptor
+        self._mode = None if mode is None else check_mode(mode)
+        self._limits = _limits(k, max_tokens)
+        self._tree().options.replace(**self._limits)  # a bad k or budget fails now
+        super().__init__(callback_manager=callback_manager, verbose=verbose)
+
+    def _tree(self) -> RaptorTree:
+        raptor = self._raptor
+        return raptor.raptor_tree if isinstance(raptor, RaptorIndex) else raptor
+
+    def _stored_ids(self, results: Sequence[RetrievedNode]) -> list[str] | None:
+        """Docstore ids of ``results`` (None over a bare tree: nodes are made from it)."""
+        if not isinstance(self._raptor, RaptorIndex):
+            return None
+        ids = self._raptor.index_struct.node_ids
+        return [ids[r.id] for r in results]
+
+    def _nodes(
+        self, results: Sequence[RetrievedNode], stored: Sequence[BaseNode] | None
+    ) -> list[NodeWithScore]:
+        raptor = self._raptor
+        node_ids = raptor.index_struct.node_ids if isinstance(raptor, RaptorIndex) else None
+        sources = list(self._tree().tree.metadata.get("sources", []))
+        return retrieved_to_nodes(results, node_ids, sources, stored)
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        results = self._tree().retrieve(query_bundle.query_str, mode=self._mode, **self._limits)
+        wanted = self._stored_ids(results)
+        stored = None
+        if wanted is not None and isinstance(self._raptor, RaptorIndex):
+            stored = self._raptor.docstore.get_nodes(wanted)
+        return self._nodes(results, stored)
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        results = await self._tree().aretrieve(
+            query_bundle.query_str, mode=self._mode, **self._limits
+        )
+        wanted = self._stored_ids(results)
+        stored = None
+        if wanted is not None and isinstance(self._raptor, RaptorIndex):
+            stored = await self._raptor.docstore.aget_nodes(wanted)
+        return self._nodes(results, stored)
+
+
+# The loaders find a stored index's classes by its struct type.
+cast(dict[Any, Any], INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS)[STRUCT_TYPE] = RaptorIndexStruct
+cast(dict[Any, Any], INDEX_STRUCT_TYPE_TO_INDEX_CLASS)[STRUCT_TYPE] = RaptorIndex
