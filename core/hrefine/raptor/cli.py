@@ -1,0 +1,353 @@
+"""``hrefine raptor``: build a RAPTOR tree from files and query a saved one.
+
+``hrefine raptor build DOCS... -o DIR`` reads text, Markdown or HTML files (or ``-`` for
+stdin), builds the tree with the embedded models (or the ones named) and saves it in ``DIR``;
+``hrefine raptor query DIR -q QUESTION`` prints the nodes that answer, as lines or JSON, and can
+write an HTML report of the retrieval. Mistakes are one line, as everywhere in the CLI.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from hrefine._atomic import echo
+from hrefine._cli_support import say
+from hrefine._encodable import encodable
+from hrefine.errors import ConfigError, EmptyInputError
+
+if TYPE_CHECKING:
+    from hrefine.raptor import RaptorTree, RetrievedNode, Source
+
+__all__ = [
+    "build_summary",
+    "node_dict",
+    "node_line",
+    "progress_lines",
+    "raptor_app",
+    "read_sources",
+]
+
+raptor_app = typer.Typer(
+    help="RAPTOR: build a tree of cluster summaries over documents, and query it.",
+    no_args_is_help=True,
+)
+
+# Suffixes read as HTML and turned into text; anything else is read as text or Markdown.
+_HTML_SUFFIXES = frozenset({".html", ".htm", ".xhtml"})
+# How many words of a node the plain listing shows.
+_FIRST_WORDS = 16
+
+
+def read_sources(paths: Sequence[str]) -> list[Source]:
+    """The documents named on the command line as :class:`~hrefine.raptor.Source` objects.
+
+    Each file is decoded (BOM, UTF-16/32, UTF-8, a declared charset, detection; binary files
+    are refused) and an HTML file (by its suffix, or by its content for stdin) becomes its
+    visible text. Its metadata is ``{"source": <path>}`` (``"stdin"`` for ``-``).
+
+    Raises
+    ------
+    ConfigError
+        A path is missing, a folder or a URL; stdin is given twice.
+    HtmlParseError
+        A file is binary (a PDF, an image, an archive).
+    """
+    from hrefine.eval.text import html_to_text, looks_like_html
+    from hrefine.html._decode import decode_bytes
+    from hrefine.raptor import Source
+
+    if list(paths).count("-") > 1:
+        msg = "stdin (-) is given more than once; give it once"
+        raise ConfigError(msg)
+    out: list[Source] = []
+    for name in paths:
+        raw = _read_bytes(name)
+        text = decode_bytes(raw) if raw else ""
+        is_html = (
+            Path(name).suffix.lower() in _HTML_SUFFIXES if name != "-" else looks_like_html(text)
+        )
+        if is_html:
+            text = html_to_text(text)
+        label = "stdin" if name == "-" else name
+        out.append(Source(text, metadata={"source": label}, id=label))
+    return out
+
+
+def _read_bytes(source: str) -> bytes:
+    if source == "-":
+        return sys.stdin.buffer.read()
+    path = Path(source)
+    if "://" in source and not path.exists():
+        msg = f"{source!r} looks like a URL; hrefine reads files or stdin only (no network)"
+        raise ConfigError(msg)
+    if path.is_dir():
+        msg = f"{source} is a folder; give text, Markdown or HTML files (or - for stdin)"
+        raise ConfigError(msg)
+    if not path.is_file():
+        msg = f"no such file: {source}; give text, Markdown or HTML files (or - for stdin)"
+        raise ConfigError(msg)
+    return path.read_bytes()
+
+
+class _LayerLines(logging.Handler):
+    """Turns the tree's progress log into one stderr line per step, numbered by layer."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.layer = 0
+        self.started = time.perf_counter()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        took = f"{time.perf_counter() - self.started:6.1f} s"
+        count = record.args[0] if isinstance(record.args, tuple) and record.args else None
+        if str(record.msg).startswith("summarising"):
+            self.layer += 1
+            say(f"{took}  layer {self.layer}: summarising {count} clusters...")
+        elif str(record.msg).startswith("embedding"):
+            what = "leaves" if self.layer == 0 else "summaries"
+            where = "leaves" if self.layer == 0 else f"layer {self.layer}"
+            say(f"{took}  {where}: embedding {count} {what}...")
+        else:
+            say(f"{took}  {record.getMessage()}")
+
+
+@contextmanager
+def progress_lines(show: bool) -> Iterator[None]:
+    """While open, the tree's progress log (logger ``hrefine.raptor``) goes to stderr."""
+    if not show:
+        yield
+        return
+    log = logging.getLogger("hrefine.raptor")
+    handler = _LayerLines()
+    level, propagate = log.level, log.propagate
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False  # shown once, here, not again by a root handler
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(level)
+        log.propagate = propagate
+
+
+def _llm(name: str | None) -> Any:
+    """A local generative LM by folder or cached name (None: the embedded SmolLM2)."""
+    if name is None:
+        return None
+    from hrefine.models._lm_name import local_lm_from
+
+    return local_lm_from(name)
+
+
+def build_summary(tree: RaptorTree, output: Path | None = None) -> str:
+    """The closing line of a build: leaves, layers, nodes per layer, LLM calls, seconds."""
+    stats = tree.stats
+    per_layer = " / ".join(str(n) for n in stats.get("nodes_per_layer", []))
+    line = (
+        f"built {stats.get('leaves', 0)} leaves, {tree.layers} summary layers "
+        f"(nodes per layer {per_layer}), {stats.get('llm_calls', 0)} LLM calls, "
+        f"in {float(stats.get('build_seconds', 0.0)):.1f} s"
+    )
+    return line + ("" if output is None else encodable(f"; saved to {output}"))
+
+
+@raptor_app.command("build")
+def build(
+    docs: Annotated[
+        list[str],
+        typer.Argument(
+            help="Text, Markdown or HTML files (HTML becomes its text), or - for stdin."
+        ),
+    ],
+    output: Annotated[
+        Path,
+        typer.Option("--output", "-o", help="Folder to save the tree in."),
+    ],
+    chunk_tokens: Annotated[
+        int, typer.Option("--chunk-tokens", help="Leaf size in tokens (cut at sentence ends).")
+    ] = 100,
+    summary_tokens: Annotated[
+        int, typer.Option("--summary-tokens", help="Most new tokens per summary.")
+    ] = 100,
+    max_layers: Annotated[
+        int, typer.Option("--max-layers", help="Most summary layers above the leaves.")
+    ] = 5,
+    seed: Annotated[
+        int, typer.Option(help="Seed of UMAP and the Gaussian mixtures (same seed, same tree).")
+    ] = 224,
+    tokenizer: Annotated[
+        str | None,
+        typer.Option(
+            help="Tokenizer of every count (your reader LLM's): llama-3.2 (default), a "
+            "tokenizer.json or model folder, a cached model name, a tiktoken name, or regex.",
+        ),
+    ] = None,
+    llm: Annotated[
+        str | None,
+        typer.Option(
+            help="Summariser: a local model folder or cached name (default: the embedded "
+            "SmolLM2-135M-Instruct).",
+        ),
+    ] = None,
+    embedder: Annotated[
+        str | None,
+        typer.Option(
+            help="Embedder: a local sentence-transformers folder or cached name (default: the "
+            "embedded all-MiniLM-L6-v2). Saved with the tree; queries use it too.",
+        ),
+    ] = None,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", help="No progress lines, only the closing one.")
+    ] = False,
+) -> None:
+    """Build a RAPTOR tree over documents and save it to a folder."""
+    from hrefine.raptor import RaptorOptions, RaptorTree
+
+    if output.exists() and not output.is_dir():
+        msg = f"could not save the tree to {output}: it is a file; give a folder"
+        raise ConfigError(msg)
+    if not output.parent.is_dir():
+        msg = f"could not save the tree to {output}: folder {output.parent} does not exist"
+        raise ConfigError(msg)
+    sources = read_sources(docs)
+    settings: dict[str, Any] = {
+        "chunk_tokens": chunk_tokens,
+        "summary_tokens": summary_tokens,
+        "max_layers": max_layers,
+        "seed": seed,
+    }
+    # Names go into the options, so that the saved tree remembers them and a query embeds
+    # with the same model and counts with the same tokenizer.
+    if tokenizer is not None:
+        settings["tokenizer"] = tokenizer
+    if embedder is not None:
+        settings["embedder"] = embedder
+    RaptorOptions.build(**settings)  # a bad setting fails before any model loads
+    if not any(s.text.strip() for s in sources):
+        msg = f"nothing to build a tree from: all {len(sources)} documents are empty"
+        raise EmptyInputError(msg)
+    summariser = _llm(llm)  # a model that is not on disk fails here, before anything loads
+    if not quiet:
+        models = [embedder or "all-MiniLM-L6-v2", llm or "SmolLM2-135M-Instruct"]
+        say(encodable(f"loading {' and '.join(models)}; {len(sources)} documents..."))
+    with progress_lines(not quiet):
+        tree = RaptorTree.build(sources, llm=summariser, progress=not quiet, **settings)
+    saved = tree.save(output)
+    say(build_summary(tree, saved))
+
+
+def _none_if_zero(value: int | None, name: str) -> int | str | None:
+    """``value`` as the library takes it: not given -> the tree's setting; 0 -> no limit."""
+    if value is None:
+        return "default"
+    if value < 0:
+        msg = f"{name} must be a positive number (0: no limit), got {value}"
+        raise ConfigError(msg)
+    return None if value == 0 else value
+
+
+def node_line(rank: int, node: RetrievedNode) -> str:
+    """One retrieved node as a line: rank, layer, kind, score, tokens, id and first words."""
+    words = node.text.split()
+    first = " ".join(words[:_FIRST_WORDS]) + (" ..." if len(words) > _FIRST_WORDS else "")
+    return (
+        f"{rank:>3}. layer {node.layer} {node.kind:<7} score {node.score:.3f} "
+        f"{node.tokens:>5} tokens  #{node.id:<5} {first}"
+    )
+
+
+def node_dict(node: RetrievedNode) -> dict[str, Any]:
+    """``node`` as JSON-able values (every field of :class:`~hrefine.raptor.RetrievedNode`)."""
+    out = dataclasses.asdict(node)
+    out["sources"] = list(node.sources)
+    return out
+
+
+@raptor_app.command("query")
+def query(
+    folder: Annotated[Path, typer.Argument(help="A tree saved by `hrefine raptor build`.")],
+    question: Annotated[str, typer.Option("--question", "-q", help="The user's question.")],
+    mode: Annotated[
+        str | None,
+        typer.Option(
+            help="collapsed (every layer ranked together) or traversal (top k per layer)."
+        ),
+    ] = None,
+    k: Annotated[
+        int | None,
+        typer.Option(
+            "--k", help="Most nodes (collapsed) or nodes per layer (traversal); 0: no limit."
+        ),
+    ] = None,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--max-tokens", "-n", help="Token budget of the nodes together; 0: no budget."
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the nodes as JSON.")] = False,
+    report: Annotated[
+        Path | None,
+        typer.Option(
+            "--report",
+            help="Also write a self-contained HTML report of the tree and the retrieval.",
+            dir_okay=False,
+        ),
+    ] = None,
+) -> None:
+    """Retrieve the nodes of a saved tree that answer a question."""
+    from hrefine.raptor import RaptorTree
+    from hrefine.raptor.report import write_report
+
+    if not question.strip():
+        msg = "the question is empty; give one with -q"
+        raise EmptyInputError(msg)
+    if report is not None and not report.parent.is_dir():
+        msg = f"could not write the report to {report}: folder {report.parent} does not exist"
+        raise ConfigError(msg)
+    if not folder.is_dir():
+        msg = f"no saved tree at {folder}: not a folder; build one with `hrefine raptor build`"
+        raise ConfigError(msg)
+    k_ = _none_if_zero(k, "--k")
+    budget = _none_if_zero(max_tokens, "--max-tokens")
+    tree = RaptorTree.load(folder)
+    nodes = tree.retrieve(question, mode=mode, k=k_, max_tokens=budget)
+    used = sum(n.tokens for n in nodes)
+    how = (mode or tree.options.mode).lower()
+    limit = tree.options.k if k_ == "default" else k_
+    room = tree.options.max_tokens if budget == "default" else budget
+    if as_json:
+        payload = {
+            "question": question,
+            "mode": how,
+            "k": limit,
+            "max_tokens": room,
+            "tokens": used,
+            "nodes": [node_dict(n) for n in nodes],
+        }
+        echo(json.dumps(payload, ensure_ascii=False, indent=1) + "\n")
+    else:
+        echo("".join(node_line(r, n) + "\n" for r, n in enumerate(nodes, 1)))
+    say(
+        f"{len(nodes)} nodes, {used} tokens"
+        + ("" if room is None else f" of {room}")
+        + f" ({how}; tree of {len(tree)} nodes, {tree.layers} summary layers)"
+    )
+    if report is not None:
+        try:
+            write_report(tree, question, nodes, report, mode=how, k=limit, max_tokens=room)
+        except OSError as exc:
+            msg = f"could not write the report to {report}: {exc.strerror or exc}"
+            raise ConfigError(msg) from exc
+        say(encodable(f"report written to {report}"))

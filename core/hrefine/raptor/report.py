@@ -1,0 +1,484 @@
+"""An HTML report of a RAPTOR retrieval: the tree by layers, what the query got, and why.
+
+:func:`render_report` writes one self-contained page: no script at all (it reads the same
+with scripts off), inline CSS allowed by its hash in a Content-Security-Policy that loads
+nothing from anywhere, and every text (the documents', the summaries', the query) escaped. It
+shows:
+
+- the query, the retrieval's settings and the tokens used out of the budget;
+- the retrieved nodes, best first: rank, layer, kind, cosine score, relevance, tokens, text;
+- the nodes that scored as high as a retrieved one but were left out (and at least the five
+  best-scored of those left out), each with the reason
+  (it did not fit the room left in the budget, the ``k`` limit was reached, or in tree
+  traversal it was not among the best ``k`` of its layer or not under a chosen node);
+- the tree, top layer first: each summary with its children and their membership weights, each
+  node with its score for the query, the retrieved ones marked. Node ids link to each other
+  (plain ``#n<id>`` anchors).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html as html_lib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from hrefine._atomic import write_text
+from hrefine.errors import InputTypeError
+from hrefine.raptor.build import TOKENS
+from hrefine.raptor.options import check_mode
+from hrefine.tree import NodeKind
+
+if TYPE_CHECKING:
+    from hrefine.raptor.raptor_tree import RaptorTree
+    from hrefine.raptor.retrieve import RetrievedNode
+
+__all__ = [
+    "K_REACHED",
+    "NOT_REACHED",
+    "NOT_TOP_K",
+    "OVER_BUDGET",
+    "Explained",
+    "explain",
+    "render_report",
+    "write_report",
+]
+
+# The default of ``k`` and ``max_tokens``: the tree's own setting (None means "no limit").
+_DEFAULT = "default"
+# Most left-out nodes listed (the best-scored ones); the rest are counted. At least this many
+# are listed even when they all score below every retrieved node.
+_MAX_DROPPED = 60
+_MIN_DROPPED = 5
+# Words of a leaf shown before its full text is folded away.
+_LEAF_WORDS = 40
+
+#: Reasons a node did not reach the result (:attr:`Explained.reasons`).
+OVER_BUDGET = "over_budget"
+K_REACHED = "k_reached"
+NOT_TOP_K = "not_top_k_of_layer"
+NOT_REACHED = "not_reached"
+_REASON_TEXT = {
+    K_REACHED: "the k limit was reached before its turn",
+    NOT_TOP_K: "tree traversal: not among the best k of its layer's candidates",
+    NOT_REACHED: "tree traversal: none of its parents was chosen",
+}
+
+_CSS = """
+body{font:15px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1d2733;
+background:#f6f8fa}
+header{background:#fff;border-bottom:1px solid #e3e7ec;padding:18px 28px}
+main{padding:8px 28px 40px;max-width:1200px}
+.brand{color:#5b6776;font-size:13px}
+h1{font-size:21px;margin:4px 0 6px}
+h2{font-size:17px;margin:26px 0 8px}
+h3{font-size:15px;margin:18px 0 6px;color:#38424f}
+.meta{color:#5b6776;font-size:13px}
+.bar{display:block;width:420px;max-width:100%;height:12px;margin:8px 0 2px}
+table{border-collapse:collapse;width:100%;background:#fff;font-size:13.5px}
+th,td{border:1px solid #e3e7ec;padding:5px 8px;text-align:left;vertical-align:top}
+th{background:#eef2f5}
+td.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
+.layer{display:flex;flex-wrap:wrap;gap:10px}
+.node{background:#fff;border:1px solid #d5dbe2;border-radius:7px;padding:8px 10px;
+flex:1 1 330px;max-width:560px;font-size:13.5px}
+.node.hit{border:2px solid #2f8f5b;background:#f1faf4}
+.node .h{font-size:12.5px;color:#5b6776;margin-bottom:4px}
+.node .h b{color:#1d2733}
+.tag{display:inline-block;background:#2f8f5b;color:#fff;border-radius:4px;padding:0 5px;
+font-size:11.5px;margin-left:4px}
+.kids{font-size:12.5px;color:#38424f;margin-top:5px}
+.kids a,.ref{color:#22579a;text-decoration:none}
+.hitref{font-weight:600;color:#1f6e43}
+.text{white-space:pre-wrap;word-wrap:break-word}
+details summary{cursor:pointer;color:#22579a;font-size:12.5px}
+.note{color:#5b6776;font-size:13px}
+"""
+
+
+@dataclass(frozen=True)
+class Explained:
+    """Why each node of a tree is or is not in a retrieval (see :func:`explain`).
+
+    Attributes
+    ----------
+    scores:
+        Cosine similarity of every node to the query, indexed by node id.
+    chosen:
+        Ids chosen by the settings, best first (equal to the retrieved ids when they were
+        retrieved with these settings).
+    reasons:
+        For a node left out: ``"over_budget"``, ``"k_reached"``, ``"not_top_k_of_layer"`` or
+        ``"not_reached"``.
+    room:
+        For a node left out as over budget: the tokens left in the budget when its turn came.
+    """
+
+    scores: np.ndarray
+    chosen: list[int]
+    reasons: dict[int, str]
+    room: dict[int, int]
+
+
+def explain(
+    tree: RaptorTree,
+    query: str,
+    *,
+    mode: str | None = None,
+    k: int | str | None = _DEFAULT,
+    max_tokens: int | str | None = _DEFAULT,
+) -> Explained:
+    """Replay a retrieval step by step and say why every node was or was not chosen.
+
+    The query is embedded again with the tree's embedder. The settings default to the tree's
+    own, as in :meth:`RaptorTree.retrieve <hrefine.raptor.RaptorTree.retrieve>`; the walk is
+    the same (best score first, ties by id; a node that does not fit the room left is skipped
+    and a smaller one after it may still fit).
+    """
+    how = check_mode(tree.options.mode if mode is None else mode)
+    limit = tree.options.k if k == _DEFAULT else k
+    budget = tree.options.max_tokens if max_tokens == _DEFAULT else max_tokens
+    if not (limit is None or isinstance(limit, int)) or not (
+        budget is None or isinstance(budget, int)
+    ):
+        msg = f"k and max_tokens must be int or None, got {limit!r} and {budget!r}"
+        raise InputTypeError(msg)
+    scores = _scores(tree, query)
+    costs = [int(node.metadata.get(TOKENS, 0)) for node in tree.tree]
+    reasons: dict[int, str] = {}
+    if how == "collapsed":
+        candidates = list(range(len(scores)))
+        width = limit
+    else:
+        candidates = _traverse(tree, scores, limit, reasons)
+        width = None  # traversal's k limits each layer, not the result
+    chosen: list[int] = []
+    room: dict[int, int] = {}
+    left = budget
+    for i in sorted(candidates, key=lambda n: (-scores[n], n)):
+        if width is not None and len(chosen) >= width:
+            reasons[i] = K_REACHED
+        elif left is None or costs[i] <= left:
+            chosen.append(i)
+            left = None if left is None else left - costs[i]
+        else:
+            reasons[i] = OVER_BUDGET
+            room[i] = left
+    return Explained(scores=scores, chosen=chosen, reasons=reasons, room=room)
+
+
+def _scores(tree: RaptorTree, query: str) -> np.ndarray:
+    vectors = tree.tree.embeddings
+    if vectors is None:
+        return np.zeros(len(tree.tree), dtype=np.float64)
+    q = np.asarray(tree.embedder.embed_query(query), dtype=np.float32).reshape(-1)
+    norm = float(np.linalg.norm(q))
+    return np.asarray(vectors @ (q / norm if norm else q), dtype=np.float64)
+
+
+def _traverse(
+    tree: RaptorTree, scores: np.ndarray, k: int | None, reasons: dict[int, str]
+) -> list[int]:
+    """The nodes tree traversal keeps (top ``k`` per layer from the roots down); the visited
+    ones it does not keep, and those it never reaches, get their reason."""
+    graph = tree.tree
+    width = k if k is not None else len(scores)
+    pool = list(graph.roots)
+    seen: set[int] = set()
+    kept: list[int] = []
+    while pool:
+        pool = [i for i in dict.fromkeys(pool) if i not in seen]
+        seen.update(pool)
+        ranked = sorted(pool, key=lambda i: (-scores[i], i))
+        kept.extend(ranked[:width])
+        for i in ranked[width:]:
+            reasons[i] = NOT_TOP_K
+        pool = [c for i in ranked[:width] for c in graph[i].children]
+    for node in graph:
+        if node.id not in seen:
+            reasons[node.id] = NOT_REACHED
+    return kept
+
+
+def render_report(
+    tree: RaptorTree,
+    query: str,
+    nodes: Sequence[RetrievedNode],
+    *,
+    mode: str | None = None,
+    k: int | str | None = _DEFAULT,
+    max_tokens: int | str | None = _DEFAULT,
+    title: str | None = None,
+) -> str:
+    """A self-contained, script-free HTML report of ``nodes`` retrieved from ``tree``.
+
+    Parameters
+    ----------
+    tree:
+        The tree the nodes came from.
+    query:
+        The question they were retrieved for.
+    nodes:
+        What :meth:`RaptorTree.retrieve <hrefine.raptor.RaptorTree.retrieve>` returned.
+    mode, k, max_tokens:
+        The settings of that call (default: the tree's own), to say why other nodes were left
+        out.
+    title:
+        Shown in the browser tab and above the question.
+
+    Returns
+    -------
+    str
+        A complete HTML document: inline CSS, no script, nothing loaded from anywhere; every
+        text in it is escaped.
+    """
+    if not isinstance(query, str):
+        msg = f"query must be a str, got {type(query).__name__}"
+        raise InputTypeError(msg)
+    how = check_mode(tree.options.mode if mode is None else mode)
+    limit = tree.options.k if k == _DEFAULT else k
+    budget = tree.options.max_tokens if max_tokens == _DEFAULT else max_tokens
+    why = explain(tree, query, mode=how, k=limit, max_tokens=budget)
+    scores = why.scores.copy()
+    for n in nodes:  # the scores the caller saw win over the replay's
+        scores[n.id] = n.score
+    rank = {n.id: r for r, n in enumerate(nodes, 1)}
+    used = sum(n.tokens for n in nodes)
+    css = _CSS
+    doc_title = "RAPTOR retrieval report" + (f": {title}" if title else "")
+    parts = [
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n',
+        f'<meta http-equiv="Content-Security-Policy" content="{_csp(css)}">\n',
+        '<meta name="referrer" content="no-referrer">\n',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
+        f"<title>{_esc(doc_title)}</title>\n<style>{css}</style>\n</head>\n<body>\n",
+        _header(tree, query, how, limit, budget, used, len(nodes), title),
+        "<main>\n",
+        _retrieved(nodes),
+        _dropped(tree, nodes, why, scores, budget),
+        _layers(tree, scores, rank),
+        "</main>\n</body></html>\n",
+    ]
+    return "".join(parts)
+
+
+def write_report(
+    tree: RaptorTree,
+    query: str,
+    nodes: Sequence[RetrievedNode],
+    path: str | os.PathLike[str],
+    *,
+    mode: str | None = None,
+    k: int | str | None = _DEFAULT,
+    max_tokens: int | str | None = _DEFAULT,
+    title: str | None = None,
+) -> Path:
+    """Write :func:`render_report` to ``path`` (whole or not at all) and return the path.
+
+    Raises
+    ------
+    OSError
+        The file cannot be written (its folder is missing or read-only).
+    """
+    out = Path(path)
+    write_text(
+        out,
+        render_report(tree, query, nodes, mode=mode, k=k, max_tokens=max_tokens, title=title),
+    )
+    return out
+
+
+# -- pieces -----------------------------------------------------------------------------------
+def _esc(text: object) -> str:
+    """``text`` escaped for element content and double-quoted attribute values."""
+    return html_lib.escape(str(text), quote=True)
+
+
+def _csp(style: str) -> str:
+    digest = hashlib.sha256(style.encode("utf-8")).digest()
+    return (
+        "default-src 'none'; script-src 'none'; "
+        f"style-src 'sha256-{base64.b64encode(digest).decode('ascii')}'; img-src 'none'; "
+        "font-src 'none'; connect-src 'none'; object-src 'none'; frame-src 'none'; "
+        "base-uri 'none'; form-action 'none'"
+    )
+
+
+def _ref(node_id: int, hit: bool = False) -> str:
+    cls = "ref hitref" if hit else "ref"
+    return f'<a class="{cls}" href="#n{int(node_id)}">#{int(node_id)}</a>'
+
+
+def _first_words(text: str, n: int) -> tuple[str, bool]:
+    words = text.split()
+    return " ".join(words[:n]), len(words) > n
+
+
+def _header(
+    tree: RaptorTree,
+    query: str,
+    how: str,
+    k: int | str | None,
+    budget: int | str | None,
+    used: int,
+    count: int,
+    title: str | None,
+) -> str:
+    stats = tree.stats
+    # Counted here: the build statistics are not saved with a tree.
+    levels = [node.level for node in tree.tree]
+    per_layer = " / ".join(str(levels.count(lv)) for lv in range(tree.layers + 1))
+    facts = [
+        f"{len(tree):,} nodes",
+        f"{tree.layers} summary layers (nodes per layer {per_layer})",
+        f"mode {how}",
+        f"k {'no limit' if k is None else k}",
+        f"budget {'none' if budget is None else f'{budget:,} tokens'}",
+        f"tokenizer {tree.counter.name}",
+    ]
+    if "build_seconds" in stats:
+        facts.append(
+            f"built in {float(stats['build_seconds']):.1f} s, {stats.get('llm_calls', 0)} LLM calls"
+        )
+    bar = ""
+    if isinstance(budget, int) and budget > 0:
+        # A meter draws itself: no style attribute, which the page's policy would block.
+        bar = (
+            f'<meter class="bar" min="0" max="{budget}" value="{min(used, budget)}" '
+            'title="tokens used out of the budget"></meter>\n'
+        )
+    name = f" · {_esc(title)}" if title else ""
+    return (
+        "<header>\n"
+        f'<div class="brand">hrefine · RAPTOR retrieval report{name}</div>\n'
+        f"<h1>{_esc(query)}</h1>\n"
+        f'<div class="meta">{" · ".join(_esc(f) for f in facts)}</div>\n'
+        f"{bar}"
+        f'<div class="meta"><b>{count}</b> nodes retrieved, <b>{used:,}</b> tokens'
+        + ("" if not isinstance(budget, int) else f" of <b>{budget:,}</b>")
+        + "</div>\n</header>\n"
+    )
+
+
+def _retrieved(nodes: Sequence[RetrievedNode]) -> str:
+    rows = []
+    for r, n in enumerate(nodes, 1):
+        rows.append(
+            f'<tr><td class="num">{r}</td><td>{_ref(n.id, True)}</td>'
+            f'<td class="num">{n.layer}</td><td>{_esc(n.kind)}</td>'
+            f'<td class="num">{n.score:.4f}</td><td class="num">{n.relevance:.3f}</td>'
+            f'<td class="num">{n.tokens}</td><td class="text">{_esc(n.text)}</td></tr>\n'
+        )
+    if not rows:
+        return '<h2>Retrieved</h2>\n<p class="note">Nothing was retrieved.</p>\n'
+    return (
+        "<h2>Retrieved, best first</h2>\n<table>\n<tr><th>rank</th><th>node</th><th>layer</th>"
+        "<th>kind</th><th>score</th><th>relevance</th><th>tokens</th><th>text</th></tr>\n"
+        + "".join(rows)
+        + "</table>\n"
+    )
+
+
+def _dropped(
+    tree: RaptorTree,
+    nodes: Sequence[RetrievedNode],
+    why: Explained,
+    scores: np.ndarray,
+    budget: int | str | None,
+) -> str:
+    got = {n.id for n in nodes}
+    floor = min((n.score for n in nodes), default=float("inf"))
+    left_out = sorted(
+        (i for i in range(len(scores)) if i not in got), key=lambda i: (-scores[i], i)
+    )
+    # Every node scoring as high as a retrieved one, and at least the few best of the rest.
+    high = [i for r, i in enumerate(left_out) if scores[i] >= floor or r < _MIN_DROPPED]
+    head = "<h2>The best-scored nodes left out, and why</h2>\n"
+    note = ""
+    if sorted(why.chosen) != sorted(got):
+        note = (
+            '<p class="note">These nodes were not retrieved with the settings above (another '
+            "call's settings?): the reasons below are those of the settings above.</p>\n"
+        )
+    if not high:
+        return head + note + '<p class="note">None: every node was retrieved.</p>\n'
+    rows = []
+    for i in high[:_MAX_DROPPED]:
+        node = tree.tree[i]
+        tokens = int(node.metadata.get(TOKENS, 0))
+        reason = why.reasons.get(i, "")
+        if reason == OVER_BUDGET:
+            text = f"did not fit: {tokens} tokens, {why.room.get(i, 0)} left of {budget}"
+        else:
+            text = _REASON_TEXT.get(reason, "not chosen with the settings above")
+        words, more = _first_words(node.text, 24)
+        rows.append(
+            f'<tr><td>{_ref(i)}</td><td class="num">{node.level}</td>'
+            f'<td class="num">{scores[i]:.4f}</td><td class="num">{tokens}</td>'
+            f"<td>{_esc(text)}</td><td>{_esc(words)}{' …' if more else ''}</td></tr>\n"
+        )
+    rest = len(high) - _MAX_DROPPED
+    more_note = f'<p class="note">and {rest:,} more.</p>\n' if rest > 0 else ""
+    return (
+        head + note + "<table>\n<tr><th>node</th><th>layer</th><th>score</th><th>tokens</th>"
+        "<th>why it was left out</th><th>first words</th></tr>\n"
+        + "".join(rows)
+        + "</table>\n"
+        + more_note
+    )
+
+
+def _layers(tree: RaptorTree, scores: np.ndarray, rank: dict[int, int]) -> str:
+    graph = tree.tree
+    out = ["<h2>The tree, top layer first</h2>\n"]
+    for level in range(tree.layers, -1, -1):
+        ids = graph.at_level(level)
+        label = "Leaves (layer 0)" if level == 0 else f"Layer {level}"
+        hits = sum(1 for i in ids if i in rank)
+        out.append(f"<h3>{label}: {len(ids):,} nodes, {hits} retrieved</h3>\n")
+        out.append('<div class="layer">\n')
+        for i in ids:
+            out.append(_node(tree, i, scores, rank))
+        out.append("</div>\n")
+    return "".join(out)
+
+
+def _node(tree: RaptorTree, node_id: int, scores: np.ndarray, rank: dict[int, int]) -> str:
+    graph = tree.tree
+    node = graph[node_id]
+    tokens = int(node.metadata.get(TOKENS, 0))
+    hit = node_id in rank
+    tag = f'<span class="tag">retrieved #{rank[node_id]}</span>' if hit else ""
+    head = (
+        f'<div class="h"><b>#{node_id}</b> · {_esc(node.kind)} · {tokens} tokens · '
+        f"score {scores[node_id]:.4f}{tag}</div>\n"
+    )
+    if node.kind == NodeKind.SUMMARY:
+        body = f'<div class="text">{_esc(node.text)}</div>\n'
+    else:
+        words, more = _first_words(node.text, _LEAF_WORDS)
+        body = (
+            f'<details><summary>{_esc(words)} …</summary><div class="text">'
+            f"{_esc(node.text)}</div></details>\n"
+            if more
+            else f'<div class="text">{_esc(node.text)}</div>\n'
+        )
+    links = []
+    if node.children:
+        kids = ", ".join(
+            f"{_ref(c, c in rank)} ({graph.weight(node_id, c):.2f})" for c in node.children
+        )
+        links.append(f"children (membership weight): {kids}")
+    if node.parents:
+        links.append("in clusters of: " + ", ".join(_ref(p, p in rank) for p in node.parents))
+    if node.kind == NodeKind.CHUNK and "source" in node.metadata:
+        links.append(f"from {_esc(node.metadata['source'])}")
+    kids_html = f'<div class="kids">{" · ".join(links)}</div>\n' if links else ""
+    cls = "node hit" if hit else "node"
+    return f'<div class="{cls}" id="n{node_id}">\n{head}{body}{kids_html}</div>\n'
