@@ -144,7 +144,9 @@ def test_eval_is_mounted(runner: CliRunner) -> None:
 
 
 def test_demo_prunes_real_pages(runner: CliRunner, shared_data: Path) -> None:
-    res = runner.invoke(app, ["demo", "--no-raptor", "--max-tokens", "512", "--data", str(shared_data)])
+    res = runner.invoke(
+        app, ["demo", "--no-raptor", "--max-tokens", "512", "--data", str(shared_data)]
+    )
     assert res.exit_code == 0, res.output
     assert "answer kept on" in res.stdout
     assert "every output within 512 tokens" in res.stdout
