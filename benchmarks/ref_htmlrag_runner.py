@@ -70,6 +70,9 @@ def _load(cfg: dict):  # type: ignore[no-untyped-def]
 
 def _prune_task(task: dict, cfg: dict, htmlrag, tok, pruner) -> dict:  # type: ignore[no-untyped-def]
     max_words = int(task.get("max_node_words", cfg.get("max_node_words", 256)))
+    st = pruner.embedder._client  # langchain's SentenceTransformer: htmlrag has no such setting
+    if "max_seq_length" in task:  # word pieces read per block (benchmarks/htmlrag_speed.py)
+        st.max_seq_length = int(task["max_seq_length"])
     m0 = rss.start()
     t0 = time.perf_counter()
     cleaned = htmlrag.clean_html(task["html"])
@@ -93,6 +96,8 @@ def _prune_task(task: dict, cfg: dict, htmlrag, tok, pruner) -> dict:  # type: i
         "clean_tree_peak_kib": tree_peak,
         "n_blocks": len(block_tree),
         "cleaned_chars": len(cleaned),
+        "max_seq_length": st.max_seq_length,
+        "embed_dtype": str(next(st.parameters()).dtype),
         "questions": [],
     }
     for q in task["questions"]:
