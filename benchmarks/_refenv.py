@@ -12,6 +12,7 @@ faking them.
 Usage::
 
     python -m benchmarks._refenv htmlrag        # build the htmlrag 0.1.1 venv
+    python -m benchmarks._refenv raptor         # build the llama-index-packs-raptor 0.4.2 venv
 """
 
 from __future__ import annotations
@@ -72,6 +73,28 @@ REFENVS: dict[str, RefEnv] = {
         import_check=(
             "import htmlrag, sentence_transformers, transformers, torch; "
             "from htmlrag import clean_html, build_block_tree, EmbedHTMLPruner"
+        ),
+    ),
+    "raptor": RefEnv(
+        name="llama-index-packs-raptor-0.4.2",
+        steps=(
+            # The local CPU wheel first, as for htmlrag: sentence-transformers needs torch.
+            ("torch==2.13.0",),
+            (
+                "llama-index-packs-raptor==0.4.2",
+                # The newest core the pack imports with: 0.14.21 removed core.llama_pack.
+                "llama-index-core==0.14.20",
+                "umap-learn",
+                "scikit-learn",
+                "sentence-transformers",
+                "transformers",
+            ),
+        ),
+        import_check=(
+            "import umap, sklearn, sentence_transformers, torch; "
+            "from llama_index.packs.raptor import RaptorPack, RaptorRetriever; "
+            "from llama_index.core.llms import CustomLLM; "
+            "from llama_index.core.embeddings import BaseEmbedding"
         ),
     ),
 }

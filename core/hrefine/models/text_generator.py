@@ -28,11 +28,21 @@ from typing import Any, Protocol, runtime_checkable
 
 from hrefine.errors import ConfigError, GenerationError, HrefineError, InputTypeError
 
-__all__ = ["LLMCallable", "TextGenerator", "as_text_generator"]
+__all__ = ["LLMCallable", "TextGenerator", "as_text_generator", "is_async_callable"]
 
 logger = logging.getLogger(__name__)
 
 BatchFn = Callable[[list[str]], Sequence[str]]
+
+
+def is_async_callable(fn: object) -> bool:
+    """Whether calling ``fn`` returns a coroutine: a coroutine function, or an object whose
+    ``__call__`` is one (``inspect.iscoroutinefunction`` says no to such an object)."""
+    if inspect.iscoroutinefunction(fn):
+        return True
+    if not callable(fn) or inspect.isfunction(fn) or inspect.ismethod(fn):
+        return False
+    return inspect.iscoroutinefunction(type(fn).__call__)
 
 
 @runtime_checkable
@@ -90,7 +100,7 @@ class TextGenerator:
         name: str | None = None,
     ) -> None:
         _check_settings(max_concurrency, retries, timeout, batch_size)
-        self._is_async = inspect.iscoroutinefunction(fn)
+        self._is_async = is_async_callable(fn)
         self._fn = fn
         self._afn = afn if afn is not None else (fn if self._is_async else None)
         self._batch_fn = batch_fn

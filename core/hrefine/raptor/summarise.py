@@ -10,12 +10,11 @@ for a :class:`~hrefine.models.LocalLM`.
 from __future__ import annotations
 
 import functools
-import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from hrefine.errors import GenerationError
-from hrefine.models.text_generator import TextGenerator, as_text_generator
+from hrefine.models.text_generator import TextGenerator, as_text_generator, is_async_callable
 from hrefine.raptor.options import RaptorOptions
 
 __all__ = ["EmptySummaryError", "Summariser", "summary_prompt"]
@@ -35,7 +34,7 @@ def summary_prompt(template: str, texts: Sequence[str]) -> str:
 
 def _checked(fn: Callable[[str], Any]) -> Callable[[str], Any]:
     """``fn`` with an empty answer turned into a failed try."""
-    if inspect.iscoroutinefunction(fn):
+    if is_async_callable(fn):
 
         async def acall(prompt: str) -> str:
             return _non_empty(await fn(prompt))

@@ -206,3 +206,18 @@ def test_a_wrapped_llm_that_answers_empty_is_asked_again(embedder: Any) -> None:
         ["Fact one is here.\n\nFact two is there."], llm=gen, embedder=embedder, chunk_tokens=8
     )
     assert any(n.text == "Two facts, summarised." for n in tree.tree)
+
+
+def test_an_object_with_an_async_call_is_awaited(embedder: Any) -> None:
+    class Service:
+        async def __call__(self, prompt: str) -> str:
+            await asyncio.sleep(0)
+            return "Both facts, summarised by a service."
+
+    tree = RaptorTree.build(
+        ["Fact one is here.\n\nFact two is there."],
+        llm=Service(),
+        embedder=embedder,
+        chunk_tokens=8,
+    )
+    assert any(n.text == "Both facts, summarised by a service." for n in tree.tree)

@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from lm_fixture import load_default_lm
-
 from hrefine.raptor import RaptorTree
 from hrefine.tree import NodeKind
+from lm_fixture import load_default_lm
 
 pytestmark = pytest.mark.lm
 
