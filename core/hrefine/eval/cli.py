@@ -21,8 +21,9 @@ from hrefine.eval.methods import RENAMED_METHODS
 __all__ = ["eval_app", "eval_command"]
 
 _RENAMED_HELP = ", ".join(f"{old} -> {new}" for old, new in RENAMED_METHODS.items())
+_RAPTOR_METHODS = {"raptor", "raptor-traversal"}
 # Registered methods whose default scorer is the embedded all-MiniLM-L6-v2.
-_EMBEDDING_METHODS = {"chunks-embedding", "htmlrag", "htmlrag-generative"}
+_EMBEDDING_METHODS = {"chunks-embedding", "htmlrag", "htmlrag-generative", *_RAPTOR_METHODS}
 
 eval_app = typer.Typer(
     help="Evaluate context compressors at several token budgets.",
@@ -104,6 +105,8 @@ def _loading(methods: list[str], options: dict[str, Any], tokenizer: str | None)
     scorer = options.get("scorer")
     embedding = scorer == "embedding" or (scorer is None and bool(_EMBEDDING_METHODS & {*methods}))
     generative = "htmlrag-generative" in methods or options.get("generative") is True
+    # RAPTOR summarises with the embedded SmolLM2 unless told otherwise.
+    generative |= bool(_RAPTOR_METHODS & {*methods}) and options.get("llm", "default") == "default"
     announce_loading(
         tokenizer=tokenizer, scorer="embedding" if embedding else None, generative=generative
     )
@@ -133,7 +136,8 @@ def eval_command(
             "--method",
             "-m",
             help="Method(s), comma-separated: lead-text, chunks-bm25, chunks-embedding (the "
-            "baselines), htmlrag, htmlrag-bm25, htmlrag-generative (the pruner), or "
+            "baselines), htmlrag, htmlrag-bm25, htmlrag-generative (the pruner), raptor, "
+            "raptor-traversal (RAPTOR; -o llm=default|extractive|<model folder>), or "
             f"module:ClassName. Renamed, still accepted: {_RENAMED_HELP}.",
         ),
     ] = "",

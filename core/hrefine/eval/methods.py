@@ -6,9 +6,12 @@ A method is given as
   the document's text), ``"chunks-bm25"`` and ``"chunks-embedding"`` (~128-token chunks of the
   text ranked by BM25 or by all-MiniLM-L6-v2 embeddings): the baselines; ``"htmlrag"``
   (:class:`hrefine.html.HtmlPruner` with its defaults), ``"htmlrag-bm25"``
-  (``scorer="bm25"``, no model) and ``"htmlrag-generative"`` (``generative=True``), imported
-  when first asked for. The old names ``"lead"``, ``"bm25"`` and ``"embedding"``
-  (:data:`RENAMED_METHODS`) still work and warn: ``"bm25"`` read like the BM25 pruner;
+  (``scorer="bm25"``, no model) and ``"htmlrag-generative"`` (``generative=True``);
+  ``"raptor"`` and ``"raptor-traversal"`` (:class:`hrefine.eval.raptor_method.RaptorCompressor`:
+  a RAPTOR tree per document, retrieved from the collapsed tree or by traversal; option
+  ``llm="default"|"extractive"|<model folder>``), imported when first asked for. The old
+  names ``"lead"``, ``"bm25"`` and ``"embedding"`` (:data:`RENAMED_METHODS`) still work and
+  warn: ``"bm25"`` read like the BM25 pruner;
 - an import path ``"package.module:Name"``: a class (instantiated with the options), a function
   ``(document, query, max_tokens) -> str``, or an instance;
 - an object: a :class:`Compressor`, a LangChain document compressor, a LlamaIndex node
@@ -105,6 +108,19 @@ register_method("chunks-embedding", _chunks("embedding"))
 register_method("htmlrag", "hrefine.html:HtmlPruner")
 register_method("htmlrag-bm25", _htmlrag("htmlrag-bm25", scorer="bm25"))
 register_method("htmlrag-generative", _htmlrag("htmlrag-generative", generative=True))
+
+
+def _raptor(mode: str) -> Callable[..., Compressor]:
+    def build(tokenizer: Any = None, **options: Any) -> Compressor:
+        from hrefine.eval.raptor_method import RaptorCompressor
+
+        return RaptorCompressor(mode, tokenizer=tokenizer, **options)
+
+    return build
+
+
+register_method("raptor", _raptor("collapsed"))
+register_method("raptor-traversal", _raptor("traversal"))
 
 
 def resolve_method_name(name: str) -> str:

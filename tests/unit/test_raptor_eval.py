@@ -1,0 +1,120 @@
+"""RAPTOR as an eval method: budgets met, one tree per document, trees cached on disk, and the
+extractive stand-in summariser writing its summaries from its children's leading sentences."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hrefine.budget import get_counter
+from hrefine.eval import evaluate_items
+from hrefine.eval.loaders import load_dataset
+from hrefine.eval.methods import available_methods, get_method
+from hrefine.eval.raptor_method import ExtractiveSummariser, RaptorCompressor
+from hrefine.raptor import summary_prompt
+from hrefine.tree import NodeKind
+from raptor_fakes import Summariser
+
+BUDGETS = (256, 512)
+
+
+@pytest.fixture(scope="module")
+def paper_items(shared_data: Path) -> list[Any]:
+    """Every Qasper question on the first paper (several questions, one document)."""
+    items = load_dataset("qasper", data_dir=shared_data)
+    first = items[0].doc_id
+    same = [it for it in items if it.doc_id == first]
+    assert len(same) >= 3
+    return same
+
+
+@pytest.fixture(scope="module")
+def hotpot_item(shared_data: Path) -> Any:
+    return load_dataset("hotpotqa", data_dir=shared_data, limit=1)[0]
+
+
+def test_registered_and_listed() -> None:
+    assert {"raptor", "raptor-traversal"} <= set(available_methods())
+    method = get_method("raptor-traversal", llm="extractive")
+    assert isinstance(method, RaptorCompressor)
+    assert (method.name, method.mode, method.options.k) == ("raptor-traversal", "traversal", 10)
+    collapsed = get_method("RAPTOR", llm="extractive")
+    assert (collapsed.name, collapsed.mode, collapsed.options.k) == ("raptor", "collapsed", None)
+
+
+def test_questions_of_one_document_share_one_tree_and_stay_in_budget(
+    paper_items: list[Any], embedder: Any, tmp_path: Path
+) -> None:
+    counter = get_counter(None)
+    llm = Summariser()
+    named = {"llm_name": "fake", "embedder": embedder, "tokenizer": counter, "cache_dir": tmp_path}
+    method = RaptorCompressor(llm=llm, **named)
+    rows = evaluate_items(method, paper_items, BUDGETS, tokenizer=counter, fail_fast=True)
+
+    assert method.builds == 1 and method.loads == 0
+    assert method.llm_calls == len(llm.prompts) > 0  # one tree's summaries, not one per question
+    assert len(rows) == len(paper_items) * len(BUDGETS)
+    for row in rows:
+        assert row.error is None
+        # Within the budget, and filled: nodes are ~100 tokens, so little room is left.
+        assert row.budget - 110 <= row.tokens_out <= row.budget
+    # The tree was saved: a second compressor over the same cache loads it, builds nothing and
+    # answers the same, collapsed and by traversal.
+    again = RaptorCompressor(llm=Summariser(), **named)
+    first = paper_items[0]
+    assert again.compress(first.document, first.question, 512) == method.compress(
+        first.document, first.question, 512
+    )
+    assert (again.builds, again.loads) == (0, 1)
+    # The build statistics come back with it (saved beside the tree).
+    assert again.tree_for(first.document).stats["llm_calls"] == len(llm.prompts)
+    walk = RaptorCompressor("traversal", llm=Summariser(), **named)
+    for budget in BUDGETS:
+        out = walk.compress(first.document, first.question, budget)
+        assert 0 < counter.count(out) <= budget
+    assert (walk.builds, walk.loads) == (0, 1)
+
+
+def test_extractive_summaries_are_leading_sentences_of_their_children(
+    hotpot_item: Any, embedder: Any
+) -> None:
+    counter = get_counter(None)
+    method = RaptorCompressor(llm="extractive", embedder=embedder, tokenizer=counter)
+    out = method.compress(hotpot_item.document, hotpot_item.question, 300)
+    assert 0 < counter.count(out) <= 300
+    assert method.llm_calls > 0
+    tree = method.tree_for(hotpot_item.document)
+    summaries = [n for n in tree.tree if n.kind == NodeKind.SUMMARY]
+    assert summaries
+    summarise = ExtractiveSummariser(tree.options.prompt, tokenizer=counter)
+    for node in summaries:
+        assert node.text.strip()
+        assert counter.count(node.text) <= tree.options.summary_tokens
+        children = [tree.tree[c].text for c in tree.tree.sort_by_order(node.children)]
+        # The summary is the extract of exactly its children, in document order ...
+        assert node.text == summarise(summary_prompt(tree.options.prompt, children))
+        # ... led by the first child's first sentence (or line), every word taken from them.
+        lead = re.split(r"(?<=[.!?;])\s+|\n", children[0].strip())[0].strip()
+        assert node.text.startswith(lead) or lead.startswith(node.text)
+        assert set(node.text.split()) <= set(" ".join(children).split())
+
+
+def test_extractive_round_robin_takes_first_sentences_first() -> None:
+    summarise = ExtractiveSummariser(tokenizer="regex", max_tokens=12)
+    texts = [
+        "Alpha one is first. Alpha two is second. Alpha three is third.",
+        "Beta one is first. Beta two is second.",
+    ]
+    prompt = summarise.head + "\n\n".join(texts) + summarise.tail
+    assert summarise.texts(prompt) == texts
+    out = summarise(prompt)
+    # Both first sentences before any second one; each text's sentences in their own order.
+    assert out.startswith("Alpha one is first.")
+    assert "Beta one is first." in out
+    assert "third" not in out
+    assert get_counter("regex").count(out) <= 12
+    # A first sentence longer than the budget is cut, never left out.
+    long = ExtractiveSummariser(tokenizer="regex", max_tokens=3)(prompt)
+    assert long and texts[0].startswith(long)
