@@ -10,12 +10,13 @@ import os
 import sys
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import typer
 from typer.core import TyperGroup
 
-from hrefine.errors import HrefineError
+from hrefine.errors import ConfigError, HrefineError
 
 __all__ = [
     "DEBUG_ENV",
@@ -24,6 +25,7 @@ __all__ = [
     "loading_line",
     "one_line",
     "quiet_model_loading",
+    "read_input",
     "say",
 ]
 
@@ -135,3 +137,21 @@ def announce_loading(
     line = loading_line(tokenizer=tokenizer, scorer=scorer, generative=generative)
     if line:
         say(line)
+
+
+def read_input(source: str, what: str) -> bytes:
+    """The bytes of file ``source`` (``-``: stdin); a URL, a folder or a missing file is a
+    one-line :class:`ConfigError` that says to give ``what`` (e.g. "an HTML file")."""
+    if source == "-":
+        return sys.stdin.buffer.read()
+    path = Path(source)
+    if "://" in source and not path.exists():
+        msg = f"{source!r} looks like a URL; hrefine reads files or stdin only (no network)"
+        raise ConfigError(msg)
+    if path.is_dir():
+        msg = f"{source} is a folder; give {what} (or - for stdin)"
+        raise ConfigError(msg)
+    if not path.is_file():
+        msg = f"no such file: {source}; give {what} (or - for stdin)"
+        raise ConfigError(msg)
+    return path.read_bytes()

@@ -27,6 +27,7 @@ from hrefine._cli_support import (
     OneLineErrors,
     announce_loading,
     quiet_model_loading,
+    read_input,
     say,
 )
 from hrefine._encodable import encodable
@@ -116,22 +117,6 @@ def _version(dist: str) -> str:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
         return "not installed"
-
-
-def _read_input(source: str) -> bytes:
-    if source == "-":
-        return sys.stdin.buffer.read()
-    path = Path(source)
-    if "://" in source and not path.exists():
-        msg = f"{source!r} looks like a URL; hrefine reads files or stdin only (no network)"
-        raise ConfigError(msg)
-    if path.is_dir():
-        msg = f"{source} is a folder; give an HTML file (or - for stdin)"
-        raise ConfigError(msg)
-    if not path.is_file():
-        msg = f"no such file: {source}; give an HTML file (or - for stdin)"
-        raise ConfigError(msg)
-    return path.read_bytes()
 
 
 def _check_folder(path: Path | None, what: str) -> None:
@@ -243,7 +228,7 @@ def html_clean(
     """Clean an HTML page losslessly (scripts, styles, hidden parts and noise removed)."""
     from hrefine.html import clean_html
 
-    cleaned = clean_html(_read_input(source), boilerplate=not keep_boilerplate)
+    cleaned = clean_html(read_input(source, "an HTML file"), boilerplate=not keep_boilerplate)
     echo(cleaned + "\n")
 
 
@@ -292,7 +277,7 @@ def html_prune(
     """Prune an HTML page to a token budget for a question."""
     from hrefine.html import HtmlPruner
 
-    page = _read_input(source)
+    page = read_input(source, "an HTML file")
     _check_folder(output, "pruned HTML")
     _check_folder(report, "report")
     settings: dict[str, Any] = {"scorer": scorer, "generative": generative}

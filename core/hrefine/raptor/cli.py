@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from hrefine._atomic import echo
-from hrefine._cli_support import say
+from hrefine._cli_support import read_input, say
 from hrefine._encodable import encodable
 from hrefine.errors import ConfigError, EmptyInputError
 
@@ -71,7 +70,7 @@ def read_sources(paths: Sequence[str]) -> list[Source]:
         raise ConfigError(msg)
     out: list[Source] = []
     for name in paths:
-        raw = _read_bytes(name)
+        raw = read_input(name, "text, Markdown or HTML files")
         text = decode_bytes(raw) if raw else ""
         is_html = (
             Path(name).suffix.lower() in _HTML_SUFFIXES if name != "-" else looks_like_html(text)
@@ -81,22 +80,6 @@ def read_sources(paths: Sequence[str]) -> list[Source]:
         label = "stdin" if name == "-" else name
         out.append(Source(text, metadata={"source": label}, id=label))
     return out
-
-
-def _read_bytes(source: str) -> bytes:
-    if source == "-":
-        return sys.stdin.buffer.read()
-    path = Path(source)
-    if "://" in source and not path.exists():
-        msg = f"{source!r} looks like a URL; hrefine reads files or stdin only (no network)"
-        raise ConfigError(msg)
-    if path.is_dir():
-        msg = f"{source} is a folder; give text, Markdown or HTML files (or - for stdin)"
-        raise ConfigError(msg)
-    if not path.is_file():
-        msg = f"no such file: {source}; give text, Markdown or HTML files (or - for stdin)"
-        raise ConfigError(msg)
-    return path.read_bytes()
 
 
 class _LayerLines(logging.Handler):
