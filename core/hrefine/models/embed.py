@@ -249,7 +249,10 @@ class SentenceTransformerEmbedder:
     @property
     def dimension(self) -> int:
         """Size of the vectors."""
-        dim = self.model.get_sentence_embedding_dimension()
+        model = self.model
+        # sentence-transformers 6 renamed the method (the old name warns).
+        size = getattr(model, "get_embedding_dimension", None)
+        dim = size() if size is not None else model.get_sentence_embedding_dimension()
         return int(dim) if dim is not None else int(self.embed(["x"]).shape[1])
 
     @property
