@@ -727,6 +727,8 @@ class RaptorRetriever(BaseRetriever):
     callback_manager, verbose:
         As for any LlamaIndex retriever.
 
+    Notes
+    -----
     Returns nodes best first, each with ``score`` its relevance in [0, 1] and metadata: the
     source document's (leaves) plus ``hrefine_raw_score`` (cosine similarity),
     ``hrefine_layer`` (0 = leaf chunk), ``hrefine_kind``, ``hrefine_node_id`` (id in the

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import os
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from hrefine.budget import TokenCounter, get_counter
-from hrefine.errors import InputTypeError, PersistenceError
+from hrefine.errors import InputTypeError, PersistenceError, TreeError
 from hrefine.models import get_embedder
 from hrefine.persist import load_tree, save_tree
 from hrefine.raptor import build as _build
@@ -28,6 +29,8 @@ __all__ = ["KIND", "RaptorTree"]
 
 #: The ``kind`` of a saved RAPTOR tree.
 KIND = "raptor"
+#: Held while an insert swaps in its finished copy (an instant; one lock keeps trees copyable).
+_SWAP = threading.Lock()
 
 
 class RaptorTree:
@@ -188,36 +191,50 @@ class RaptorTree:
         """Add ``docs`` to the tree, re-summarising only the nodes their leaves reach.
 
         The tree is changed only if every summary and embedding succeeds. Returns ``self``.
+
+        Raises
+        ------
+        TreeError
+            Another insert finished first while this one ran (this one added nothing).
         """
-        work, leaves = self._insert_start(docs)
+        base, work, leaves = self._insert_start(docs)
         grower = insert_steps(work, leaves, self.options, self.summariser, self.counter)
         stats = _build.run(grower, self.summariser, self.embedder)
-        self._insert_finish(work, stats)
+        self._insert_finish(base, work, stats)
         return self
 
     async def ainsert(self, docs: Sequence[str | Source]) -> RaptorTree:
         """:meth:`insert` without blocking the event loop."""
         loop = asyncio.get_running_loop()
-        work, leaves = await loop.run_in_executor(None, self._insert_start, docs)
+        base, work, leaves = await loop.run_in_executor(None, self._insert_start, docs)
         summariser = await loop.run_in_executor(None, lambda: self.summariser)
         embedder = await loop.run_in_executor(None, lambda: self.embedder)
         grower = insert_steps(work, leaves, self.options, summariser, self.counter)
         stats = await _build.arun(grower, summariser, embedder)
-        self._insert_finish(work, stats)
+        self._insert_finish(base, work, stats)
         return self
 
-    def _insert_start(self, docs: Sequence[str | Source]) -> tuple[Tree, list[int]]:
+    def _insert_start(self, docs: Sequence[str | Source]) -> tuple[Tree, Tree, list[int]]:
         sources = as_sources(docs)
-        work = copy.deepcopy(self.tree)  # changed in place, swapped in on success
+        base = self.tree
+        work = copy.deepcopy(base)  # changed in place, swapped in on success
         known = list(work.metadata.get("sources", []))
         work.metadata["sources"] = [*known, *(s.id for s in sources)]
         leaves = _build.add_leaves(
             work, sources, len(known), self.counter, self.options.chunk_tokens
         )
-        return work, leaves
+        return base, work, leaves
 
-    def _insert_finish(self, work: Tree, stats: dict[str, Any]) -> None:
-        self.tree = work
+    def _insert_finish(self, base: Tree, work: Tree, stats: dict[str, Any]) -> None:
+        with _SWAP:
+            if self.tree is not base:
+                # Swapping in would lose the other insert's documents.
+                msg = (
+                    "another insert changed the tree while this one ran; nothing of this one "
+                    "was added: insert its documents again"
+                )
+                raise TreeError(msg)
+            self.tree = work
         inserts = list(self.stats.get("inserts", []))
         inserts.append(stats)
         self.stats["inserts"] = inserts

@@ -124,3 +124,32 @@ def test_a_saved_tree_whose_summary_lost_its_children_is_refused(
     (folder / "tree.json").write_text(json.dumps(manifest))
     with pytest.raises(PersistenceError):
         RaptorTree.load(folder, embedder=built.embedder)
+
+
+def test_two_inserts_at_once_never_lose_one_silently(fresh: RaptorTree) -> None:
+    import threading
+
+    from hrefine.errors import TreeError
+
+    slow = RaptorTree(fresh.tree, fresh.options, llm=Summariser(delay=0.3), embedder=fresh.embedder)
+    outcomes: list[str] = []
+
+    def insert(text: str) -> None:
+        try:
+            slow.insert([text])
+            outcomes.append("added")
+        except TreeError:
+            outcomes.append("refused")
+
+    threads = [
+        threading.Thread(target=insert, args=(f"A new note {i} about kernels and margins.",))
+        for i in range(2)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    added = outcomes.count("added")
+    assert added >= 1 and sorted(outcomes) in (["added", "added"], ["added", "refused"])
+    leaves = [n for n in slow.tree if n.kind == NodeKind.CHUNK]
+    assert len(leaves) == len([n for n in fresh.tree if n.kind == NodeKind.CHUNK]) + added
