@@ -24,7 +24,7 @@ from hrefine.raptor.build import (
     Grower,
     SummariseWork,
     add_summary,
-    grow,
+    build_steps,
     node_sources,
 )
 from hrefine.raptor.options import RaptorOptions
@@ -42,11 +42,11 @@ def insert_steps(
     counter: TokenCounter,
 ) -> Grower:
     """Embed the new ``leaves`` (already in ``tree``, unlinked), place and re-summarise."""
+    first = [n.id for n in tree if n.kind == NodeKind.SUMMARY and n.level == 1]
+    if not first:  # no layers yet: grow them over all leaves, as a build does
+        return (yield from build_steps(tree, leaves, options, summariser, counter))
     vectors: np.ndarray = yield EmbedWork([tree[i].text for i in leaves])
     tree.set_embeddings(list(leaves), vectors)
-    first = [n.id for n in tree if n.kind == NodeKind.SUMMARY and n.level == 1]
-    if not first:
-        return (yield from grow(tree, tree.leaves, options, summariser, counter))
     stats: dict[str, Any] = {"resummarised": 0, "new_nodes": 0}
     # Per layer: existing nodes whose children change -> their new children; and new groups
     # (new nodes to make) with the parents they go under.
