@@ -1,0 +1,272 @@
+"""A structured document: the shared :class:`~hrefine.tree.Tree` built from a structure's spans.
+
+The tree has one ``document`` root, ``section`` nodes (a section or sub-section; the text
+before the first section, the lead, is an untitled section flagged ``abstract`` when the
+document has other sections) and ``paragraph`` leaves. Every node records the extent of the
+document it covers (``metadata["start"]``, ``["end"]``): a paragraph's own text, a section's
+heading and everything below it. Extents nest and follow document order, so the text of any
+node is ``text[start:end]`` exactly, and the leaves and headings together hold every
+non-whitespace character of the document (see :func:`coverage`).
+
+Leaves are sized here, once for every structure source: a paragraph longer than
+``leaf_tokens`` is cut at sentence ends (:func:`hrefine.chunk.chunks`), and paragraphs shorter
+than ``min_leaf_tokens`` are joined with the next one of the same section.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+from hrefine.budget import TokenCounter
+from hrefine.chunk import chunks
+from hrefine.longrefiner.spans import Span, check_cover, trimmed
+from hrefine.tree import Tree
+
+__all__ = ["StructuredDocument", "build_document", "coverage"]
+
+
+@dataclasses.dataclass
+class StructuredDocument:
+    """A document's text and its section tree.
+
+    Attributes
+    ----------
+    text:
+        The document's plain text (for HTML input: its visible text, blocks on their own lines).
+    tree:
+        Node 0 is the ``document`` root; below it ``section`` and ``paragraph`` nodes with their
+        extents in ``metadata`` (see the module docstring).
+    source:
+        Where the structure came from: ``"html"``, ``"markdown"``, ``"numbered"``,
+        ``"headings"``, ``"paragraphs"`` or ``"model"``.
+    title:
+        The document's title (its metadata's, or its first heading's; may be empty).
+    notes:
+        What went wrong and what was done instead (a model's output that could not be parsed,
+        a fallback to markup), in order.
+    raw_outputs:
+        The model's answers, one per window, when the model structured it.
+    """
+
+    text: str
+    tree: Tree
+    source: str
+    title: str = ""
+    notes: list[str] = dataclasses.field(default_factory=list)
+    raw_outputs: list[str] = dataclasses.field(default_factory=list)
+
+    def extent(self, node_id: int) -> tuple[int, int]:
+        """``(start, end)`` of the document a node covers."""
+        meta = self.tree[node_id].metadata
+        return int(meta["start"]), int(meta["end"])
+
+    def node_text(self, node_id: int) -> str:
+        """The document's text under a node, exactly as written (the root: the whole text)."""
+        if node_id == 0:
+            return self.text.strip()
+        start, end = self.extent(node_id)
+        return self.text[start:end]
+
+    def sections(self) -> list[int]:
+        """Ids of the section nodes, in document order."""
+        return [n.id for n in self.tree if n.kind == "section"]
+
+    def outline(self) -> list[tuple[int, str, int]]:
+        """``(node id, title, depth)`` of each titled section, in document order (depth 1: a
+        section, 2: a sub-section, …); the lead is left out."""
+        return [
+            (n.id, str(n.metadata.get("title", "")), int(n.metadata.get("depth", 1)))
+            for n in self.tree
+            if n.kind == "section" and not n.metadata.get("abstract")
+        ]
+
+    def abstract_id(self) -> int | None:
+        """The lead section's id, when the document has one."""
+        for n in self.tree:
+            if n.kind == "section" and n.metadata.get("abstract"):
+                return n.id
+        return None
+
+
+def build_document(
+    text: str,
+    spans: Sequence[Span],
+    counter: TokenCounter,
+    *,
+    source: str,
+    leaf_tokens: int,
+    min_leaf_tokens: int,
+    title: str = "",
+    notes: Sequence[str] = (),
+    raw_outputs: Sequence[str] = (),
+    metadata: dict[str, Any] | None = None,
+) -> StructuredDocument:
+    """Build the section tree of ``text`` from ``spans``.
+
+    Parameters
+    ----------
+    text:
+        The document's plain text.
+    spans:
+        Its structure (checked with :func:`~hrefine.longrefiner.spans.check_cover` first).
+    counter:
+        Counts the tokens that size the leaves.
+    source:
+        The structure's source (see :class:`StructuredDocument`).
+    leaf_tokens, min_leaf_tokens:
+        Longest leaf, and the length under which paragraphs are joined with the next.
+    title, notes, raw_outputs, metadata:
+        Carried onto the result (``metadata`` onto the root node).
+
+    Raises
+    ------
+    hrefine.errors.TreeError
+        The spans do not cover the text exactly.
+    """
+    check_cover(text, spans)
+    tree = Tree()
+    root = tree.add_node(
+        title, kind="document", order=0, metadata={**(metadata or {}), "start": 0, "end": len(text)}
+    )
+    has_sections = any(s.path for s in spans)
+    stack: list[tuple[tuple[str, ...], int]] = []  # open sections: (path, node id)
+    leaves: list[tuple[int, int, int]] = []  # (parent, start, end) before sizing
+
+    def open_path(path: tuple[str, ...], start: int) -> int:
+        if not path and not has_sections:
+            return root
+        key = path if path else ("",)  # the lead is an untitled section of its own
+        while stack and stack[-1][0] != key[: len(stack[-1][0])]:
+            stack.pop()
+        if stack and stack[-1][0] == key:
+            return stack[-1][1]
+        # Open every missing level of the path (a sub-section may come without its section).
+        parent = stack[-1][1] if stack else root
+        depth = len(stack[-1][0]) if stack else 0
+        levels = [key[: i + 1] for i in range(depth, len(key))]
+        for sub in levels:
+            lead = sub == ("",)
+            node = tree.add_node(
+                "",
+                kind="section",
+                level=len(sub) if not lead else 1,
+                order=start,
+                parents=[parent],
+                metadata={
+                    "title": "Abstract" if lead else sub[-1],
+                    "depth": 1 if lead else len(sub),
+                    "abstract": lead,
+                    "start": start,
+                    "end": start,
+                    "heading": None,
+                },
+            )
+            stack.append((sub, node))
+            parent = node
+        return parent
+
+    filled: set[int] = set()  # sections that have a heading or a paragraph already
+    for s in spans:
+        if s.heading and s.path and stack and stack[-1][0] == s.path and stack[-1][1] in filled:
+            stack.pop()  # a second section of the same title: a new section, not more of this
+        owner = open_path(s.path, s.start)
+        filled.add(owner)
+        if s.heading and owner != root and not tree[owner].metadata["heading"]:
+            node = tree[owner]
+            node.text = text[s.start : s.end]
+            node.metadata["heading"] = [s.start, s.end]
+            continue
+        leaves.append((owner, s.start, s.end))
+
+    for owner, start, end in _sized(text, leaves, counter, leaf_tokens, min_leaf_tokens):
+        tree.add_node(
+            text[start:end],
+            kind="paragraph",
+            level=0,
+            order=start,
+            parents=[owner],
+            metadata={"start": start, "end": end},
+        )
+    _set_extents(tree, root)
+    return StructuredDocument(
+        text, tree, source, title=title, notes=list(notes), raw_outputs=list(raw_outputs)
+    )
+
+
+def _sized(
+    text: str,
+    leaves: list[tuple[int, int, int]],
+    counter: TokenCounter,
+    leaf_tokens: int,
+    min_leaf_tokens: int,
+) -> list[tuple[int, int, int]]:
+    """Leaves cut to at most ``leaf_tokens`` and short ones joined with the next of their
+    section (never across a section)."""
+    costs = counter.count_many([text[a:b] for _, a, b in leaves]) if leaves else []
+    cut: list[tuple[int, int, int, int]] = []
+    for (owner, start, end), cost in zip(leaves, costs, strict=True):
+        if cost <= leaf_tokens:
+            cut.append((owner, start, end, cost))
+            continue
+        for c in chunks(text[start:end], counter, leaf_tokens):
+            piece = trimmed(text, start + c.start, start + c.end)
+            if piece is not None:
+                cut.append((owner, piece[0], piece[1], c.tokens))
+    out: list[tuple[int, int, int]] = []
+    pending: tuple[int, int, int, int] | None = None
+    for owner, start, end, cost in cut:
+        if pending is not None:
+            p_owner, p_start, _, p_cost = pending
+            if p_owner == owner and p_cost + cost <= leaf_tokens:
+                pending = (owner, p_start, end, counter.count(text[p_start:end]))
+                if pending[3] >= min_leaf_tokens:
+                    out.append(pending[:3])
+                    pending = None
+                continue
+            out.append(pending[:3])
+            pending = None
+        if cost < min_leaf_tokens:
+            pending = (owner, start, end, cost)
+        else:
+            out.append((owner, start, end))
+    if pending is not None:
+        out.append(pending[:3])
+    return out
+
+
+def _set_extents(tree: Tree, root: int) -> None:
+    """Give every section the extent of its heading and everything below it (post-order)."""
+    for node in reversed(tree.nodes):
+        if node.kind != "section":
+            continue
+        starts, ends = [], []
+        if node.metadata["heading"]:
+            starts.append(node.metadata["heading"][0])
+            ends.append(node.metadata["heading"][1])
+        for c in node.children:
+            meta = tree[c].metadata
+            starts.append(int(meta["start"]))
+            ends.append(int(meta["end"]))
+        if starts:
+            node.metadata["start"], node.metadata["end"] = min(starts), max(ends)
+        tree.set_order(node.id, int(node.metadata["start"]))
+
+
+def coverage(doc: StructuredDocument) -> float:
+    """Share of the document's non-whitespace characters held by its leaves and headings (1.0
+    when nothing is lost)."""
+    total = sum(1 for ch in doc.text if not ch.isspace())
+    if not total:
+        return 1.0
+    held = 0
+    for n in doc.tree:
+        meta = n.metadata
+        pieces: list[tuple[int, int]] = []
+        if n.kind == "paragraph":
+            pieces.append((int(meta["start"]), int(meta["end"])))
+        elif n.kind == "section" and meta.get("heading"):
+            pieces.append((int(meta["heading"][0]), int(meta["heading"][1])))
+        held += sum(1 for a, b in pieces for ch in doc.text[a:b] if not ch.isspace())
+    return held / total

@@ -1,0 +1,743 @@
+"""LongRefiner: query analysis, document structuring, dual-level scoring, exact-budget selection.
+
+:class:`LongRefiner` runs the paper's three steps around the core budget selection:
+
+1. **Query analysis** (:mod:`~hrefine.longrefiner.analyze`): the weights of the local and the
+   global score, from the model's ``[Local]``/``[Global]`` probabilities.
+2. **Structuring** (:meth:`LongRefiner.structure`): the document's section tree, from its own
+   markup (HTML, Markdown, numbered clauses, title lines; no model call) or from a model's
+   skeleton matched back to the text. Model-made structures are cached by document hash.
+3. **Global selection and scoring** (:mod:`~hrefine.longrefiner.select`): the sections the
+   model finds useful get a global score; each leaf gets a local score from the scorer; the
+   best-scored nodes are kept to the exact budget, in document order.
+
+Every step that needs a model is off when none is given, so ``LongRefiner()`` works offline
+with the embedded embedder alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import logging
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hrefine.budget import TokenCounter, get_counter
+from hrefine.errors import ConfigError, EmptyInputError, InputTypeError
+from hrefine.longrefiner import analyze as analysis
+from hrefine.longrefiner.document import StructuredDocument, build_document
+from hrefine.longrefiner.options import LongRefinerOptions
+from hrefine.longrefiner.select import (
+    GlobalSelection,
+    Picked,
+    global_scores,
+    local_scores,
+    parse_selection,
+    pick,
+    selection_prompt,
+)
+from hrefine.longrefiner.spans import Span, fill_gaps
+
+__all__ = ["LongRefiner", "RefineResult", "RefinedDocument"]
+
+logger = logging.getLogger(__name__)
+
+_ADAPTERS = {
+    "query_analysis": "query_analysis_adapter",
+    "structuring": "structuring_adapter",
+    "global_selection": "selection_adapter",
+}
+# A model's skeleton that places fewer of its paragraphs than this share is not used.
+_MIN_MATCHED = 0.5
+# Structures kept in memory per refiner.
+_MEMORY_CACHE = 256
+_STRUCTURE_KIND = "longrefiner_structure"
+
+
+@dataclasses.dataclass
+class RefinedDocument:
+    """One input document's part of a :class:`RefineResult`.
+
+    Attributes
+    ----------
+    index:
+        Position of the document in the input.
+    text:
+        The kept text: the kept units in document order, joined by the separator (``""`` when
+        nothing of this document was kept).
+    kept:
+        Ids of the kept nodes of ``structure.tree``, in document order.
+    tokens:
+        Tokens of ``text`` in the budget's tokenizer.
+    score:
+        The best combined score among the kept nodes (None when nothing was kept).
+    structure:
+        The document's section tree.
+    local, global_, combined:
+        Every node's local score, global score and combined score (arrays indexed by node id).
+    selection:
+        What step 3 chose in this document.
+    dropped:
+        Every node left out, mapped to why (``"over_budget"``, ``"expanded_into_children"``…).
+    """
+
+    index: int
+    text: str
+    kept: list[int]
+    tokens: int
+    score: float | None
+    structure: StructuredDocument
+    local: np.ndarray
+    global_: np.ndarray
+    combined: np.ndarray
+    selection: GlobalSelection
+    dropped: dict[int, str]
+
+
+@dataclasses.dataclass
+class RefineResult:
+    """The outcome of :meth:`LongRefiner.refine`.
+
+    Attributes
+    ----------
+    query:
+        The question.
+    documents:
+        One entry per input document, in input order.
+    analysis:
+        Step 1's outcome (the weights used).
+    budget:
+        The token budget asked for.
+    tokens:
+        Tokens of the output (all documents' texts joined), never over ``budget``.
+    tokenizer:
+        Name of the tokenizer that counted them.
+    separator:
+        What joins kept units and documents in :attr:`text`.
+    timings:
+        Seconds per step: ``"analysis"``, ``"structure"``, ``"selection"`` (step 3),
+        ``"scoring"`` (local scores), ``"fill"`` (the budgeted selection) and ``"total"``.
+    trimmed:
+        The budget was below every unit: the best paragraph was cut to fit.
+    notes:
+        Fallbacks and repairs, in order (also in each structure's ``notes``).
+    """
+
+    query: str
+    documents: list[RefinedDocument]
+    analysis: analysis.QueryAnalysis
+    budget: int
+    tokens: int
+    tokenizer: str
+    separator: str
+    timings: dict[str, float]
+    trimmed: bool = False
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        """The kept text of every document, in input order, joined by the separator."""
+        return self.separator.join(d.text for d in self.documents if d.text)
+
+    def to_html(self) -> str:
+        """A self-contained HTML report: each document's section tree with every section's
+        local, global and combined score, what was kept and what was dropped and why."""
+        from hrefine.longrefiner.report import render_report
+
+        return render_report(self)
+
+
+class LongRefiner:
+    """Refine long documents to a token budget with LongRefiner's three steps.
+
+    Parameters
+    ----------
+    options:
+        The settings (:class:`~hrefine.longrefiner.LongRefinerOptions`); default: its defaults.
+    **settings:
+        Any :class:`~hrefine.longrefiner.LongRefinerOptions` field, overriding ``options``.
+
+    Examples
+    --------
+    >>> refiner = LongRefiner(scorer="bm25")
+    >>> result = refiner.refine("When does the term expire?", contract_text, 1024)  # doctest: +SKIP
+    >>> print(result.text)  # doctest: +SKIP
+    """
+
+    def __init__(self, options: LongRefinerOptions | None = None, /, **settings: Any) -> None:
+        self.options = LongRefinerOptions.build(options, **settings)
+        opts = self.options
+        if opts.structure == "model" and not opts.has_model:
+            msg = "structure='model' needs a model: pass lm= (a LocalLM) or llm= (any text LLM)"
+            raise ConfigError(msg)
+        for step in ("query_analysis", "global_selection"):
+            if getattr(opts, step) == "on" and not opts.has_model:
+                msg = f"{step}='on' needs a model: pass lm= or llm=, or set {step}='auto'"
+                raise ConfigError(msg)
+        if opts.llm is not None and any(getattr(opts, a) for a in _ADAPTERS.values()):
+            msg = "LoRA adapters load into a LocalLM: pass lm= (not llm=) with *_adapter paths"
+            raise ConfigError(msg)
+        if (
+            opts.lm is None
+            and not opts.has_model
+            and any(getattr(opts, a) for a in _ADAPTERS.values())
+        ):
+            msg = "the *_adapter settings need lm= (the base model the adapters were trained on)"
+            raise ConfigError(msg)
+        self._counter: TokenCounter | None = None
+        self._scorer: Any = None
+        self._lm_obj: Any = None
+        self._generator: Any = None
+        self._lock = threading.Lock()
+        self._memory: OrderedDict[str, StructuredDocument] = OrderedDict()
+        _ = self.counter
+        if isinstance(opts.lm, (str, os.PathLike)):
+            self._lm()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Pickled as its settings: models and caches are resolved again on first use.
+        state = dict(self.__dict__)
+        state.update(
+            _counter=None, _scorer=None, _lm_obj=None, _generator=None, _memory=OrderedDict()
+        )
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        fields = LongRefinerOptions.__dataclass_fields__
+        changed = {k: v for k, v in self.options.plain().items() if v != fields[k].default}
+        return f"LongRefiner({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
+
+    # -- models ----------------------------------------------------------------------------
+    @property
+    def counter(self) -> TokenCounter:
+        """The budget's token counter."""
+        if self._counter is None:
+            self._counter = get_counter(self.options.tokenizer)
+        return self._counter
+
+    @property
+    def scorer(self) -> Any:
+        """The local scorer (resolved on first use)."""
+        if self._scorer is None:
+            from hrefine.models.scorers import get_scorer
+
+            self._scorer = get_scorer(self.options.scorer, embedder=self.options.embedder)
+        return self._scorer
+
+    def _lm(self) -> Any:
+        """The LocalLM of the model steps (None in prompt-only mode or with no model), with the
+        configured adapters loaded."""
+        lm = self.options.lm
+        if lm is None:
+            return None
+        with self._lock:
+            if self._lm_obj is None:
+                if isinstance(lm, (str, os.PathLike)):
+                    if str(lm) == "default":
+                        from hrefine.models import default_lm
+
+                        lm = default_lm()
+                    else:
+                        from hrefine.models._lm_name import local_lm_from
+
+                        lm = local_lm_from(lm)
+                for step, field in _ADAPTERS.items():
+                    path = getattr(self.options, field)
+                    if path is not None and step not in lm.adapters:
+                        if not Path(path).is_dir():
+                            from hrefine.errors import ModelNotFoundError
+
+                            msg = f"{field} {path!r} is not a folder with a LoRA adapter"
+                            raise ModelNotFoundError(msg)
+                        lm.load_adapter(path, step)
+                        # Loading makes it the default; calls name their adapter anyway.
+                        lm.set_adapter(None)
+                self._lm_obj = lm
+            return self._lm_obj
+
+    def _adapter(self, step: str) -> str | None:
+        return step if getattr(self.options, _ADAPTERS[step]) is not None else None
+
+    def _text_llm(self) -> Any:
+        """The prompt-only LLM as a TextGenerator (None without one)."""
+        if self.options.llm is None:
+            return None
+        if self._generator is None:
+            from hrefine.models.text_generator import as_text_generator
+
+            self._generator = as_text_generator(
+                self.options.llm,
+                max_concurrency=self.options.llm_concurrency,
+                retries=self.options.llm_retries,
+                timeout=self.options.llm_timeout,
+            )
+        return self._generator
+
+    def _ask(self, system: str, user: str, *, step: str, max_new_tokens: int) -> str:
+        """One answer from the model of a step (the LocalLM under the step's adapter, or the
+        text LLM with the system message on top of the prompt)."""
+        lm = self._lm()
+        if lm is not None:
+            out = lm.generate(
+                user, system=system, max_new_tokens=max_new_tokens, adapter=self._adapter(step)
+            )
+            return str(out[0])
+        return str(self._text_llm().generate(f"{system.strip()}\n\n{user}"))
+
+    def _step_on(self, step: str) -> bool:
+        switch = getattr(self.options, step)
+        return switch == "on" or (switch == "auto" and self.options.has_model)
+
+    def warmup(self) -> LongRefiner:
+        """Load the budget tokenizer, the scorer's model and the LM (when given) and run one
+        tiny refinement, so that the first real call is fast. Returns this refiner."""
+        self.refine("Which river is the longest?", _WARMUP_DOC, 32)
+        return self
+
+    # -- step 1 ----------------------------------------------------------------------------
+    def analyze(self, query: str) -> analysis.QueryAnalysis:
+        """Step 1: the local and global weights for ``query`` (the configured weights when the
+        step is off or no model is given)."""
+        query = _check_query(query)
+        if not self._step_on("query_analysis"):
+            return analysis.fixed_analysis(self.options)
+        tuned = self.options.query_analysis_adapter is not None
+        system, user = analysis.analysis_prompt(query, self.options, tuned=tuned)
+        lm = self._lm()
+        if lm is not None:
+            probs = lm.choice_probs(
+                user,
+                list(analysis.prompts.CHOICES),
+                system=system,
+                adapter=self._adapter("query_analysis"),
+            )
+            return analysis.from_probabilities(probs)
+        answer = self._text_llm().generate(f"{system.strip()}\n\n{user}")
+        return analysis.parse_analysis(answer, self.options)
+
+    # -- step 2 ----------------------------------------------------------------------------
+    def structure(self, document: str, *, title: str = "") -> StructuredDocument:
+        """Step 2: the section tree of ``document`` (HTML, Markdown or plain text).
+
+        With ``structure="auto"`` the document's own markup is used when it has sections;
+        otherwise the model structures it (when one is given), else its paragraphs are used.
+        A model's skeleton that places too few paragraphs is not used: the markup or paragraph
+        structure is, and the structure's ``notes`` say why (its ``raw_outputs`` keep the
+        model's answers). Model-made structures are cached by the document's hash.
+        """
+        text = _check_document(document, self.options.max_input_chars)
+        from hrefine.longrefiner.markup import markup_spans
+
+        plain, spans, source = markup_spans(text)
+        if not plain.strip():
+            msg = "the document has no text (only whitespace or markup)"
+            raise EmptyInputError(msg)
+        spans, found_title = _lift_single_root(plain, spans)
+        doc_title = title or found_title or _first_title(plain, spans)
+        mode = self.options.structure
+        notes: list[str] = []
+        if mode == "paragraphs" or (mode == "markup" and source == "paragraphs"):
+            from hrefine.longrefiner.markup import paragraph_spans
+
+            spans, source = paragraph_spans(plain), "paragraphs"
+        use_model = mode == "model" or (
+            mode == "auto" and source == "paragraphs" and self.options.has_model
+        )
+        if use_model:
+            return self._model_structure(plain, spans, source, doc_title)
+        return self._build(plain, spans, source, doc_title, notes, [])
+
+    def _build(
+        self,
+        text: str,
+        spans: Sequence[Span],
+        source: str,
+        title: str,
+        notes: list[str],
+        raw: list[str],
+    ) -> StructuredDocument:
+        return build_document(
+            text,
+            spans,
+            self.counter,
+            source=source,
+            leaf_tokens=self.options.leaf_tokens,
+            min_leaf_tokens=self.options.min_leaf_tokens,
+            title=title,
+            notes=notes,
+            raw_outputs=raw,
+        )
+
+    def _cache_key(self, text: str) -> str:
+        opts = self.options
+        lm = self._lm()
+        model = str(getattr(lm, "name", None) or getattr(self._text_llm(), "name", "llm"))
+        parts = [
+            text,
+            model,
+            str(opts.structuring_adapter),
+            opts.structure_system,
+            opts.structure_user,
+            str(opts.window_tokens),
+            str(opts.structure_max_new_tokens),
+            str(opts.leaf_tokens),
+            str(opts.min_leaf_tokens),
+            str(getattr(self.counter, "name", "")),
+        ]
+        return hashlib.sha256("\x00".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
+
+    def _model_structure(
+        self, text: str, markup: Sequence[Span], source: str, title: str
+    ) -> StructuredDocument:
+        key = self._cache_key(text)
+        cached = self._cached(key, text)
+        if cached is not None:
+            return cached
+        from hrefine.longrefiner.skeleton import match_skeleton, parse_skeleton, windows
+
+        lm = self._lm()
+        count = lm.count_tokens if lm is not None else self.counter.count
+        cuts = windows(text, count, self.options.window_tokens)
+        tuned = self.options.structuring_adapter is not None
+        raws: list[str] = []
+        spans: list[Span] = []
+        notes: list[str] = []
+        given = matched = 0
+        for start, end in cuts:
+            system, user = _structure_prompt(text[start:end], self.options, tuned=tuned)
+            raw = self._ask(
+                system,
+                user,
+                step="structuring",
+                max_new_tokens=self.options.structure_max_new_tokens,
+            )
+            raws.append(raw)
+            skeleton = parse_skeleton(raw)
+            found, report = match_skeleton(text, skeleton, start=start, end=end)
+            given += report.paragraphs
+            matched += report.matched
+            notes.extend(f"window {start}:{end}: {p}" for p in report.problems)
+            spans.extend(found)
+        if given == 0 or matched / given < _MIN_MATCHED:
+            notes.append(
+                f"the model's structure placed {matched} of {given} paragraphs; "
+                f"used the document's {source} structure instead"
+            )
+            logger.warning("LongRefiner: %s", notes[-1])
+            doc = self._build(text, markup, source, title, notes, raws)
+            doc.source = source
+        else:
+            doc = self._build(text, fill_gaps(text, spans), "model", title, notes, raws)
+        self._store(key, doc)
+        return doc
+
+    def _cached(self, key: str, text: str) -> StructuredDocument | None:
+        with self._lock:
+            doc = self._memory.get(key)
+            if doc is not None:
+                self._memory.move_to_end(key)
+                return doc
+        folder = self.options.cache_dir
+        if folder is None or not (Path(folder) / key).is_dir():
+            return None
+        from hrefine.persist import load_tree
+
+        tree, config, _ = load_tree(Path(folder) / key, kind=_STRUCTURE_KIND)
+        if (
+            config.get("text_sha256")
+            != hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        ):
+            return None
+        doc = StructuredDocument(
+            text,
+            tree,
+            str(config.get("source", "model")),
+            title=str(config.get("title", "")),
+            notes=[str(n) for n in config.get("notes", [])],
+            raw_outputs=[str(r) for r in config.get("raw_outputs", [])],
+        )
+        self._remember(key, doc)
+        return doc
+
+    def _remember(self, key: str, doc: StructuredDocument) -> None:
+        with self._lock:
+            self._memory[key] = doc
+            while len(self._memory) > _MEMORY_CACHE:
+                self._memory.popitem(last=False)
+
+    def _store(self, key: str, doc: StructuredDocument) -> None:
+        self._remember(key, doc)
+        folder = self.options.cache_dir
+        if folder is None:
+            return
+        from hrefine.persist import save_tree
+
+        config = {
+            "text_sha256": hashlib.sha256(doc.text.encode("utf-8", "surrogatepass")).hexdigest(),
+            "source": doc.source,
+            "title": doc.title,
+            "notes": list(doc.notes),
+            "raw_outputs": list(doc.raw_outputs),
+        }
+        save_tree(doc.tree, Path(folder) / key, kind=_STRUCTURE_KIND, config=config)
+
+    # -- step 3 and selection --------------------------------------------------------------
+    def select_sections(self, query: str, doc: StructuredDocument) -> GlobalSelection:
+        """Step 3 for one document: the sections the model finds useful for ``query`` (none
+        when the step is off, no model is given, or the document has no titled sections)."""
+        if not self._step_on("global_selection") or not doc.outline():
+            return GlobalSelection()
+        tuned = self.options.selection_adapter is not None
+        system, user = selection_prompt(query, doc, self.options, tuned=tuned)
+        raw = self._ask(
+            system,
+            user,
+            step="global_selection",
+            max_new_tokens=self.options.selection_max_new_tokens,
+        )
+        found = parse_selection(raw, doc, source="lm" if self._lm() is not None else "llm")
+        if found.source == "fallback":
+            doc.notes.append("global selection named no section of the outline; none chosen")
+        return found
+
+    def refine(
+        self,
+        query: str,
+        documents: str | Sequence[str],
+        max_tokens: int,
+        *,
+        titles: Sequence[str] | None = None,
+    ) -> RefineResult:
+        """Refine ``documents`` to at most ``max_tokens`` tokens for ``query``.
+
+        Parameters
+        ----------
+        query:
+            The question.
+        documents:
+            One document or several (HTML, Markdown or plain text); several share the budget.
+        max_tokens:
+            The budget, in the tokenizer's tokens, for all documents' kept text together.
+        titles:
+            Optional title of each document (used in step 3's outline).
+
+        Returns
+        -------
+        RefineResult
+            The kept text per document, the scores, what was dropped and why, and timings.
+
+        Raises
+        ------
+        EmptyInputError
+            No document has any text.
+        BudgetTooSmallError
+            Not even the first word of the best paragraph fits.
+        """
+        started = time.perf_counter()
+        query = _check_query(query)
+        budget = _check_budget(max_tokens)
+        texts = [documents] if isinstance(documents, str) else list(documents)
+        if titles is not None and len(titles) != len(texts):
+            msg = f"got {len(titles)} titles for {len(texts)} documents; pass one per document"
+            raise ConfigError(msg)
+        timings: dict[str, float] = {}
+        t = time.perf_counter()
+        found = self.analyze(query)
+        timings["analysis"] = time.perf_counter() - t
+        t = time.perf_counter()
+        docs: list[StructuredDocument | None] = []
+        notes: list[str] = []
+        for i, text in enumerate(texts):
+            try:
+                docs.append(self.structure(text, title=titles[i] if titles else ""))
+            except EmptyInputError:
+                docs.append(None)
+                notes.append(f"document {i} has no text: skipped")
+        timings["structure"] = time.perf_counter() - t
+        present = [d for d in docs if d is not None]
+        if not present:
+            msg = f"all {len(texts)} documents are empty (no text to refine)"
+            raise EmptyInputError(msg)
+        t = time.perf_counter()
+        chosen = [self.select_sections(query, d) for d in present]
+        timings["selection"] = time.perf_counter() - t
+        t = time.perf_counter()
+        ls = local_scores(query, present, self.scorer, lexical_weight=self.options.lexical_weight)
+        gs = [global_scores(d, c.selected) for d, c in zip(present, chosen, strict=True)]
+        combined = [found.w_local * a + found.w_global * b for a, b in zip(ls, gs, strict=True)]
+        timings["scoring"] = time.perf_counter() - t
+        t = time.perf_counter()
+        picked = pick(present, combined, budget, self.counter, separator=self.options.separator)
+        timings["fill"] = time.perf_counter() - t
+        timings["total"] = time.perf_counter() - started
+        for d in present:
+            notes.extend(d.notes)
+        return self._result(
+            query, found, budget, docs, chosen, ls, gs, combined, picked, timings, notes
+        )
+
+    async def arefine(
+        self,
+        query: str,
+        documents: str | Sequence[str],
+        max_tokens: int,
+        *,
+        titles: Sequence[str] | None = None,
+    ) -> RefineResult:
+        """:meth:`refine` off the event loop (in a worker thread, with the caller's context
+        variables): the loop is free while models run. Same parameters and result."""
+        return await asyncio.to_thread(self.refine, query, documents, max_tokens, titles=titles)
+
+    def _result(
+        self,
+        query: str,
+        found: analysis.QueryAnalysis,
+        budget: int,
+        docs: list[StructuredDocument | None],
+        chosen: list[GlobalSelection],
+        ls: list[np.ndarray],
+        gs: list[np.ndarray],
+        combined: list[np.ndarray],
+        picked: Picked,
+        timings: dict[str, float],
+        notes: list[str],
+    ) -> RefineResult:
+        out: list[RefinedDocument] = []
+        k = 0
+        empty = np.zeros(0, dtype=np.float64)
+        for i, doc in enumerate(docs):
+            if doc is None:
+                blank = StructuredDocument("", _empty_tree(), "empty")
+                out.append(
+                    RefinedDocument(
+                        i, "", [], 0, None, blank, empty, empty, empty, GlobalSelection(), {}
+                    )
+                )
+                continue
+            kept = picked.kept[k]
+            text = picked.texts[k]
+            best = max((float(combined[k][n]) for n in kept), default=None)
+            out.append(
+                RefinedDocument(
+                    i,
+                    text,
+                    kept,
+                    self.counter.count(text) if text else 0,
+                    best,
+                    doc,
+                    ls[k],
+                    gs[k],
+                    combined[k],
+                    chosen[k],
+                    picked.dropped[k],
+                )
+            )
+            k += 1
+        name = str(getattr(self.counter, "name", "") or type(self.counter).__name__)
+        return RefineResult(
+            query,
+            out,
+            found,
+            budget,
+            picked.tokens,
+            name,
+            self.options.separator,
+            timings,
+            picked.trimmed,
+            notes,
+        )
+
+
+_WARMUP_DOC = (
+    "# Rivers of Europe\n\nThe Danube flows through ten countries.\n\n"
+    "## Length\n\nThe Volga is the longest river of Europe, at about 3,530 kilometres.\n"
+)
+
+
+def _empty_tree() -> Any:
+    from hrefine.tree import Tree
+
+    tree = Tree()
+    tree.add_node("", kind="document", order=0, metadata={"start": 0, "end": 0})
+    return tree
+
+
+def _structure_prompt(window: str, options: LongRefinerOptions, *, tuned: bool) -> tuple[str, str]:
+    """``(system, user)`` of step 2 for one window of text."""
+    from hrefine.longrefiner import prompts
+
+    user = options.structure_user.format(doc_content=window)
+    return (options.structure_system if tuned else prompts.STRUCTURE_INSTRUCTIONS), user
+
+
+def _lift_single_root(text: str, spans: Sequence[Span]) -> tuple[list[Span], str]:
+    """Spans without their one top-level section when it holds every other section (a page's
+    ``<h1>``, a Markdown file's single ``#``): that heading is the document's title, and the
+    text before its sub-sections is the lead. Other spans are returned as they are."""
+    tops = {s.path[0] for s in spans if s.path}
+    if len(tops) != 1 or not any(len(s.path) > 1 for s in spans):
+        return list(spans), ""
+    heads = [s for s in spans if s.heading and len(s.path) == 1]
+    if len(heads) != 1:
+        return list(spans), ""
+    title = " ".join(text[heads[0].start : heads[0].end].split())[:200]
+    return [Span(s.start, s.end, s.path[1:], s.heading and len(s.path) > 1) for s in spans], title
+
+
+def _first_title(text: str, spans: Sequence[Span]) -> str:
+    for s in spans:
+        if s.heading:
+            return " ".join(text[s.start : s.end].split())[:200]
+    return ""
+
+
+def _check_query(query: object) -> str:
+    if not isinstance(query, str):
+        msg = f"query must be a string, got {type(query).__name__}"
+        raise InputTypeError(msg)
+    if not query.strip():
+        msg = "query is empty; pass the question the context is for"
+        raise EmptyInputError(msg)
+    return query
+
+
+def _check_budget(max_tokens: object) -> int:
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
+        msg = f"max_tokens must be a whole number, got {type(max_tokens).__name__}"
+        raise InputTypeError(msg)
+    if max_tokens < 1:
+        msg = f"max_tokens must be at least 1, got {max_tokens}"
+        raise ConfigError(msg)
+    return max_tokens
+
+
+def _check_document(document: object, max_chars: int) -> str:
+    if isinstance(document, (bytes, bytearray)):
+        document = bytes(document).decode("utf-8", errors="replace")
+    if not isinstance(document, str):
+        msg = f"a document must be a string (HTML, Markdown or text), got {type(document).__name__}"
+        raise InputTypeError(msg)
+    if len(document) > max_chars:
+        msg = (
+            f"document of {len(document):,} characters is over max_input_chars "
+            f"({max_chars:,}); raise the limit or split the document"
+        )
+        raise ConfigError(msg)
+    if not document.strip():
+        msg = "the document is empty"
+        raise EmptyInputError(msg)
+    return document

@@ -1,0 +1,363 @@
+"""Step 3 and the selection: global selection, local and global scores, and the exact budget.
+
+- **Global selection** asks the model which parts of a document (by the titles of its outline,
+  or ``abstract``) help answer the question; the answer is read leniently (json-repair, then
+  titles found in the text). A chosen section scores 1, and each node below a section passes
+  its score to its children in equal shares: ``GS(child) = GS(parent) / |children|``.
+- **Local scores** rate each leaf against the question with the configured scorer (the
+  embedder with the BM25 match added, as HtmlRAG does, or a cross-encoder); a section's local
+  score is the mean of its children's.
+- **Score** = ``w_local * LS + w_global * GS`` with the weights of step 1.
+- **Selection** goes through :func:`hrefine.budget.fill`: best score first, a unit that does not
+  fit is expanded into its children, the real output is counted in the caller's tokenizer, and
+  what is kept comes out in document order. Several documents share one budget.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from hrefine.budget import JOIN_SLACK, TokenCounter, fill
+from hrefine.errors import BudgetTooSmallError
+from hrefine.longrefiner import prompts
+from hrefine.longrefiner.document import StructuredDocument
+from hrefine.longrefiner.options import LongRefinerOptions
+from hrefine.models.lexical import BM25Scorer
+from hrefine.results import unit_scores
+
+__all__ = [
+    "GlobalSelection",
+    "Picked",
+    "global_scores",
+    "local_scores",
+    "parse_selection",
+    "pick",
+    "selection_prompt",
+]
+
+# Words of the lead shown as the abstract in the selection prompt (the outline is the point).
+_ABSTRACT_WORDS = 200
+_OUTLINE_PREFIX = re.compile(r"^\s*(?:sub-?section|section|title)\s*\d*\s*:\s*", re.IGNORECASE)
+_SPACE = re.compile(r"\s+")
+
+
+@dataclasses.dataclass(frozen=True)
+class GlobalSelection:
+    """Step 3's outcome for one document.
+
+    Attributes
+    ----------
+    selected:
+        Ids of the chosen sections (the lead's id for ``abstract``).
+    names:
+        The titles the model named, as it wrote them.
+    unmatched:
+        Names that matched no title of the outline.
+    raw:
+        The model's answer as it came (None when step 3 did not run).
+    source:
+        ``"lm"``, ``"llm"``, ``"off"`` or ``"fallback"`` (the answer could not be read).
+    """
+
+    selected: tuple[int, ...] = ()
+    names: tuple[str, ...] = ()
+    unmatched: tuple[str, ...] = ()
+    raw: str | None = None
+    source: str = "off"
+
+
+def _norm(title: str) -> str:
+    title = _OUTLINE_PREFIX.sub("", title)
+    return _SPACE.sub(" ", title.strip().strip("\"'`*").strip()).casefold()
+
+
+def selection_prompt(
+    question: str, doc: StructuredDocument, options: LongRefinerOptions, *, tuned: bool
+) -> tuple[str, str]:
+    """``(system, user)`` of step 3 for one document: its abstract (the lead, first 200 words)
+    and outline (sections and their sub-sections), in the published layout."""
+    lead = doc.abstract_id()
+    abstract = " ".join(doc.node_text(lead).split()[:_ABSTRACT_WORDS]) if lead is not None else ""
+    sections: list[tuple[str, list[str]]] = []
+    for _, title, depth in doc.outline():
+        if depth == 1 or not sections:
+            sections.append((title, []))
+        elif depth == 2:
+            sections[-1][1].append(title)
+    outline = prompts.outline_text(doc.title, sections)
+    user = options.selection_user.format(abstract=abstract, outline=outline, question=question)
+    system = options.selection_system
+    if not tuned:
+        system += prompts.SELECTION_INSTRUCTIONS
+    return system, user
+
+
+def _names(answer: str) -> list[str] | None:
+    """Titles in a list answer (a JSON list, a ``{"selected_titles": [...]}`` object, or a list
+    of such objects), repaired leniently; None when the answer holds no list of strings."""
+    import json_repair
+
+    try:
+        found: Any = json_repair.loads(answer)
+    except Exception:  # json-repair gives up on some inputs by raising
+        return None
+    if isinstance(found, dict):
+        found = found.get("selected_titles", found.get("titles", []))
+    elif isinstance(found, list) and found and isinstance(found[0], dict):
+        found = found[0].get("selected_titles", [])
+    if not isinstance(found, list):
+        return None
+    names = [str(x) for x in found if isinstance(x, (str, int, float)) and str(x).strip()]
+    return names or None
+
+
+def parse_selection(answer: Any, doc: StructuredDocument, *, source: str) -> GlobalSelection:
+    """Read a step-3 answer against ``doc``'s outline.
+
+    A list answer is parsed with json-repair; failing that, every outline title (or
+    ``abstract``) the answer mentions is taken. Names match titles whatever their case,
+    quotes and ``SectionN:`` prefixes. An answer that names nothing known is a
+    ``"fallback"``: no section is chosen, and the answer is kept.
+    """
+    text = answer if isinstance(answer, str) else str(answer)
+    titles: dict[str, list[int]] = {}
+    for node_id, title, _ in doc.outline():
+        titles.setdefault(_norm(title), []).append(node_id)
+    lead = doc.abstract_id()
+    if lead is not None:
+        titles.setdefault("abstract", []).append(lead)
+    names = _names(text)
+    if names is None:
+        low = _SPACE.sub(" ", text).casefold()
+        names = [t for t in titles if t and re.search(rf"(?<!\w){re.escape(t)}(?!\w)", low)]
+    selected: list[int] = []
+    unmatched: list[str] = []
+    for name in names:
+        ids = titles.get(_norm(name))
+        if ids is None:
+            unmatched.append(name)
+            continue
+        selected.extend(i for i in ids if i not in selected)
+    kind = source if selected else "fallback"
+    return GlobalSelection(tuple(selected), tuple(names), tuple(unmatched), text, kind)
+
+
+def global_scores(doc: StructuredDocument, selected: Sequence[int]) -> np.ndarray:
+    """GS of every node: 1 for a chosen section, else its parent's GS split evenly among the
+    parent's children (0 for the root)."""
+    tree = doc.tree
+    gs = np.zeros(len(tree), dtype=np.float64)
+    chosen = set(selected)
+    for node in tree:  # parents come before their children
+        if node.id == 0:
+            continue
+        if node.id in chosen:
+            gs[node.id] = 1.0
+            continue
+        parent = node.parents[0]
+        gs[node.id] = gs[parent] / max(1, len(tree[parent].children))
+    return gs
+
+
+def _context(doc: StructuredDocument, node_id: int) -> str:
+    """The titles above a leaf, outermost first, as the scorer reads them."""
+    titles: list[str] = []
+    tree = doc.tree
+    node = tree[node_id]
+    while node.parents:
+        node = tree[node.parents[0]]
+        if node.kind == "section" and not node.metadata.get("abstract"):
+            titles.append(str(node.metadata.get("title", "")))
+    return " > ".join(t for t in reversed(titles) if t)
+
+
+def local_scores(
+    query: str,
+    docs: Sequence[StructuredDocument],
+    scorer: Any,
+    *,
+    lexical_weight: float,
+) -> list[np.ndarray]:
+    """LS of every node of every document, in [0, 1]: each leaf (and each section without
+    children) scored against ``query`` in one scorer call, with its section titles on the first
+    line; a section's LS is the mean of its children's.
+
+    An embedding scorer's cosine gets the BM25 match (scaled by the best leaf's, weighted by
+    ``lexical_weight``) added, then is divided by ``1 + lexical_weight``; BM25 alone is divided
+    by the best; a cross-encoder's logits go through the logistic function.
+    """
+    units: list[tuple[int, int]] = []
+    shown: list[str] = []
+    bodies: list[str] = []
+    for d, doc in enumerate(docs):
+        for node in doc.tree:
+            if node.id == 0 or node.children:
+                continue
+            body = doc.node_text(node.id)
+            head = _context(doc, node.id)
+            units.append((d, node.id))
+            shown.append(f"{head}\n{body}" if head else body)
+            bodies.append(body)
+    out = [np.zeros(len(doc.tree), dtype=np.float64) for doc in docs]
+    if not units:
+        return out
+    from hrefine.models.scorers import EmbeddingScorer
+
+    raw = np.asarray(scorer.score(query, shown), dtype=np.float64)
+    if isinstance(scorer, BM25Scorer):
+        values = unit_scores(list(raw), scale="relative")
+    elif isinstance(scorer, EmbeddingScorer):
+        extra = float(lexical_weight)
+        if extra > 0:
+            match = np.asarray(BM25Scorer().score(query, shown), dtype=np.float64)
+            top = float(match.max()) if len(match) else 0.0
+            if top > 0:
+                raw = raw + extra * match / top
+        values = unit_scores(list(raw), scale="cosine", extra=extra)
+    elif raw.size and (raw.min() < 0 or raw.max() > 1):
+        values = unit_scores(list(raw), scale="logit")
+    else:
+        values = [float(v) for v in raw]
+    for (d, node_id), v in zip(units, values, strict=True):
+        out[d][node_id] = 0.0 if v is None else float(v)
+    for d, doc in enumerate(docs):
+        ls = out[d]
+        for node in reversed(doc.tree.nodes):  # children before parents
+            if node.children:
+                ls[node.id] = float(np.mean([ls[c] for c in node.children]))
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Picked:
+    """What the selection kept.
+
+    Attributes
+    ----------
+    kept:
+        Per document, the ids of the kept nodes in document order (none inside another).
+    texts:
+        Per document, the kept text (units joined by the separator; ``""`` for none kept).
+    tokens:
+        Tokens of the output, as counted for the budget.
+    dropped:
+        Per document, every node left out mapped to why (``budget.fill``'s reasons).
+    trimmed:
+        Whether the one kept unit had to be cut to fit (a budget below every unit's cost).
+    """
+
+    kept: list[list[int]]
+    texts: list[str]
+    tokens: int
+    dropped: list[dict[int, str]]
+    trimmed: bool = False
+
+
+def pick(
+    docs: Sequence[StructuredDocument],
+    scores: Sequence[np.ndarray],
+    budget: int,
+    counter: TokenCounter,
+    *,
+    separator: str = "\n\n",
+) -> Picked:
+    """Keep the best-scored nodes of ``docs`` that fit ``budget`` tokens together.
+
+    Every node but the roots is a unit; a section's cost is the text it covers. The documents'
+    outputs are counted as the reader sees them: each document's kept units joined by
+    ``separator``, and the documents joined by it too. When no unit fits, the best leaf is cut
+    at a word boundary to the budget; when not even its first word fits,
+    :class:`~hrefine.errors.BudgetTooSmallError` is raised.
+    """
+    index: list[tuple[int, int]] = [
+        (d, n.id) for d, doc in enumerate(docs) for n in doc.tree if n.id
+    ]
+    if not index:
+        return Picked([[] for _ in docs], ["" for _ in docs], 0, [{} for _ in docs])
+    where = {key: i for i, key in enumerate(index)}
+    texts = [docs[d].node_text(n) for d, n in index]
+    costs = counter.count_many(texts)
+    unit_score = np.asarray([scores[d][n] for d, n in index], dtype=np.float64)
+    stride = max((len(doc.text) for doc in docs), default=0) + 1
+    order = [d * stride + docs[d].extent(n)[0] for d, n in index]
+    children: dict[int, list[int]] = {}
+    candidates: list[int] = []
+    for i, (d, n) in enumerate(index):
+        node = docs[d].tree[n]
+        if node.children:
+            children[i] = [where[(d, c)] for c in node.children]
+        if node.parents == (0,) or list(node.parents) == [0]:
+            candidates.append(i)
+    sep_cost = counter.count(separator) if separator else 0
+
+    def render(kept: frozenset[int]) -> list[str]:
+        per: list[list[tuple[int, str]]] = [[] for _ in docs]
+        for i in kept:
+            d, _ = index[i]
+            per[d].append((order[i], texts[i]))
+        return [separator.join(t for _, t in sorted(p)) for p in per]
+
+    def measure(kept: frozenset[int]) -> tuple[list[str], int]:
+        out = render(kept)
+        present = [t for t in out if t]
+        tokens = sum(counter.count_many(present)) + sep_cost * max(0, len(present) - 1)
+        return out, max(tokens, counter.count(separator.join(present)) if present else 0)
+
+    done = fill(
+        costs,
+        unit_score,
+        budget,
+        measure,
+        order=order,
+        children=children,
+        candidates=candidates,
+        separator_cost=sep_cost,
+        slack=JOIN_SLACK,
+        allow_empty=True,
+    )
+    dropped: list[dict[int, str]] = [{} for _ in docs]
+    for i, why in done.dropped.items():
+        d, n = index[i]
+        dropped[d][n] = why
+    if done.output is None:
+        return _trimmed(docs, index, texts, unit_score, budget, counter, dropped)
+    kept: list[list[int]] = [[] for _ in docs]
+    for i in sorted(done.selected, key=lambda i: order[i]):
+        d, n = index[i]
+        kept[d].append(n)
+    return Picked(kept, list(done.output), done.tokens, dropped)
+
+
+def _trimmed(
+    docs: Sequence[StructuredDocument],
+    index: list[tuple[int, int]],
+    texts: list[str],
+    unit_score: np.ndarray,
+    budget: int,
+    counter: TokenCounter,
+    dropped: list[dict[int, str]],
+) -> Picked:
+    """The best-scored leaf cut at a word boundary to ``budget`` (no unit fits whole)."""
+    from hrefine.eval.text import truncate_to_tokens
+
+    leaves = [i for i, (d, n) in enumerate(index) if not docs[d].tree[n].children]
+    best = max(leaves, key=lambda i: (np.nan_to_num(unit_score[i], nan=-np.inf), -i))
+    cut = truncate_to_tokens(texts[best], counter, budget)
+    if not cut:
+        first = texts[best].split()[0] if texts[best].split() else texts[best]
+        msg = (
+            f"budget of {budget} tokens is too small for even the first word of the best "
+            f"paragraph ({first!r} is {counter.count(first)} tokens); raise the budget"
+        )
+        raise BudgetTooSmallError(msg, budget=budget, smallest=counter.count(first))
+    d, n = index[best]
+    out = ["" for _ in docs]
+    out[d] = cut
+    kept: list[list[int]] = [[] for _ in docs]
+    kept[d] = [n]
+    return Picked(kept, out, counter.count(cut), dropped, trimmed=True)
