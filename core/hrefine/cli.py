@@ -34,6 +34,7 @@ from hrefine._encodable import encodable
 from hrefine.errors import ConfigError
 from hrefine.eval.cli import eval_app
 from hrefine.html.options import DEFAULT_BUDGET
+from hrefine.longrefiner.cli import refine as refine_command
 from hrefine.raptor.cli import raptor_app
 
 __all__ = ["app", "main"]
@@ -309,6 +310,7 @@ def html_prune(
 
 app.add_typer(eval_app, name="eval")
 app.add_typer(raptor_app, name="raptor")
+app.command("refine")(refine_command)
 
 
 if __name__ == "__main__":  # pragma: no cover

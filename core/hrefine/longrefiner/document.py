@@ -214,6 +214,7 @@ def _sized(
             piece = trimmed(text, start + c.start, start + c.end)
             if piece is not None:
                 cut.append((owner, piece[0], piece[1], c.tokens))
+    cut = _folded(text, cut, counter)
     out: list[tuple[int, int, int]] = []
     pending: tuple[int, int, int, int] | None = None
     for owner, start, end, cost in cut:
@@ -233,6 +234,38 @@ def _sized(
             out.append((owner, start, end))
     if pending is not None:
         out.append(pending[:3])
+    return out
+
+
+def _folded(
+    text: str, cut: list[tuple[int, int, int, int]], counter: TokenCounter
+) -> list[tuple[int, int, int, int]]:
+    """Pieces without a letter (page numbers, rules of dashes) joined to the piece before them
+    in their section (or the one after, when first): alone they say nothing to a scorer, and a
+    budget's last tokens would be spent on them."""
+    out: list[tuple[int, int, int, int]] = []
+    k = 0
+    while k < len(cut):
+        owner = cut[k][0]
+        run = []
+        while k < len(cut) and cut[k][0] == owner:
+            run.append(cut[k])
+            k += 1
+        worded = [any(ch.isalpha() for ch in text[a:b]) for _, a, b, _ in run]
+        if not any(worded) or all(worded):
+            out.extend(run)
+            continue
+        merged: list[list[int]] = []  # [start, end] of each piece with words
+        lead: int | None = None
+        for (_, start, end, _), has in zip(run, worded, strict=True):
+            if has:
+                merged.append([start if lead is None or merged else lead, end])
+                lead = None
+            elif merged:
+                merged[-1][1] = end
+            elif lead is None:
+                lead = start
+        out.extend((owner, a, b, counter.count(text[a:b])) for a, b in merged)
     return out
 
 

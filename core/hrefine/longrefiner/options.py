@@ -90,7 +90,7 @@ class LongRefinerOptions(Options):
         2048, help="Most tokens the model may write for one window's skeleton."
     )
     selection_max_new_tokens: int = setting(
-        256, help="Most tokens the model may write for one global selection answer."
+        128, help="Most tokens the model may write for one global selection answer."
     )
     query_analysis_adapter: str | None = setting(
         None, help="Folder of a LoRA adapter for step 1 (e.g. the authors' Query-Analysis one)."
@@ -136,6 +136,9 @@ class LongRefinerOptions(Options):
         if self.global_weight > 1:
             msg = f"global_weight must be in [0, 1], got {self.global_weight}"
             raise ConfigError(msg)
+        from hrefine.models.scorers import check_scorer
+
+        check_scorer(self.scorer)
         check_number("lexical_weight", self.lexical_weight, minimum=0.0)
         check_int("leaf_tokens", self.leaf_tokens, minimum=8)
         check_int("min_leaf_tokens", self.min_leaf_tokens, minimum=0)

@@ -144,3 +144,18 @@ def test_fill_gaps_puts_skipped_text_in_the_nearest_section() -> None:
     assert gap.path == ("Title",) and not gap.heading
     # A gap before everything takes the path of what follows.
     assert fill_gaps("lost text then Title", [Span(15, 20, ("Title",), True)])[0].path == ("Title",)
+
+
+def test_page_numbers_fold_into_the_paragraph_before_them() -> None:
+    lines = ["14", "The term is five years.", "15", "It renews yearly.", "--- 16 ---"]
+    text = "\n".join(lines)
+    spans, pos = [], 0
+    for line in lines:
+        spans.append(Span(pos, pos + len(line), ("A",)))
+        pos += len(line) + 1
+    doc = build_document(
+        text, spans, RegexCounter(), source="x", leaf_tokens=100, min_leaf_tokens=0
+    )
+    leaves = [doc.node_text(n.id) for n in doc.tree if n.kind == "paragraph"]
+    assert leaves == ["14\nThe term is five years.\n15", "It renews yearly.\n--- 16 ---"]
+    assert coverage(doc) == 1.0
