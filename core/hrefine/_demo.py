@@ -1,5 +1,6 @@
-"""What ``hrefine demo`` (and ``make demo``) shows, offline: HtmlRAG on real pages, then a
-RAPTOR tree built on a real story and queried with one of its questions."""
+"""What ``hrefine demo`` (and ``make demo``) shows, offline: HtmlRAG on real pages, LongRefiner
+on a real contract, then a RAPTOR tree built on a real story and queried with one of its
+questions."""
 
 from __future__ import annotations
 
@@ -15,12 +16,17 @@ if TYPE_CHECKING:
     from hrefine.eval import EvalItem
 
 __all__ = [
+    "LONGREFINER_BUDGET",
     "RAPTOR_BUDGET",
     "RAPTOR_OPENING_TOKENS",
     "RAPTOR_SUMMARY_TOKENS",
     "run_demo",
+    "run_longrefiner_demo",
     "run_raptor_demo",
 ]
+
+#: Token budget of the LongRefiner part.
+LONGREFINER_BUDGET = 1024
 
 #: The RAPTOR part builds on the opening of the shortest QuALITY story, whole lines up to this
 #: many tokens: SmolLM2 summarises on the CPU, and the whole story would take minutes.
@@ -39,9 +45,11 @@ def run_demo(
     console: Console,
     raptor: bool = True,
 ) -> dict[str, Any]:
-    """Run the HtmlRAG part (:func:`run_htmlrag_demo`), then, with ``raptor``, the RAPTOR part
-    (:func:`run_raptor_demo`), whose summary goes under ``"raptor"``."""
+    """Run the HtmlRAG part (:func:`run_htmlrag_demo`), the LongRefiner part
+    (:func:`run_longrefiner_demo`, under ``"longrefiner"``), then, with ``raptor``, the RAPTOR
+    part (:func:`run_raptor_demo`), whose summary goes under ``"raptor"``."""
     summary = run_htmlrag_demo(page=page, max_tokens=max_tokens, data=data, console=console)
+    summary["longrefiner"] = run_longrefiner_demo(data=data, console=console)
     if raptor:
         summary["raptor"] = run_raptor_demo(data=data, console=console)
     return summary
@@ -144,6 +152,56 @@ def _opening(text: str, counter: Any, max_tokens: int) -> str:
 def _first_words(text: str, n: int) -> str:
     words = text.split()
     return " ".join(words[:n]) + (" …" if len(words) > n else "")
+
+
+def run_longrefiner_demo(*, data: Path | None, console: Console) -> dict[str, Any]:
+    """Refine a real CUAD contract for one of its questions with LongRefiner (no LLM: the
+    contract's numbered clauses give the structure, all-MiniLM-L6-v2 and BM25 the scores); print
+    the outline with what was kept, and whether the gold clause made it. Returns what it
+    printed, as numbers."""
+    from hrefine.eval import DatasetUnavailableError, answer_containment, load_dataset
+    from hrefine.longrefiner import LongRefiner
+    from hrefine.longrefiner.cli import kept_lines, structure_lines
+
+    try:
+        items = load_dataset("leval-cuad", data_dir=data)
+    except DatasetUnavailableError as exc:
+        console.print(f"[yellow]LongRefiner part skipped: {exc}[/yellow]")
+        return {}
+    # A fixed pick: the first contract's question on its expiration date.
+    item = next((it for it in items if "Expiration Date" in it.question), items[0])
+    console.print(
+        Panel(
+            "LongRefiner: the contract is split into its numbered sections and clauses (no "
+            "model call), every paragraph scored against the question (all-MiniLM-L6-v2 plus "
+            "BM25), a section scores the mean of its parts, and the best parts are kept to "
+            f"{LONGREFINER_BUDGET:,} tokens, in document order. Contract {item.doc_id}, "
+            f"{len(item.document):,} characters.",
+            title="hrefine demo: LongRefiner",
+        )
+    )
+    started = time.perf_counter()
+    result = LongRefiner().refine(item.question, item.document, LONGREFINER_BUDGET)
+    seconds = time.perf_counter() - started
+    (doc,) = result.documents
+    console.print(f"question: {item.question}", markup=False, highlight=False)
+    for line in structure_lines(doc, item.doc_id, limit=24) + kept_lines(doc, limit=12):
+        console.print(line, markup=False, highlight=False)
+    found = answer_containment(result.text, item.answers, mode=item.answer_mode) or 0.0
+    console.print(
+        f"{result.tokens} of {result.budget} tokens kept from "
+        f"{len(doc.structure.outline())} sections; the gold clause is "
+        f"{'in' if found else 'NOT in'} the kept text ({seconds:.1f} s, models loaded)."
+    )
+    return {
+        "doc": item.doc_id,
+        "source": doc.structure.source,
+        "sections": len(doc.structure.outline()),
+        "kept": len(doc.kept),
+        "tokens": result.tokens,
+        "answer_found": bool(found),
+        "seconds": round(seconds, 1),
+    }
 
 
 def run_raptor_demo(*, data: Path | None, console: Console, llm: Any = None) -> dict[str, Any]:

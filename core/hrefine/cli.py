@@ -211,8 +211,8 @@ def demo(
         ),
     ] = True,
 ) -> None:
-    """Prune real Wikipedia pages for real questions, then build and query a RAPTOR tree on a
-    real story, with the embedded models, offline."""
+    """Prune real Wikipedia pages for real questions, refine a real contract with LongRefiner,
+    then build and query a RAPTOR tree on a real story, with the embedded models, offline."""
     from hrefine._demo import run_demo
 
     announce_loading(scorer="embedding")

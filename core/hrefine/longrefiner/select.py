@@ -258,6 +258,29 @@ class Picked:
     trimmed: bool = False
 
 
+def _atoms(doc: StructuredDocument) -> tuple[list[tuple[int, int]], dict[int, list[int]]]:
+    """The document's smallest pieces of text, in document order: each section's heading and
+    each paragraph, as ``(start, end)``; and the pieces under each node (by index)."""
+    pieces: list[tuple[int, int, int]] = []  # (start, end, node id)
+    for node in doc.tree:
+        if node.kind == "paragraph":
+            pieces.append((int(node.metadata["start"]), int(node.metadata["end"]), node.id))
+        elif node.kind == "section" and node.metadata.get("heading"):
+            start, end = node.metadata["heading"]
+            pieces.append((int(start), int(end), node.id))
+    pieces.sort()
+    own: dict[int, list[int]] = {}
+    for k, (_, _, node_id) in enumerate(pieces):
+        own.setdefault(node_id, []).append(k)
+    under: dict[int, list[int]] = {}
+    for node in reversed(doc.tree.nodes):  # children before parents
+        got = list(own.get(node.id, []))
+        for c in node.children:
+            got.extend(under[c])
+        under[node.id] = got
+    return [(a, b) for a, b, _ in pieces], under
+
+
 def pick(
     docs: Sequence[StructuredDocument],
     scores: Sequence[np.ndarray],
@@ -268,10 +291,12 @@ def pick(
 ) -> Picked:
     """Keep the best-scored nodes of ``docs`` that fit ``budget`` tokens together.
 
-    Every node but the roots is a unit; a section's cost is the text it covers. The documents'
-    outputs are counted as the reader sees them: each document's kept units joined by
-    ``separator``, and the documents joined by it too. When no unit fits, the best leaf is cut
-    at a word boundary to the budget; when not even its first word fits,
+    Every node but the roots is a unit; a section stands for its heading and everything below
+    it, so a unit inside a kept one is never added again. The output is each document's kept
+    text, pieces that follow each other in the document joined as written (a whole section
+    reads as it does in the document) and separate runs joined by ``separator``; it is counted
+    as the reader sees it, the documents joined by ``separator`` too. When no unit fits, the
+    best leaf is cut at a word boundary to the budget; when not even its first word fits,
     :class:`~hrefine.errors.BudgetTooSmallError` is raised.
     """
     index: list[tuple[int, int]] = [
@@ -285,22 +310,44 @@ def pick(
     unit_score = np.asarray([scores[d][n] for d, n in index], dtype=np.float64)
     stride = max((len(doc.text) for doc in docs), default=0) + 1
     order = [d * stride + docs[d].extent(n)[0] for d, n in index]
+    # Atoms: (document, piece index) numbered across documents.
+    spans_of: list[list[tuple[int, int]]] = []
+    atom_base: list[int] = []
+    under_of: list[dict[int, list[int]]] = []
+    total = 0
+    for doc in docs:
+        spans, under = _atoms(doc)
+        spans_of.append(spans)
+        under_of.append(under)
+        atom_base.append(total)
+        total += len(spans)
+    atom_doc = [d for d, spans in enumerate(spans_of) for _ in spans]
+    members = [frozenset(atom_base[d] + k for k in under_of[d][n]) for d, n in index]
     children: dict[int, list[int]] = {}
     candidates: list[int] = []
     for i, (d, n) in enumerate(index):
         node = docs[d].tree[n]
         if node.children:
             children[i] = [where[(d, c)] for c in node.children]
-        if node.parents == (0,) or list(node.parents) == [0]:
+        if tuple(node.parents) == (0,):
             candidates.append(i)
     sep_cost = counter.count(separator) if separator else 0
 
     def render(kept: frozenset[int]) -> list[str]:
-        per: list[list[tuple[int, str]]] = [[] for _ in docs]
-        for i in kept:
-            d, _ = index[i]
-            per[d].append((order[i], texts[i]))
-        return [separator.join(t for _, t in sorted(p)) for p in per]
+        runs: list[list[list[int]]] = [[] for _ in docs]  # per doc: runs of piece indices
+        for atom in sorted(kept):
+            d = atom_doc[atom]
+            k = atom - atom_base[d]
+            if runs[d] and runs[d][-1][-1] == k - 1:
+                runs[d][-1].append(k)
+            else:
+                runs[d].append([k])
+        out: list[str] = []
+        for d, doc_runs in enumerate(runs):
+            spans = spans_of[d]
+            text = docs[d].text
+            out.append(separator.join(text[spans[r[0]][0] : spans[r[-1]][1]] for r in doc_runs))
+        return out
 
     def measure(kept: frozenset[int]) -> tuple[list[str], int]:
         out = render(kept)
@@ -316,6 +363,7 @@ def pick(
         order=order,
         children=children,
         candidates=candidates,
+        members=members,
         separator_cost=sep_cost,
         slack=JOIN_SLACK,
         allow_empty=True,

@@ -191,10 +191,29 @@ def test_a_section_that_fits_is_kept_whole_and_one_that_does_not_is_expanded() -
     counter = RegexCounter()
     whole = pick([doc], [scores], 40, counter)
     assert ids["TERM"] in whole.kept[0]
-    assert doc.node_text(ids["TERM"]) in whole.texts[0].split("\n\n")
+    assert doc.node_text(ids["TERM"]) in whole.texts[0]
+    assert whole.texts[0].count("The term is five years") == 1  # never twice
     tight = pick([doc], [scores], 12, counter)
     assert tight.dropped[0][ids["TERM"]] == "expanded_into_children"
     assert tight.kept[0] and all(doc.tree[i].kind == "paragraph" for i in tight.kept[0])
+
+
+def test_a_unit_inside_a_kept_one_is_never_added_again() -> None:
+    doc = _doc()
+    ids = {t: i for i, t, _ in doc.outline()}
+    scores = np.zeros(len(doc.tree))
+    payment = ids["PAYMENT"]
+    scores[payment] = 1.0
+    for node in doc.tree:
+        if node.id and node.id != payment:
+            scores[node.id] = 0.5 if payment in doc.tree.ancestors(node.id) else 0.0
+    got = pick([doc], [scores], 200, RegexCounter())
+    text = got.texts[0]
+    for node in doc.tree:
+        if node.kind == "paragraph":
+            assert text.count(doc.node_text(node.id)) <= 1
+    kept = got.kept[0]
+    assert not any(set(doc.tree.ancestors(i)) & set(kept) for i in kept)
 
 
 def test_several_documents_share_one_budget() -> None:
