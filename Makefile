@@ -29,7 +29,7 @@ $(STAMP): pyproject.toml Makefile
 
 setup: $(STAMP)  ## create .venv and install hrefine with all extras and the embedded models
 
-demo: $(STAMP)  ## prune real pages and build a RAPTOR tree on a real story (../shared/data), embedded models, offline
+demo: $(STAMP)  ## prune real pages, refine a real contract (LongRefiner) and build a RAPTOR tree on a real story (../shared/data), embedded models, offline
 	$(BIN)/hrefine demo
 
 test: $(STAMP)  ## run the test suite (slow and gpu tests deselected)

@@ -235,3 +235,15 @@ def test_debug_shows_the_traceback_instead(
     with pytest.raises(ConfigError, match="at least 1"):
         main(["refine", str(contract), "-q", QUESTION, "-n", "0", "--debug"])
     assert "hrefine: error" not in capsys.readouterr().err
+
+
+def test_demo_refines_a_real_contract(shared_data: Path) -> None:
+    from hrefine._demo import LONGREFINER_BUDGET, run_longrefiner_demo
+    from rich.console import Console
+
+    console = Console(record=True, width=120)
+    summary = run_longrefiner_demo(data=shared_data, console=console)
+    assert summary["source"] == "numbered" and summary["sections"] > 20
+    assert summary["answer_found"] and 0 < summary["tokens"] <= LONGREFINER_BUDGET
+    printed = console.export_text()
+    assert "TERM AND TERMINATION" in printed and "the gold clause is in the kept text" in printed
