@@ -2,10 +2,12 @@
 
 ``HtmlRagCompressor`` prunes retrieved HTML pages to a token budget (a
 ``BaseDocumentCompressor``), ``CompressionRetriever`` chains any retriever with any
-compressor, and ``HrefineEmbeddings`` makes an hrefine embedder (by default the embedded
-all-MiniLM-L6-v2, offline) LangChain ``Embeddings``, named as LangChain names its embedding
-classes (``HuggingFaceEmbeddings``). ``RaptorRetriever`` retrieves from a RAPTOR tree of chunks
-and LLM summaries of their clusters. Needs ``langchain-core``: ``pip install 'hrefine[langchain]'``.
+compressor, ``LongRefinerCompressor`` refines long documents (contracts, papers) to a token
+budget by their sections, and ``HrefineEmbeddings`` makes an hrefine embedder (by default the
+embedded all-MiniLM-L6-v2, offline) LangChain ``Embeddings``, named as LangChain names its
+embedding classes (``HuggingFaceEmbeddings``). ``RaptorRetriever`` retrieves from a RAPTOR
+tree of chunks and LLM summaries of their clusters. Needs ``langchain-core``:
+``pip install 'hrefine[langchain]'``.
 """
 
 from __future__ import annotations
@@ -18,7 +20,14 @@ if not available("langchain_core"):
 
 from langchain_hrefine._convert import HrefineEmbeddings
 from langchain_hrefine.compressors import HtmlRagCompressor
+from langchain_hrefine.longrefiner import LongRefinerCompressor
 from langchain_hrefine.raptor import RaptorRetriever
 from langchain_hrefine.retrievers import CompressionRetriever
 
-__all__ = ["CompressionRetriever", "HrefineEmbeddings", "HtmlRagCompressor", "RaptorRetriever"]
+__all__ = [
+    "CompressionRetriever",
+    "HrefineEmbeddings",
+    "HtmlRagCompressor",
+    "LongRefinerCompressor",
+    "RaptorRetriever",
+]

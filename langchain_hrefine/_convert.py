@@ -3,7 +3,8 @@
 This is the only module of ``langchain_hrefine`` that sees both worlds: LangChain ``Embeddings``
 become a core :class:`~hrefine.models.Embedder`, chat models, LLMs and Runnables become a core
 :class:`~hrefine.models.TextGenerator`, and ``Document`` objects go in as HTML strings and come
-back as new ``Document`` objects. For RAPTOR, Documents and texts go in as
+back as new ``Document`` objects. For LongRefiner, Documents go in as texts and titles and
+come back as new Documents holding the refined text. For RAPTOR, Documents and texts go in as
 :class:`~hrefine.raptor.Source` objects and retrieved nodes come back as new Documents. Caller
 objects are never mutated: metadata is always copied.
 """
@@ -17,6 +18,8 @@ from typing import Any
 
 from hrefine.errors import ConfigError, InputTypeError
 from hrefine.html.outcome import DocumentOutcome, kept_with_metadata
+from hrefine.longrefiner.outcome import DocumentOutcome as RefineOutcome
+from hrefine.longrefiner.outcome import kept_with_metadata as refined_with_metadata
 from hrefine.models import (
     CallableEmbedder,
     Embedder,
@@ -36,10 +39,13 @@ __all__ = [
     "HrefineEmbeddings",
     "documents_to_html",
     "documents_to_sources",
+    "documents_to_texts",
     "nodes_to_documents",
     "outcomes_to_documents",
+    "refined_to_documents",
     "texts_to_sources",
     "to_embedder",
+    "to_refiner_llm",
     "to_summariser",
     "to_text_generator",
 ]
@@ -193,6 +199,95 @@ def outcomes_to_documents(
         Document(page_content=o.html, metadata=metadata, id=documents[o.index].id)
         for o, metadata in kept
     ]
+
+
+# -- LongRefiner ----------------------------------------------------------------------------
+
+
+def documents_to_texts(documents: Sequence[Document]) -> tuple[list[str], list[str] | None]:
+    """The text (``page_content``) of each Document, and each one's ``metadata["title"]``
+    (for LongRefiner's outline; None when no Document has a title).
+
+    Raises
+    ------
+    InputTypeError
+        An item is not a LangChain ``Document``.
+    """
+    texts: list[str] = []
+    titles: list[str] = []
+    for i, doc in enumerate(documents):
+        if not isinstance(doc, Document):
+            msg = (
+                f"document {i} is a {type(doc).__name__}; pass a list of LangChain Documents "
+                "(wrap a text as Document(page_content=text))"
+            )
+            raise InputTypeError(msg)
+        texts.append(doc.page_content)
+        title = doc.metadata.get("title")
+        titles.append(title.strip() if isinstance(title, str) else "")
+    return texts, (titles if any(titles) else None)
+
+
+def refined_to_documents(
+    documents: Sequence[Document],
+    outcomes: Sequence[RefineOutcome],
+    *,
+    keep_input_order: bool = False,
+) -> list[Document]:
+    """The new Documents a LongRefiner compressor returns for ``documents`` (most relevant
+    first, or in input order), from one outcome per input.
+
+    Documents with nothing kept are left out and counted in every output's
+    ``hrefine_dropped_documents``. Each output gets a copy of its input's metadata plus the
+    hrefine keys (:func:`hrefine.longrefiner.outcome.kept_with_metadata`); an input's own
+    ``relevance_score`` (a reranker's) is kept as ``hrefine_input_score``.
+    """
+    kept = refined_with_metadata(
+        outcomes,
+        unit="documents",
+        metadata_of=lambda i: documents[i].metadata,
+        input_score_of=lambda i: documents[i].metadata.get("relevance_score"),
+        keep_input_order=keep_input_order,
+    )
+    return [
+        Document(page_content=o.text, metadata=metadata, id=documents[o.index].id)
+        for o, metadata in kept
+    ]
+
+
+def to_refiner_llm(
+    llm: Any, *, llm_concurrency: int, llm_retries: int, llm_timeout: float | None
+) -> TextGenerator | Any:
+    """The prompt-only LLM a :class:`~hrefine.longrefiner.LongRefiner` takes for ``llm``.
+
+    A LangChain chat model, LLM or Runnable becomes a core ``TextGenerator``
+    (:func:`to_text_generator`) with the given concurrency, retries and timeout (the options'
+    ``llm_concurrency``, ``llm_retries``, ``llm_timeout``); anything else (None, a
+    ``str -> str`` callable, a TextGenerator) goes to the core as it is, where a callable gets
+    the same settings.
+
+    Raises
+    ------
+    InputTypeError
+        ``llm`` is none of these.
+    """
+    if llm is None or isinstance(llm, TextGenerator):
+        return llm
+    if isinstance(llm, Runnable):
+        return to_text_generator(
+            llm,
+            max_concurrency=llm_concurrency,
+            retries=llm_retries,
+            timeout=llm_timeout,
+            name=f"langchain:{type(llm).__name__}",
+        )
+    if callable(llm):
+        return llm
+    msg = (
+        f"cannot use {type(llm).__name__} as LongRefiner's llm: pass a LangChain chat model, "
+        "LLM or Runnable, or a str -> str callable (or lm= for a local model)"
+    )
+    raise InputTypeError(msg)
 
 
 # -- RAPTOR ---------------------------------------------------------------------------------

@@ -3,8 +3,10 @@
 ``HtmlRagNodePostprocessor`` prunes the HTML held by retrieved nodes to a token budget (a
 ``BaseNodePostprocessor``), and ``HrefineEmbedding`` makes an hrefine embedder (by default the
 embedded all-MiniLM-L6-v2, offline) a LlamaIndex embed model, named as LlamaIndex names its
-embed models (``HuggingFaceEmbedding``). ``HtmlPageNodeParser`` splits HTML documents for an
-index into nodes that are whole HTML (never cut mid-tag). ``RaptorIndex`` builds a RAPTOR
+embed models (``HuggingFaceEmbedding``). ``LongRefinerNodePostprocessor`` refines long texts
+(contracts, papers) held by retrieved nodes to a token budget by their sections.
+``HtmlPageNodeParser`` splits HTML documents for an index into nodes that are whole HTML (never
+cut mid-tag). ``RaptorIndex`` builds a RAPTOR
 summary tree over documents (a ``BaseIndex``, persisted in LlamaIndex's stores) and
 ``RaptorRetriever`` retrieves from it. Needs ``llama-index-core``:
 ``pip install 'hrefine[llamaindex]'``.
@@ -19,6 +21,7 @@ if not available("llama_index.core"):
     raise MissingDependencyError("llama_index.core", "llamaindex")
 
 from llamaindex_hrefine._convert import HrefineEmbedding
+from llamaindex_hrefine.longrefiner import LongRefinerNodePostprocessor
 from llamaindex_hrefine.node_parser import HtmlPageNodeParser
 from llamaindex_hrefine.postprocessors import HtmlRagNodePostprocessor
 from llamaindex_hrefine.raptor import RaptorIndex, RaptorRetriever
@@ -27,6 +30,7 @@ __all__ = [
     "HrefineEmbedding",
     "HtmlPageNodeParser",
     "HtmlRagNodePostprocessor",
+    "LongRefinerNodePostprocessor",
     "RaptorIndex",
     "RaptorRetriever",
 ]

@@ -4,7 +4,8 @@ This is the only module of ``llamaindex_hrefine`` that sees both worlds: LlamaIn
 become a core :class:`~hrefine.models.Embedder` (and a core embedder becomes a LlamaIndex embed
 model, :class:`HrefineEmbedding`), an explicitly given LlamaIndex LLM becomes a core
 :class:`~hrefine.models.TextGenerator`, and ``NodeWithScore`` objects go in as HTML strings and come
-back as new ``NodeWithScore`` objects holding new nodes. For RAPTOR, nodes and Documents become
+back as new ``NodeWithScore`` objects holding new nodes; for LongRefiner they go in as texts and
+titles and come back the same way, holding the refined text. For RAPTOR, nodes and Documents become
 the tree's sources, tree nodes become docstore ``TextNode`` objects (and back, on loading), and
 retrieved tree nodes become ``NodeWithScore`` objects. Caller nodes are never mutated.
 """
@@ -21,6 +22,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from hrefine.errors import ConfigError, InputTypeError, PersistenceError, TreeError
 from hrefine.html.outcome import DocumentOutcome, kept_with_metadata
+from hrefine.longrefiner.outcome import METADATA_KEYS as REFINER_KEYS
+from hrefine.longrefiner.outcome import DocumentOutcome as RefineOutcome
+from hrefine.longrefiner.outcome import kept_with_metadata as refined_with_metadata
 from hrefine.models import (
     CallableEmbedder,
     Embedder,
@@ -49,12 +53,15 @@ __all__ = [
     "HrefineEmbedding",
     "nodes_to_html",
     "nodes_to_raptor_tree",
+    "nodes_to_texts",
     "outcomes_to_nodes",
     "pieces_to_nodes",
     "raptor_nodes",
+    "refined_to_nodes",
     "retrieved_to_nodes",
     "to_embedder",
     "to_raptor_llm",
+    "to_refiner_llm",
     "to_sources",
     "to_text_generator",
 ]
@@ -326,6 +333,107 @@ def pieces_to_nodes(
 
 def _extend(keys: Sequence[str], extra: Sequence[str]) -> list[str]:
     return list(dict.fromkeys([*keys, *extra]))
+
+
+# -- LongRefiner ----------------------------------------------------------------------------
+
+
+def nodes_to_texts(nodes: Sequence[NodeWithScore]) -> tuple[list[str], list[str] | None]:
+    """The content of each node (without metadata), and each one's ``metadata["title"]`` (for
+    LongRefiner's outline; None when no node has a title).
+
+    Raises
+    ------
+    InputTypeError
+        An item is not a ``NodeWithScore``.
+    """
+    texts: list[str] = []
+    titles: list[str] = []
+    for i, item in enumerate(nodes):
+        if not isinstance(item, NodeWithScore):
+            msg = (
+                f"node {i} is a {type(item).__name__}; pass a list of NodeWithScore (wrap a "
+                "node as NodeWithScore(node=node))"
+            )
+            raise InputTypeError(msg)
+        texts.append(item.node.get_content(metadata_mode=MetadataMode.NONE))
+        title = item.node.metadata.get("title")
+        titles.append(title.strip() if isinstance(title, str) else "")
+    return texts, (titles if any(titles) else None)
+
+
+def refined_to_nodes(
+    nodes: Sequence[NodeWithScore],
+    outcomes: Sequence[RefineOutcome],
+    *,
+    keep_input_order: bool = False,
+) -> list[NodeWithScore]:
+    """The new ``NodeWithScore`` objects a LongRefiner postprocessor returns for ``nodes`` (most
+    relevant first, or in input order), from one outcome per input.
+
+    Nodes with nothing kept are left out and counted in every output's
+    ``hrefine_dropped_documents``. Each output holds a copy of its input node with the refined
+    text as content, no stale embedding, and a copied metadata dict plus the hrefine keys
+    (:func:`hrefine.longrefiner.outcome.kept_with_metadata`), hidden from the LLM and embed
+    views so they do not eat the budget; its score is the relevance in [0, 1] (the input score
+    is ``hrefine_input_score``).
+    """
+    kept = refined_with_metadata(
+        outcomes,
+        unit="nodes",
+        metadata_of=lambda i: nodes[i].node.metadata,
+        input_score_of=lambda i: nodes[i].score,
+        keep_input_order=keep_input_order,
+    )
+    out: list[NodeWithScore] = []
+    for outcome, metadata in kept:
+        source = nodes[outcome.index].node
+        added = [k for k in REFINER_KEYS if k in metadata]
+        node = source.model_copy(
+            update={
+                "metadata": metadata,
+                "embedding": None,
+                "excluded_llm_metadata_keys": _extend(source.excluded_llm_metadata_keys, added),
+                "excluded_embed_metadata_keys": _extend(source.excluded_embed_metadata_keys, added),
+                "relationships": copy.copy(source.relationships),
+            }
+        )
+        node.set_content(outcome.text)
+        out.append(NodeWithScore(node=node, score=outcome.relevance))
+    return out
+
+
+def to_refiner_llm(
+    llm: Any, *, llm_concurrency: int, llm_retries: int, llm_timeout: float | None
+) -> TextGenerator | Any:
+    """The prompt-only LLM a :class:`~hrefine.longrefiner.LongRefiner` takes for ``llm``.
+
+    A LlamaIndex ``LLM`` becomes a core ``TextGenerator`` (:func:`to_text_generator`) with the
+    given concurrency, retries and timeout (the options' ``llm_concurrency``, ``llm_retries``,
+    ``llm_timeout``); anything else (None, a ``str -> str`` callable, a TextGenerator) goes to
+    the core as it is, where a callable gets the same settings. ``Settings.llm`` is never read.
+
+    Raises
+    ------
+    InputTypeError
+        ``llm`` is none of these.
+    """
+    if llm is None or isinstance(llm, TextGenerator):
+        return llm
+    if isinstance(llm, LLM):
+        return to_text_generator(
+            llm,
+            max_concurrency=llm_concurrency,
+            retries=llm_retries,
+            timeout=llm_timeout,
+        )
+    if callable(llm):
+        return llm
+    msg = (
+        f"cannot use {type(llm).__name__} as LongRefiner's llm: pass a LlamaIndex LLM or a "
+        "str -> str callable (or lm= for a local model)"
+    )
+    raise InputTypeError(msg)
 
 
 # -- RAPTOR ---------------------------------------------------------------------------------

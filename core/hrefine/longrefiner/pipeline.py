@@ -277,13 +277,19 @@ class LongRefiner:
         if self.options.llm is None:
             return None
         if self._generator is None:
-            from hrefine.models.text_generator import as_text_generator
+            from hrefine.models.text_generator import TextGenerator, as_text_generator
 
-            self._generator = as_text_generator(
-                self.options.llm,
-                max_concurrency=self.options.llm_concurrency,
-                retries=self.options.llm_retries,
-                timeout=self.options.llm_timeout,
+            llm = self.options.llm
+            # A framework model wrapped by an adapter comes as a TextGenerator, set up already.
+            self._generator = (
+                llm
+                if isinstance(llm, TextGenerator)
+                else as_text_generator(
+                    llm,
+                    max_concurrency=self.options.llm_concurrency,
+                    retries=self.options.llm_retries,
+                    timeout=self.options.llm_timeout,
+                )
             )
         return self._generator
 
@@ -509,10 +515,7 @@ class LongRefiner:
             step="global_selection",
             max_new_tokens=self.options.selection_max_new_tokens,
         )
-        found = parse_selection(raw, doc, source="lm" if self._lm() is not None else "llm")
-        if found.source == "fallback":
-            doc.notes.append("global selection named no section of the outline; none chosen")
-        return found
+        return parse_selection(raw, doc, source="lm" if self._lm() is not None else "llm")
 
     def refine(
         self,
@@ -578,14 +581,21 @@ class LongRefiner:
         t = time.perf_counter()
         ls = local_scores(query, present, self.scorer, lexical_weight=self.options.lexical_weight)
         gs = [global_scores(d, c.selected) for d, c in zip(present, chosen, strict=True)]
-        combined = [found.w_local * a + found.w_global * b for a, b in zip(ls, gs, strict=True)]
+        if any(c.selected for c in chosen):
+            combined = [found.w_local * a + found.w_global * b for a, b in zip(ls, gs, strict=True)]
+        else:
+            # No section was chosen (step 3 off, or its answer named none): every global score
+            # is 0 and the ranking is the local one; the score stays in [0, 1] at full scale.
+            combined = [a.copy() for a in ls]
         timings["scoring"] = time.perf_counter() - t
         t = time.perf_counter()
         picked = pick(present, combined, budget, self.counter, separator=self.options.separator)
         timings["fill"] = time.perf_counter() - t
         timings["total"] = time.perf_counter() - started
-        for d in present:
+        for d, c in zip(present, chosen, strict=True):
             notes.extend(d.notes)
+            if c.source == "fallback":
+                notes.append("global selection named no section of the outline; none chosen")
         return self._result(
             query, found, budget, docs, chosen, ls, gs, combined, picked, timings, notes
         )

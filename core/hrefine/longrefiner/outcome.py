@@ -1,0 +1,563 @@
+"""Refining a list of retrieved documents, one outcome per document: what the adapters share.
+
+LangChain compressors and LlamaIndex postprocessors both get a list of texts and must give back
+one result per text (or leave the text out, visibly). Running :class:`LongRefiner` over them
+against one shared budget (the paper's setting), the ``top_n`` choice, the all-empty rule and
+the ``relevance_score``/``hrefine_*`` metadata live here once; the adapters only convert types.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from hrefine.errors import BudgetTooSmallError, EmptyInputError, InputTypeError
+from hrefine.longrefiner.options import LongRefinerOptions
+from hrefine.longrefiner.pipeline import LongRefiner
+from hrefine.options import Rebuilt
+from hrefine.results import ResultOptions, by_relevance
+
+if TYPE_CHECKING:
+    from hrefine.longrefiner.analyze import QueryAnalysis
+    from hrefine.longrefiner.pipeline import RefinedDocument, RefineResult
+
+__all__ = [
+    "METADATA_KEYS",
+    "DocumentOutcome",
+    "RefineJob",
+    "RefinerSlot",
+    "check_query",
+    "kept_with_metadata",
+    "outcome_metadata",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Metadata keys written on every returned Document or node (a LlamaIndex node hides them
+#: from its LLM and embed views).
+METADATA_KEYS = (
+    "relevance_score",
+    "hrefine_raw_score",
+    "hrefine_method",
+    "hrefine_tokens",
+    "hrefine_budget",
+    "hrefine_budget_scope",
+    "hrefine_tokenizer",
+    "hrefine_structure",
+    "hrefine_sections_kept",
+    "hrefine_sections_selected",
+    "hrefine_query_type",
+    "hrefine_dropped_documents",
+    "hrefine_notes",
+    "hrefine_input_score",
+)
+
+
+class RefinerSlot(Rebuilt[LongRefiner]):
+    """The :class:`~hrefine.longrefiner.LongRefiner` an adapter makes from its fields, made
+    again when a field changed, and after a pickle or deep copy: a copy holds only the recipe,
+    never the refiner (whose ``llm`` may be a wrapped framework model that cannot be pickled)."""
+
+    def __init__(self) -> None:
+        super().__init__(LongRefinerOptions, LongRefiner)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_built": None, "_key": None}
+
+
+@dataclass(frozen=True)
+class DocumentOutcome:
+    """What refining did to one input document.
+
+    Attributes
+    ----------
+    index:
+        Position of the document in the input.
+    text:
+        The kept text (``""`` when nothing was kept).
+    score:
+        The best combined score (``w_local * LS + w_global * GS``) among the kept nodes; None
+        when nothing was kept.
+    tokens:
+        Tokens of ``text`` in the budget's tokenizer.
+    budget:
+        The token budget the document was refined under.
+    tokenizer:
+        Name of the budget's tokenizer.
+    scope:
+        ``"shared"`` (all documents against one budget) or ``"split"`` (``top_n`` documents,
+        each an equal share of the budget: see :class:`RefineJob`).
+    structure:
+        Where the document's sections came from (``"markup"`` sources, ``"model"``,
+        ``"paragraphs"``, or ``"empty"`` for a document with no text).
+    sections_kept:
+        Titles of the sections the kept text comes from, in document order (the lead text
+        before the first section is ``"Abstract"``).
+    sections_selected:
+        Titles of the sections step 3 (global selection) chose, in document order.
+    analysis:
+        Step 1's outcome for the query (the weights used).
+    notes:
+        Fallbacks and repairs that concern this document (its structure's notes, a query
+        analysis answer that named no label, a best paragraph cut to fit).
+    doc_score:
+        The best combined score among all the document's nodes, kept or not (None: no text);
+        ``top_n`` picks by it.
+    units_kept:
+        Number of the document's nodes kept.
+    below_top_n:
+        The document was left out because ``top_n`` more relevant ones were returned.
+    """
+
+    index: int
+    text: str
+    score: float | None
+    tokens: int
+    budget: int
+    tokenizer: str
+    scope: str = "shared"
+    structure: str = "empty"
+    sections_kept: tuple[str, ...] = ()
+    sections_selected: tuple[str, ...] = ()
+    analysis: QueryAnalysis | None = None
+    notes: tuple[str, ...] = ()
+    doc_score: float | None = None
+    units_kept: int = 0
+    below_top_n: bool = False
+
+    @property
+    def kept(self) -> bool:
+        """True when some of the document survived refining."""
+        return not self.below_top_n and bool(self.text.strip())
+
+    @property
+    def relevance(self) -> float | None:
+        """``score`` in [0, 1] (the combined score already is: clipped for safety)."""
+        return None if self.score is None else min(1.0, max(0.0, float(self.score)))
+
+    @property
+    def reason(self) -> str | None:
+        """Why the document was left out (None: it was not)."""
+        if self.kept:
+            return None
+        if self.doc_score is None:
+            return "no text"
+        return "below top_n" if self.below_top_n else "nothing fitted the budget"
+
+
+def check_query(query: object) -> str:
+    """The query, checked.
+
+    Raises
+    ------
+    InputTypeError
+        ``query`` is not a str.
+    EmptyInputError
+        ``query`` is empty or only white space.
+    """
+    if not isinstance(query, str):
+        msg = f"the query must be a str, got {type(query).__name__}; pass the question as text"
+        raise InputTypeError(msg)
+    if not query.strip():
+        msg = "the query is empty; LongRefiner scores the document's sections against the query"
+        raise EmptyInputError(msg)
+    return query
+
+
+def _titles(refined: RefinedDocument, ids: Sequence[int]) -> tuple[str, ...]:
+    """Titles of the sections holding nodes ``ids`` (a section's own or its nearest
+    enclosing one's), in document order, each once."""
+    tree = refined.structure.tree
+    found: dict[int, str] = {}
+    for node_id in ids:
+        node = tree[node_id]
+        while node.kind != "section" and node.parents:
+            node = tree[node.parents[0]]
+        if node.kind == "section":
+            found.setdefault(node.id, str(node.metadata.get("title", "")))
+    ordered = sorted(found, key=lambda i: refined.structure.extent(i)[0])
+    return tuple(t for t in (found[i] for i in ordered) if t)
+
+
+def _call_notes(result: RefineResult) -> list[str]:
+    """Notes about the call as a whole, repeated on every document it returns."""
+    notes: list[str] = []
+    if result.analysis.source == "fallback":
+        notes.append(
+            "query analysis: the model's answer named neither [Local] nor [Global]; used the "
+            "configured global_weight"
+        )
+    if result.trimmed:
+        notes.append("the budget was below every unit: the best paragraph was cut to fit")
+    return notes
+
+
+def _selection_notes(refined: RefinedDocument) -> list[str]:
+    """Step 3's fallback for one document, when its answer named no section."""
+    if refined.selection.source == "fallback":
+        return ["global selection named no section of the outline; none chosen"]
+    return []
+
+
+def outcomes_of(
+    result: RefineResult, *, indices: Sequence[int] = (), scope: str = "shared"
+) -> list[DocumentOutcome]:
+    """Split a :class:`~hrefine.longrefiner.RefineResult` into one outcome per document.
+
+    Parameters
+    ----------
+    result:
+        The result of one ``LongRefiner.refine`` call.
+    indices:
+        Index among all input documents of each document of the call (default: 0 onwards).
+    scope:
+        The budget's scope (see :attr:`DocumentOutcome.scope`).
+    """
+    shared = _call_notes(result)
+    out: list[DocumentOutcome] = []
+    for local, refined in enumerate(result.documents):
+        nodes = refined.combined[1:]
+        empty = refined.structure.source == "empty"
+        out.append(
+            DocumentOutcome(
+                index=indices[local] if indices else local,
+                text=refined.text,
+                score=None if refined.score is None else float(refined.score),
+                tokens=int(refined.tokens),
+                budget=int(result.budget),
+                tokenizer=result.tokenizer,
+                scope=scope,
+                structure=refined.structure.source,
+                sections_kept=_titles(refined, refined.kept),
+                sections_selected=_titles(refined, refined.selection.selected),
+                analysis=result.analysis,
+                notes=()
+                if empty
+                else (*refined.structure.notes, *_selection_notes(refined), *shared),
+                doc_score=None if empty or not len(nodes) else float(np.max(nodes)),
+                units_kept=len(refined.kept),
+            )
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class RefineJob:
+    """One adapter call: retrieved documents refined for a query against one shared budget.
+
+    Attributes
+    ----------
+    refiner:
+        The configured refiner.
+    texts:
+        Text of each retrieved document (HTML, Markdown or plain text), in retrieval order.
+    query:
+        The question.
+    max_tokens:
+        The budget, for all documents' kept text together (as in the paper).
+    titles:
+        Title of each document (step 3's outline shows it), or None.
+    top_n:
+        Most documents returned (None: every document with something kept). The ``top_n``
+        documents with the best-scored nodes are chosen; when others kept text too, the chosen
+        ones are refined again on their own, so they share the whole budget, and when one of
+        them would keep nothing each is refined to an equal share of the budget instead
+        (scope ``"split"``), so exactly ``min(top_n, documents with text)`` come back.
+    strict:
+        Raise :class:`~hrefine.errors.EmptyInputError` when every document is empty; otherwise
+        every outcome comes back empty and the reason is logged.
+    """
+
+    refiner: LongRefiner
+    texts: Sequence[str]
+    query: str
+    max_tokens: int
+    titles: Sequence[str] | None = None
+    top_n: int | None = None
+    strict: bool = False
+
+    @classmethod
+    def from_fields(
+        cls,
+        refiner: LongRefiner,
+        texts: Sequence[str],
+        titles: Sequence[str] | None,
+        query: str,
+        owner: Any,
+    ) -> RefineJob:
+        """The job an adapter's fields describe: its ``max_tokens`` field and its
+        :class:`~hrefine.results.ResultOptions` fields (checked)."""
+        results = ResultOptions.of(owner)
+        return cls(
+            refiner,
+            texts,
+            check_query(query),
+            int(owner.max_tokens),
+            titles=titles,
+            top_n=results.top_n,
+            strict=results.strict,
+        )
+
+    def _titles_of(self, indices: Sequence[int]) -> list[str] | None:
+        return None if self.titles is None else [self.titles[i] for i in indices]
+
+    # -- sync ------------------------------------------------------------------------------
+    def run(self) -> list[DocumentOutcome]:
+        """One outcome per document, in input order."""
+        if not self.texts:
+            return []
+        try:
+            result = self.refiner.refine(
+                self.query, list(self.texts), self.max_tokens, titles=self.titles
+            )
+        except EmptyInputError as exc:  # the query was checked: every document is empty
+            return self._nothing(exc)
+        outcomes = outcomes_of(result)
+        chosen = self._chosen(outcomes)
+        if chosen is not None and self._others_kept(outcomes, chosen):
+            again = self._together(chosen) if self._fewer(outcomes, chosen) else []
+            if not self._complete(again, chosen):
+                again = [o for i in chosen for o in self._alone(i, self._share(chosen))]
+            outcomes = self._merge(outcomes, again, chosen)
+        return self._finish(outcomes, chosen)
+
+    def _together(self, indices: Sequence[int]) -> list[DocumentOutcome]:
+        texts = [self.texts[i] for i in indices]
+        result = self.refiner.refine(
+            self.query, texts, self.max_tokens, titles=self._titles_of(indices)
+        )
+        return outcomes_of(result, indices=indices)
+
+    def _alone(self, i: int, budget: int) -> list[DocumentOutcome]:
+        try:
+            result = self.refiner.refine(
+                self.query, [self.texts[i]], budget, titles=self._titles_of([i])
+            )
+        except BudgetTooSmallError:  # its share is too small for a word: it keeps nothing
+            return []
+        return outcomes_of(result, indices=[i], scope="split")
+
+    # -- async -----------------------------------------------------------------------------
+    async def arun(self) -> list[DocumentOutcome]:
+        """:meth:`run` on the refiner's async path (the event loop is not blocked)."""
+        if not self.texts:
+            return []
+        try:
+            result = await self.refiner.arefine(
+                self.query, list(self.texts), self.max_tokens, titles=self.titles
+            )
+        except EmptyInputError as exc:
+            return self._nothing(exc)
+        outcomes = outcomes_of(result)
+        chosen = self._chosen(outcomes)
+        if chosen is not None and self._others_kept(outcomes, chosen):
+            again = await self._atogether(chosen) if self._fewer(outcomes, chosen) else []
+            if not self._complete(again, chosen):
+                share = self._share(chosen)
+                again = [o for i in chosen for o in await self._aalone(i, share)]
+            outcomes = self._merge(outcomes, again, chosen)
+        return self._finish(outcomes, chosen)
+
+    async def _atogether(self, indices: Sequence[int]) -> list[DocumentOutcome]:
+        texts = [self.texts[i] for i in indices]
+        result = await self.refiner.arefine(
+            self.query, texts, self.max_tokens, titles=self._titles_of(indices)
+        )
+        return outcomes_of(result, indices=indices)
+
+    async def _aalone(self, i: int, budget: int) -> list[DocumentOutcome]:
+        try:
+            result = await self.refiner.arefine(
+                self.query, [self.texts[i]], budget, titles=self._titles_of([i])
+            )
+        except BudgetTooSmallError:
+            return []
+        return outcomes_of(result, indices=[i], scope="split")
+
+    # -- shared steps (pure) ---------------------------------------------------------------
+    def _nothing(self, exc: EmptyInputError) -> list[DocumentOutcome]:
+        """No document has text: an error with ``strict``, else none returned and why logged."""
+        if self.strict:
+            raise exc
+        logger.warning(
+            "LongRefiner returns nothing: all %d documents are empty (no text to refine)",
+            len(self.texts),
+        )
+        return []
+
+    def _chosen(self, outcomes: Sequence[DocumentOutcome]) -> list[int] | None:
+        """Indices of the ``top_n`` documents with the best node scores (None: no top_n)."""
+        if self.top_n is None:
+            return None
+        scored = [o for o in outcomes if o.doc_score is not None]
+        best = sorted(scored, key=lambda o: (-float(o.doc_score or 0.0), o.index))
+        return sorted(o.index for o in best[: self.top_n])
+
+    @staticmethod
+    def _others_kept(outcomes: Sequence[DocumentOutcome], chosen: Sequence[int]) -> bool:
+        """Whether a document outside ``chosen`` holds part of the budget (refining the chosen
+        ones again then gives them that room), or a chosen one kept nothing."""
+        picked = set(chosen)
+        kept = {o.index for o in outcomes if o.kept}
+        return bool(kept - picked) or not picked <= kept
+
+    @staticmethod
+    def _fewer(outcomes: Sequence[DocumentOutcome], chosen: Sequence[int]) -> bool:
+        """Whether ``chosen`` leaves out a document with text (refining the chosen ones
+        together again can then give a different result; otherwise it is the same call)."""
+        return len(chosen) < sum(o.doc_score is not None for o in outcomes)
+
+    @staticmethod
+    def _complete(outcomes: Sequence[DocumentOutcome], chosen: Sequence[int]) -> bool:
+        kept = {o.index for o in outcomes if o.kept}
+        return all(i in kept for i in chosen)
+
+    def _share(self, chosen: Sequence[int]) -> int:
+        return max(1, self.max_tokens // max(1, len(chosen)))
+
+    @staticmethod
+    def _merge(
+        first: Sequence[DocumentOutcome],
+        again: Sequence[DocumentOutcome],
+        chosen: Sequence[int],
+    ) -> list[DocumentOutcome]:
+        """``first`` with the chosen documents' outcomes from ``again``; a chosen document
+        missing from ``again`` (its share of the budget fitted no word) keeps nothing."""
+        redone = {o.index: o for o in again}
+        picked = set(chosen)
+        out: list[DocumentOutcome] = []
+        for o in first:
+            if o.index in redone:
+                out.append(redone[o.index])
+            elif o.index in picked:
+                out.append(
+                    dataclasses.replace(
+                        o, text="", score=None, tokens=0, units_kept=0, sections_kept=()
+                    )
+                )
+            else:
+                out.append(o)
+        return out
+
+    @staticmethod
+    def _finish(
+        outcomes: Sequence[DocumentOutcome], chosen: Sequence[int] | None
+    ) -> list[DocumentOutcome]:
+        """Documents outside ``chosen`` marked left out."""
+        if chosen is None:
+            return list(outcomes)
+        picked = set(chosen)
+        return [
+            dataclasses.replace(o, below_top_n=o.index not in picked and bool(o.text.strip()))
+            for o in outcomes
+        ]
+
+
+def _copy_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep copy of ``metadata``, or a shallow one where a value cannot be deep-copied (a
+    lock, a client): only keys are added to it."""
+    try:
+        return copy.deepcopy(dict(metadata))
+    except Exception:  # deepcopy of arbitrary objects can raise anything
+        logger.debug("metadata cannot be deep-copied; its values are shared with the input")
+        return dict(metadata)
+
+
+def _log_dropped(outcomes: Sequence[DocumentOutcome], unit: str) -> int:
+    """Log the documents left out, by reason, and return how many there are."""
+    reasons: dict[str, list[int]] = {}
+    for o in outcomes:
+        if o.reason is not None:
+            reasons.setdefault(o.reason, []).append(o.index)
+    for reason, indices in reasons.items():
+        logger.info(
+            "LongRefiner left out %d of %d %s (%s): indices %s",
+            len(indices),
+            len(outcomes),
+            unit,
+            reason,
+            indices,
+        )
+    return sum(len(v) for v in reasons.values())
+
+
+def outcome_metadata(outcome: DocumentOutcome, *, dropped: int) -> dict[str, Any]:
+    """The ``relevance_score`` and ``hrefine_*`` keys both adapters add to a returned document.
+
+    Parameters
+    ----------
+    outcome:
+        The document's outcome.
+    dropped:
+        Documents of the same call left out (so a drop is never silent).
+    """
+    analysis = outcome.analysis
+    query_type = (
+        None
+        if analysis is None
+        else {
+            "label": analysis.label,
+            "w_local": float(analysis.w_local),
+            "w_global": float(analysis.w_global),
+            "source": analysis.source,
+        }
+    )
+    return {
+        "relevance_score": outcome.relevance,
+        "hrefine_raw_score": outcome.score,
+        "hrefine_method": "longrefiner",
+        "hrefine_tokens": outcome.tokens,
+        "hrefine_budget": outcome.budget,
+        "hrefine_budget_scope": outcome.scope,
+        "hrefine_tokenizer": outcome.tokenizer,
+        "hrefine_structure": outcome.structure,
+        "hrefine_sections_kept": list(outcome.sections_kept),
+        "hrefine_sections_selected": list(outcome.sections_selected),
+        "hrefine_query_type": query_type,
+        "hrefine_dropped_documents": dropped,
+        "hrefine_notes": list(outcome.notes),
+    }
+
+
+def kept_with_metadata(
+    outcomes: Sequence[DocumentOutcome],
+    *,
+    unit: str,
+    metadata_of: Callable[[int], Mapping[str, Any]],
+    input_score_of: Callable[[int], Any],
+    keep_input_order: bool = False,
+) -> list[tuple[DocumentOutcome, dict[str, Any]]]:
+    """The kept documents, most relevant first (or in input order), each with the metadata of
+    its output: a copy of its input's plus :func:`outcome_metadata`'s keys and, when the input
+    had a score (a reranker's), ``hrefine_input_score``. Documents left out are logged and
+    counted in every output's ``hrefine_dropped_documents``.
+
+    Parameters
+    ----------
+    outcomes:
+        One outcome per input document (none at all for a call whose inputs were all empty).
+    unit:
+        What the inputs are called in the log ("documents", "nodes").
+    metadata_of, input_score_of:
+        The input's metadata and score (None: none), by input index.
+    keep_input_order:
+        Keep the documents in input order instead of ordering them by relevance.
+    """
+    dropped = _log_dropped(outcomes, unit)
+    out: list[tuple[DocumentOutcome, dict[str, Any]]] = []
+    for outcome in outcomes:
+        if not outcome.kept:
+            continue
+        metadata = _copy_metadata(metadata_of(outcome.index))
+        metadata.update(outcome_metadata(outcome, dropped=dropped))
+        prior = input_score_of(outcome.index)
+        if prior is not None:
+            metadata["hrefine_input_score"] = prior
+        out.append((outcome, metadata))
+    return by_relevance(out, lambda pair: pair[0].relevance, keep_input_order=keep_input_order)
