@@ -165,7 +165,7 @@ def global_scores(doc: StructuredDocument, selected: Sequence[int]) -> np.ndarra
 
 
 def _context(doc: StructuredDocument, node_id: int) -> str:
-    """The titles above a leaf, outermost first, as the scorer reads them."""
+    """The section titles above a leaf, outermost first, as the scorer reads them."""
     titles: list[str] = []
     tree = doc.tree
     node = tree[node_id]
@@ -323,14 +323,15 @@ def pick(
         total += len(spans)
     atom_doc = [d for d, spans in enumerate(spans_of) for _ in spans]
     members = [frozenset(atom_base[d] + k for k in under_of[d][n]) for d, n in index]
+    # Every node is ranked, as in the paper: a paragraph that scores better than its section
+    # is taken before it, and a section taken later adds only what it holds beyond its kept
+    # parts (members). A section that does not fit is expanded into its children.
     children: dict[int, list[int]] = {}
-    candidates: list[int] = []
     for i, (d, n) in enumerate(index):
         node = docs[d].tree[n]
         if node.children:
             children[i] = [where[(d, c)] for c in node.children]
-        if tuple(node.parents) == (0,):
-            candidates.append(i)
+    candidates = list(range(len(index)))
     sep_cost = counter.count(separator) if separator else 0
 
     def render(kept: frozenset[int]) -> list[str]:

@@ -239,3 +239,25 @@ def test_a_budget_below_every_unit_trims_the_best_leaf_or_says_so() -> None:
     chars = CallableCounter(len, name="chars")
     with pytest.raises(BudgetTooSmallError, match="first word"):
         pick([long_word], [np.ones(2)], 3, chars)
+
+
+def test_every_node_is_ranked_so_a_strong_paragraph_beats_weak_sections() -> None:
+    # The official selection ranks all nodes: a paragraph scoring above every section is
+    # taken first, even when whole sections of middling score would fill the budget.
+    doc = _doc()
+    ids = {t: i for i, t, _ in doc.outline()}
+    scores = np.full(len(doc.tree), 0.3)
+    term = ids["TERM"]
+    renews = doc.tree[term].children[1]
+    scores[term] = 0.2
+    scores[renews] = 0.9
+    lead = doc.abstract_id()
+    assert lead is not None
+    scores[lead] = scores[doc.tree[lead].children[0]] = 0.0
+    counter = RegexCounter()
+    budget = counter.count(doc.node_text(ids["PAYMENT"])) + counter.count(
+        doc.node_text(ids["GOVERNING LAW"])
+    )
+    got = pick([doc], [scores], budget, counter)
+    assert renews in got.kept[0]
+    assert "It renews for one year" in got.texts[0] and got.tokens <= budget
