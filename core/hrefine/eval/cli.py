@@ -23,7 +23,14 @@ __all__ = ["eval_app", "eval_command"]
 _RENAMED_HELP = ", ".join(f"{old} -> {new}" for old, new in RENAMED_METHODS.items())
 _RAPTOR_METHODS = {"raptor", "raptor-traversal"}
 # Registered methods whose default scorer is the embedded all-MiniLM-L6-v2.
-_EMBEDDING_METHODS = {"chunks-embedding", "htmlrag", "htmlrag-generative", *_RAPTOR_METHODS}
+_EMBEDDING_METHODS = {
+    "chunks-embedding",
+    "htmlrag",
+    "htmlrag-generative",
+    "longrefiner",
+    "longrefiner-lm",
+    *_RAPTOR_METHODS,
+}
 
 eval_app = typer.Typer(
     help="Evaluate context compressors at several token budgets.",
@@ -107,6 +114,7 @@ def _loading(methods: list[str], options: dict[str, Any], tokenizer: str | None)
     generative = "htmlrag-generative" in methods or options.get("generative") is True
     # RAPTOR summarises with the embedded SmolLM2 unless told otherwise.
     generative |= bool(_RAPTOR_METHODS & {*methods}) and options.get("llm", "default") == "default"
+    generative |= "longrefiner-lm" in methods and options.get("lm", "default") == "default"
     announce_loading(
         tokenizer=tokenizer, scorer="embedding" if embedding else None, generative=generative
     )

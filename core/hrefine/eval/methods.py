@@ -9,7 +9,10 @@ A method is given as
   (``scorer="bm25"``, no model) and ``"htmlrag-generative"`` (``generative=True``);
   ``"raptor"`` and ``"raptor-traversal"`` (:class:`hrefine.eval.raptor_method.RaptorCompressor`:
   a RAPTOR tree per document, retrieved from the collapsed tree or by traversal; option
-  ``llm="default"|"extractive"|<model folder>``), imported when first asked for. The old
+  ``llm="default"|"extractive"|<model folder>``); ``"longrefiner"`` and ``"longrefiner-lm"``
+  (:class:`hrefine.eval.longrefiner_method.LongRefinerCompressor`: LongRefiner with no model,
+  or with ``lm="default"``, the embedded SmolLM2-135M, for query analysis and section
+  selection; other LongRefiner options pass through), imported when first asked for. The old
   names ``"lead"``, ``"bm25"`` and ``"embedding"`` (:data:`RENAMED_METHODS`) still work and
   warn: ``"bm25"`` read like the BM25 pruner;
 - an import path ``"package.module:Name"``: a class (instantiated with the options), a function
@@ -121,6 +124,19 @@ def _raptor(mode: str) -> Callable[..., Compressor]:
 
 register_method("raptor", _raptor("collapsed"))
 register_method("raptor-traversal", _raptor("traversal"))
+
+
+def _longrefiner(name: str, **preset: Any) -> Callable[..., Compressor]:
+    def build(tokenizer: Any = None, **options: Any) -> Compressor:
+        from hrefine.eval.longrefiner_method import LongRefinerCompressor
+
+        return LongRefinerCompressor(tokenizer=tokenizer, name=name, **{**preset, **options})
+
+    return build
+
+
+register_method("longrefiner", _longrefiner("longrefiner"))
+register_method("longrefiner-lm", _longrefiner("longrefiner-lm", lm="default"))
 
 
 def resolve_method_name(name: str) -> str:

@@ -1,0 +1,311 @@
+"""LongRefiner as an evaluated method: one refinement per (document, question, budget).
+
+:class:`LongRefinerCompressor` runs :class:`~hrefine.longrefiner.LongRefiner` on one document
+with the harness's token counter as the budget's tokenizer, so both count the same tokens. The
+harness asks every question of a document at several budgets, so the compressor keeps what does
+not depend on the budget, each computed once and reused:
+
+- the document's structure (step 2), per document text;
+- the query analysis (step 1), per question;
+- the global selection (step 3), per question and document.
+
+The model steps are deterministic (greedy decoding, choice probabilities), so the reuse changes
+no output, only the time. Each call's :class:`CallRecord` keeps the time every step took as
+the call ran and as it would have taken without the reuse (``cold``: a reused step counts what
+computing it cost), which is what a caller who refines each question once pays.
+
+Registered in :mod:`hrefine.eval.methods` as ``"longrefiner"`` (no model: the document's markup,
+fixed weights, embedding + BM25 local scores) and ``"longrefiner-lm"`` (``lm="default"``: the
+embedded SmolLM2-135M-Instruct analyses the query and picks sections; a document without markup
+is structured by it too).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from hrefine.budget import TokenCounter, get_counter
+from hrefine.eval.baselines import _LRU
+from hrefine.longrefiner import (
+    GlobalSelection,
+    LongRefiner,
+    QueryAnalysis,
+    StructuredDocument,
+    coverage,
+)
+
+__all__ = ["STEPS", "CallRecord", "LongRefinerCompressor", "document_key"]
+
+#: The steps a call's time is broken into, in pipeline order.
+STEPS = ("analysis", "structure", "selection", "scoring", "fill")
+_WARMUP_QUERY = "Which river is the longest?"
+#: Steps whose outcome is reused across the budgets and questions of one document.
+_REUSED = ("analysis", "structure", "selection")
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def document_key(document: str) -> str:
+    """The key a :class:`CallRecord` names its document by (hex digest of the text)."""
+    return _digest(document).hex()
+
+
+@dataclasses.dataclass
+class CallRecord:
+    """What one ``compress`` call did.
+
+    Attributes
+    ----------
+    doc_key:
+        Hex digest of the document (the same for every question on it).
+    query:
+        The question.
+    budget:
+        The token budget.
+    tokens:
+        Tokens of the output, in the harness's tokenizer.
+    timings:
+        Seconds per step (:data:`STEPS`) and ``"total"`` as the call ran (a reused step costs
+        about nothing).
+    cold:
+        Seconds per step and ``"total"`` without the reuse: a reused step counts the seconds it
+        took when it was computed.
+    reused:
+        The steps whose outcome was reused (``"analysis"``, ``"structure"``, ``"selection"``).
+    source:
+        Where the document's structure came from (``"numbered"``, ``"headings"``, ``"html"``,
+        ``"markdown"``, ``"paragraphs"``, ``"model"``).
+    sections:
+        Titled sections of the structure.
+    leaves:
+        Paragraph leaves of the structure.
+    coverage:
+        :func:`hrefine.longrefiner.coverage` of the structure (1.0: no text lost).
+    analysis:
+        Step 1's label (``"local"`` or ``"global"``) and weights.
+    selected:
+        Titles step 3 chose (empty when it was off).
+    selection_source:
+        ``"off"``, ``"lm"``, ``"llm"`` or ``"fallback"``.
+    trimmed:
+        The budget was below every unit: the best paragraph was cut.
+    """
+
+    doc_key: str
+    query: str
+    budget: int
+    tokens: int
+    timings: dict[str, float]
+    cold: dict[str, float]
+    reused: tuple[str, ...]
+    source: str
+    sections: int
+    leaves: int
+    coverage: float
+    analysis: dict[str, Any]
+    selected: tuple[str, ...]
+    selection_source: str
+    trimmed: bool
+
+
+class _ReusingRefiner(LongRefiner):
+    """A LongRefiner that reuses step 1, 2 and 3 outcomes across calls (see the module).
+
+    Every reused outcome is kept with the seconds it took to compute; the steps a call reused
+    and those seconds are collected per thread for the caller to read after ``refine``. The
+    harness calls one method at a time; the caches are not shared between threads safely.
+    """
+
+    def __init__(self, *, memory: int = 8, **settings: Any) -> None:
+        super().__init__(**settings)
+        self._structures = _LRU(memory)
+        self._analyses = _LRU(64)
+        self._selections = _LRU(64 * memory)
+        self._coverage = _LRU(memory)
+        self._local = threading.local()
+
+    def begin(self) -> None:
+        """Start collecting one call's reuse (``spent`` and ``reused``)."""
+        self._local.spent = dict.fromkeys(_REUSED, 0.0)
+        self._local.reused = set()
+
+    def collected(self) -> tuple[dict[str, float], set[str]]:
+        """The computing seconds of the reusable steps of the call since :meth:`begin`, and
+        which of them were reused."""
+        return dict(self._local.spent), set(self._local.reused)
+
+    def _account(self, step: str, seconds: float, reused: bool) -> None:
+        spent = getattr(self._local, "spent", None)
+        if spent is None:  # called outside compress (e.g. warmup): nothing to collect
+            return
+        spent[step] += seconds
+        if reused:
+            self._local.reused.add(step)
+
+    def analyze(self, query: str) -> QueryAnalysis:
+        found = self._analyses.get(query)
+        if found is not None:
+            self._account("analysis", found[1], True)
+            return found[0]  # type: ignore[no-any-return]
+        started = time.perf_counter()
+        value = super().analyze(query)
+        seconds = time.perf_counter() - started
+        self._analyses.put(query, (value, seconds))
+        self._account("analysis", seconds, False)
+        return value
+
+    def structure(self, document: str, *, title: str = "") -> StructuredDocument:
+        if not isinstance(document, str):  # bytes or a wrong type: the refiner decodes or says
+            return super().structure(document, title=title)
+        key = (_digest(document), title)
+        found = self._structures.get(key)
+        if found is not None:
+            self._account("structure", found[1], True)
+            return found[0]  # type: ignore[no-any-return]
+        started = time.perf_counter()
+        doc = super().structure(document, title=title)
+        seconds = time.perf_counter() - started
+        self._structures.put(key, (doc, seconds))
+        self._account("structure", seconds, False)
+        return doc
+
+    def select_sections(self, query: str, doc: StructuredDocument) -> GlobalSelection:
+        key = (query, _digest(doc.text), doc.source, len(doc.tree))
+        found = self._selections.get(key)
+        if found is not None:
+            self._account("selection", found[1], True)
+            return found[0]  # type: ignore[no-any-return]
+        started = time.perf_counter()
+        value = super().select_sections(query, doc)
+        seconds = time.perf_counter() - started
+        self._selections.put(key, (value, seconds))
+        self._account("selection", seconds, False)
+        return value
+
+    def coverage_of(self, doc: StructuredDocument) -> float:
+        """:func:`~hrefine.longrefiner.coverage` of ``doc`` (computed once per structure)."""
+        key = (_digest(doc.text), doc.source, len(doc.tree))
+        value = self._coverage.get(key)
+        if value is None:
+            value = coverage(doc)
+            self._coverage.put(key, value)
+        return float(value)
+
+
+class LongRefinerCompressor:
+    """LongRefiner for :mod:`hrefine.eval`: each call refines one document to the budget.
+
+    Parameters
+    ----------
+    lm:
+        The model of the three model steps: None (none: markup structure, fixed weights),
+        ``"default"`` (the embedded SmolLM2-135M-Instruct), a LocalLM, or a local model folder
+        or cached name.
+    tokenizer:
+        The evaluation's token counter; budgets, leaves and outputs are counted in it.
+    name:
+        Report name (default ``"longrefiner"``, or ``"longrefiner-lm"`` with a model).
+    keep_records:
+        Keep a :class:`CallRecord` per call in :attr:`records` (the benchmark reads them).
+    **settings:
+        Any other :class:`~hrefine.longrefiner.LongRefinerOptions` field (``structure``,
+        ``scorer``, ``global_weight``, ``llm``, ``cache_dir``…).
+
+    Attributes
+    ----------
+    refiner:
+        The :class:`~hrefine.longrefiner.LongRefiner` (it reuses per-document outcomes).
+    records:
+        One :class:`CallRecord` per successful call, in call order.
+    """
+
+    def __init__(
+        self,
+        *,
+        lm: Any = None,
+        tokenizer: Any = None,
+        name: str | None = None,
+        keep_records: bool = True,
+        **settings: Any,
+    ) -> None:
+        self.counter: TokenCounter = get_counter(tokenizer)
+        settings.pop("chunk_tokens", None)  # accepted so mixed runs share options; no chunks
+        self.refiner = _ReusingRefiner(lm=lm, tokenizer=self.counter, **settings)
+        has_model = self.refiner.options.has_model
+        self.name: str = name or ("longrefiner-lm" if has_model else "longrefiner")
+        self.keep_records = keep_records
+        self.records: list[CallRecord] = []
+
+    def warmup(self) -> LongRefinerCompressor:
+        """Load the tokenizer, the scorer's model and the LM (one query analysis, no
+        generation), so that the first timed call does not pay for loading. Returns self."""
+        refiner = self.refiner
+        refiner.scorer.score(_WARMUP_QUERY, [_WARMUP_QUERY])
+        if refiner.options.has_model:
+            refiner.analyze(_WARMUP_QUERY)
+        return self
+
+    def compress(self, document: str, query: str, max_tokens: int) -> str:
+        """The text LongRefiner keeps of ``document`` (HTML, Markdown or plain text) for
+        ``query`` within ``max_tokens`` tokens: the kept units in document order, joined by
+        blank lines."""
+        refiner = self.refiner
+        refiner.begin()
+        result = refiner.refine(query, document, max_tokens)
+        spent, reused = refiner.collected()
+        if self.keep_records:
+            self.records.append(self._record(document, query, result, spent, reused))
+        return result.text
+
+    def _record(
+        self,
+        document: str,
+        query: str,
+        result: Any,
+        spent: dict[str, float],
+        reused: set[str],
+    ) -> CallRecord:
+        timings = {k: float(result.timings.get(k, 0.0)) for k in (*STEPS, "total")}
+        cold = dict(timings)
+        for step in _REUSED:  # a reused step costs what computing it cost
+            cold[step] = max(timings[step], spent[step]) if step in reused else timings[step]
+        cold["total"] = timings["total"] + sum(cold[s] - timings[s] for s in _REUSED)
+        refined = result.documents[0]
+        doc = refined.structure
+        found = result.analysis
+        return CallRecord(
+            doc_key=document_key(document),
+            query=query,
+            budget=result.budget,
+            tokens=result.tokens,
+            timings=timings,
+            cold=cold,
+            reused=tuple(s for s in _REUSED if s in reused),
+            source=doc.source,
+            sections=len(doc.outline()),
+            leaves=sum(1 for node in doc.tree if node.kind == "paragraph"),
+            coverage=self.refiner.coverage_of(doc),
+            analysis={
+                "label": found.label,
+                "w_local": float(found.w_local),
+                "w_global": float(found.w_global),
+                "source": found.source,
+            },
+            selected=tuple(refined.selection.names),
+            selection_source=refined.selection.source,
+            trimmed=bool(result.trimmed),
+        )
+
+    def step_seconds(self, records: Sequence[CallRecord] | None = None) -> dict[str, float]:
+        """Mean cold seconds per step (and ``"total"``) over ``records`` (default: all)."""
+        chosen = self.records if records is None else records
+        if not chosen:
+            return {}
+        return {k: sum(r.cold[k] for r in chosen) / len(chosen) for k in (*STEPS, "total")}
