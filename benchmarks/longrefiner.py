@@ -193,7 +193,7 @@ def table_of(
 ) -> dict[str, dict[str, float | None]]:
     """``{method: {budget: mean metric}}`` over the questions ``ids``."""
     return {
-        name: {str(b): _mean([hits[i][name].get(str(b)) for i in ids]) for b in BUDGETS}
+        name: {str(b): _mean([hits[i].get(name, {}).get(str(b)) for i in ids]) for b in BUDGETS}
         for name in names
     }
 

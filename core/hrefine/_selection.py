@@ -83,6 +83,7 @@ def select(
     separator_cost: int = 0,
     max_units: int | None = None,
     allow_empty: bool = False,
+    members: Sequence[frozenset[int]] | None = None,
 ) -> Selection:
     """Choose the best-scored units that fit ``budget`` tokens, in document order.
 
@@ -111,6 +112,11 @@ def select(
         Stop after this many units.
     allow_empty:
         Return an empty selection instead of raising when nothing fits.
+    members:
+        What each unit holds, when units nest (a section and its paragraphs, all candidates):
+        a unit whose members chosen units hold already is passed over (neither selected nor
+        dropped), and a unit that holds chosen units is charged its cost less theirs, and
+        replaces them. None: units are separate.
 
     Raises
     ------
@@ -137,18 +143,29 @@ def select(
     chosen: list[int] = []
     dropped: dict[int, str] = {}
     seen: set[int] = set()
+    held: set[int] = set()  # members of the chosen units (with ``members``)
     while heap:
         _, _, i = heapq.heappop(heap)
         if i in seen:
             continue
         seen.add(i)
+        if members is not None and members[i] <= held:
+            continue  # inside a chosen unit
         if max_units is not None and len(chosen) >= max_units:
             dropped[i] = LIMIT
             continue
         need = int(cost_arr[i]) + separator_cost
+        inner: list[int] = []
+        if members is not None:
+            inner = [c for c in chosen if members[c] <= members[i]]
+            need -= sum(int(cost_arr[c]) + separator_cost for c in inner)
         if need <= remaining:
+            if inner:
+                chosen = [c for c in chosen if c not in set(inner)]
             chosen.append(i)
             remaining -= need
+            if members is not None:
+                held |= members[i]
         elif kids.get(i):
             dropped[i] = EXPANDED
             for c in kids[i]:
@@ -233,6 +250,7 @@ def fill(
     rounds: int = 6,
     max_trials: int = 200,
     allow_empty: bool = False,
+    nested: bool = False,
 ) -> Fill[T]:
     """Keep the best-scored units whose real output fits ``budget`` tokens.
 
@@ -279,6 +297,9 @@ def fill(
     allow_empty:
         When no unit fits on its own, return an empty :class:`Fill` (``output`` ``None``)
         instead of raising.
+    nested:
+        Units nest (``members`` of a parent hold its children's) and every one may be a
+        candidate: :func:`select` then charges a unit only for what chosen units do not hold.
 
     Returns
     -------
@@ -336,6 +357,7 @@ def fill(
             candidates=start,
             separator_cost=separator_cost,
             allow_empty=True,
+            members=parts if nested else None,
         )
         chosen, reasons = list(sel.selected), dict(sel.dropped)
         kept = frozenset().union(*(parts[u] for u in chosen))

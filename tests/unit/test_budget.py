@@ -343,3 +343,16 @@ def test_fill_without_room_raises_or_returns_nothing() -> None:
         fill([1, 2], [0.5], 5, measure)
     with pytest.raises(ConfigError, match="member sets"):
         fill([1, 2], [0.5, 0.4], 5, measure, members=[frozenset({0})])
+
+
+def test_select_with_nested_members_charges_a_parent_only_for_what_it_adds() -> None:
+    # Unit 0 is a section holding units 1 and 2 (members 10, 11) and its heading (member 12).
+    members = [frozenset({10, 11, 12}), frozenset({10}), frozenset({11})]
+    costs = [21, 10, 10]
+    scores = [0.8, 0.9, 0.1]
+    sel = select(costs, scores, 21, children={0: [1, 2]}, candidates=[0, 1, 2], members=members)
+    # Unit 1 first (10 tokens); the section then adds 11 and replaces it; unit 2 is inside.
+    assert sel.selected == [0] and sel.used == 21 and sel.dropped == {}
+    # Without members the section would be charged in full after unit 1, and expanded.
+    plain = select(costs, scores, 21, children={0: [1, 2]}, candidates=[0, 1, 2])
+    assert plain.selected == [1, 2] and plain.dropped == {0: "expanded_into_children"}

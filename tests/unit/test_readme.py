@@ -38,7 +38,17 @@ def test_extraction_finds_every_python_block() -> None:
 
 def test_readme_shows_the_core_and_both_frameworks() -> None:
     code = "\n".join(block for _, block in BLOCKS)
-    for name in ("HtmlPruner", "HtmlRagCompressor", "HtmlRagNodePostprocessor"):
+    for name in (
+        "HtmlPruner",
+        "HtmlRagCompressor",
+        "HtmlRagNodePostprocessor",
+        "RaptorTree",
+        "RaptorRetriever",
+        "RaptorIndex",
+        "LongRefiner",
+        "LongRefinerCompressor",
+        "LongRefinerNodePostprocessor",
+    ):
         assert f"import {name}" in code or f", {name}" in code, f"no README example uses {name}"
 
 

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hrefine.budget import TokenCounter, get_counter
+from hrefine.errors import EmptyInputError
 from hrefine.eval.baselines import _LRU
 from hrefine.longrefiner import (
     GlobalSelection,
@@ -188,6 +189,28 @@ class _ReusingRefiner(LongRefiner):
         self._selections.put(key, (value, seconds))
         self._account("selection", seconds, False)
         return value
+
+    def structure_many(
+        self,
+        documents: Sequence[str],
+        *,
+        titles: Sequence[str] | None = None,
+        skip_empty: bool = True,
+    ) -> list[StructuredDocument | None]:
+        """Each document through :meth:`structure` (so that it is reused)."""
+        out: list[StructuredDocument | None] = []
+        for i, document in enumerate(documents):
+            try:
+                out.append(self.structure(document, title=titles[i] if titles else ""))
+            except EmptyInputError:
+                if not skip_empty:
+                    raise
+                out.append(None)
+        return out
+
+    def select_many(self, query: str, docs: Sequence[StructuredDocument]) -> list[GlobalSelection]:
+        """Each document through :meth:`select_sections` (so that it is reused)."""
+        return [self.select_sections(query, d) for d in docs]
 
     def coverage_of(self, doc: StructuredDocument) -> float:
         """:func:`~hrefine.longrefiner.coverage` of ``doc`` (computed once per structure)."""

@@ -293,16 +293,47 @@ class LongRefiner:
             )
         return self._generator
 
-    def _ask(self, system: str, user: str, *, step: str, max_new_tokens: int) -> str:
-        """One answer from the model of a step (the LocalLM under the step's adapter, or the
-        text LLM with the system message on top of the prompt)."""
+    def _ask_many(
+        self, prompts: Sequence[tuple[str, str]], *, step: str, max_new_tokens: int
+    ) -> list[str]:
+        """The model's answers to ``(system, user)`` prompts of one step: one batched
+        ``generate`` on the LocalLM under the step's adapter, or the text LLM's calls side by
+        side (its concurrency limit), the system message on top of each prompt."""
+        if not prompts:
+            return []
         lm = self._lm()
         if lm is not None:
-            out = lm.generate(
-                user, system=system, max_new_tokens=max_new_tokens, adapter=self._adapter(step)
+            out: list[str] = [""] * len(prompts)
+            by_system: dict[str, list[int]] = {}
+            for k, (system, _) in enumerate(prompts):
+                by_system.setdefault(system, []).append(k)
+            for system, ks in by_system.items():
+                answers = lm.generate(
+                    [prompts[k][1] for k in ks],
+                    system=system,
+                    max_new_tokens=max_new_tokens,
+                    adapter=self._adapter(step),
+                )
+                for k, a in zip(ks, answers, strict=True):
+                    out[k] = str(a)
+            return out
+        llm = self._text_llm()
+        return [str(a) for a in llm.batch([f"{sy.strip()}\n\n{us}" for sy, us in prompts])]
+
+    async def _aask_many(
+        self, prompts: Sequence[tuple[str, str]], *, step: str, max_new_tokens: int
+    ) -> list[str]:
+        """:meth:`_ask_many` on the async path: a text LLM's native async calls, a LocalLM's
+        batch in a worker thread."""
+        if not prompts:
+            return []
+        if self._lm() is not None:
+            return await asyncio.to_thread(
+                self._ask_many, prompts, step=step, max_new_tokens=max_new_tokens
             )
-            return str(out[0])
-        return str(self._text_llm().generate(f"{system.strip()}\n\n{user}"))
+        llm = self._text_llm()
+        answers = await llm.abatch([f"{sy.strip()}\n\n{us}" for sy, us in prompts])
+        return [str(a) for a in answers]
 
     def _step_on(self, step: str) -> bool:
         switch = getattr(self.options, step)
@@ -335,6 +366,17 @@ class LongRefiner:
         answer = self._text_llm().generate(f"{system.strip()}\n\n{user}")
         return analysis.parse_analysis(answer, self.options)
 
+    async def aanalyze(self, query: str) -> analysis.QueryAnalysis:
+        """:meth:`analyze` on the async path (a text LLM's native async call; a LocalLM's
+        forward pass in a worker thread)."""
+        query = _check_query(query)
+        if not self._step_on("query_analysis") or self._lm() is not None:
+            return await asyncio.to_thread(self.analyze, query)
+        tuned = self.options.query_analysis_adapter is not None
+        system, user = analysis.analysis_prompt(query, self.options, tuned=tuned)
+        answer = await self._text_llm().agenerate(f"{system.strip()}\n\n{user}")
+        return analysis.parse_analysis(answer, self.options)
+
     # -- step 2 ----------------------------------------------------------------------------
     def structure(self, document: str, *, title: str = "") -> StructuredDocument:
         """Step 2: the section tree of ``document`` (HTML, Markdown or plain text).
@@ -344,7 +386,78 @@ class LongRefiner:
         A model's skeleton that places too few paragraphs is not used: the markup or paragraph
         structure is, and the structure's ``notes`` say why (its ``raw_outputs`` keep the
         model's answers). Model-made structures are cached by the document's hash.
+
+        Raises
+        ------
+        EmptyInputError
+            The document has no text.
         """
+        (doc,) = self._structure_many([document], [title], skip_empty=False)
+        assert doc is not None  # skip_empty=False raises instead
+        return doc
+
+    def structure_many(
+        self,
+        documents: Sequence[str],
+        *,
+        titles: Sequence[str] | None = None,
+        skip_empty: bool = True,
+    ) -> list[StructuredDocument | None]:
+        """:meth:`structure` of several documents, with every window the model has to
+        structure sent in one batch. An empty document gives None (``skip_empty``) or raises
+        :class:`~hrefine.errors.EmptyInputError`."""
+        return self._structure_many(documents, titles, skip_empty=skip_empty)
+
+    def _structure_many(
+        self, documents: Sequence[str], titles: Sequence[str] | None, *, skip_empty: bool
+    ) -> list[StructuredDocument | None]:
+        plans = self._plans(documents, titles, skip_empty)
+        prompts = [p for plan in plans if isinstance(plan, _Pending) for p in plan.prompts]
+        raws = self._ask_many(
+            prompts, step="structuring", max_new_tokens=self.options.structure_max_new_tokens
+        )
+        return self._finish_plans(plans, raws)
+
+    async def astructure_many(
+        self,
+        documents: Sequence[str],
+        *,
+        titles: Sequence[str] | None = None,
+        skip_empty: bool = True,
+    ) -> list[StructuredDocument | None]:
+        """:meth:`structure_many` on the async path."""
+        plans = await asyncio.to_thread(self._plans, documents, titles, skip_empty)
+        prompts = [p for plan in plans if isinstance(plan, _Pending) for p in plan.prompts]
+        raws = await self._aask_many(
+            prompts, step="structuring", max_new_tokens=self.options.structure_max_new_tokens
+        )
+        return await asyncio.to_thread(self._finish_plans, plans, raws)
+
+    def _plans(
+        self, documents: Sequence[str], titles: Sequence[str] | None, skip_empty: bool
+    ) -> list[StructuredDocument | _Pending | None]:
+        """Each document's structure when its markup (or paragraphs) gives it, or what the
+        model must be asked; None for an empty one (with ``skip_empty``). A document seen
+        twice is asked once."""
+        out: list[StructuredDocument | _Pending | None] = []
+        pending: dict[str, _Pending] = {}
+        for i, document in enumerate(documents):
+            try:
+                plan = self._plan(document, titles[i] if titles else "")
+            except EmptyInputError:
+                if not skip_empty:
+                    raise
+                out.append(None)
+                continue
+            if isinstance(plan, _Pending):
+                if plan.key in pending:
+                    plan = _Pending(**{**plan.__dict__, "prompts": [], "same_as": plan.key})
+                else:
+                    pending[plan.key] = plan
+            out.append(plan)
+        return out
+
+    def _plan(self, document: str, title: str) -> StructuredDocument | _Pending:
         text = _check_document(document, self.options.max_input_chars)
         from hrefine.longrefiner.markup import markup_spans
 
@@ -355,7 +468,6 @@ class LongRefiner:
         spans, found_title = _lift_single_root(plain, spans)
         doc_title = title or found_title or _first_title(plain, spans)
         mode = self.options.structure
-        notes: list[str] = []
         if mode == "paragraphs" or (mode == "markup" and source == "paragraphs"):
             from hrefine.longrefiner.markup import paragraph_spans
 
@@ -363,9 +475,70 @@ class LongRefiner:
         use_model = mode == "model" or (
             mode == "auto" and source == "paragraphs" and self.options.has_model
         )
-        if use_model:
-            return self._model_structure(plain, spans, source, doc_title)
-        return self._build(plain, spans, source, doc_title, notes, [])
+        if not use_model:
+            return self._build(plain, spans, source, doc_title, [], [])
+        key = self._cache_key(plain)
+        cached = self._cached(key, plain)
+        if cached is not None:
+            return cached
+        from hrefine.longrefiner.skeleton import windows
+
+        lm = self._lm()
+        count = lm.count_tokens if lm is not None else self.counter.count
+        cuts = windows(plain, count, self.options.window_tokens)
+        tuned = self.options.structuring_adapter is not None
+        prompts = [_structure_prompt(plain[a:b], self.options, tuned=tuned) for a, b in cuts]
+        return _Pending(plain, list(spans), source, doc_title, key, cuts, prompts)
+
+    def _finish_plans(
+        self, plans: list[StructuredDocument | _Pending | None], raws: list[str]
+    ) -> list[StructuredDocument | None]:
+        out: list[StructuredDocument | None] = []
+        done: dict[str, StructuredDocument] = {}
+        k = 0
+        for plan in plans:
+            if not isinstance(plan, _Pending):
+                out.append(plan)
+                continue
+            if plan.same_as is not None:
+                out.append(None)  # filled below, once its twin is built
+                continue
+            answers = raws[k : k + len(plan.prompts)]
+            k += len(plan.prompts)
+            doc = self._from_skeletons(plan, answers)
+            done[plan.key] = doc
+            out.append(doc)
+        for i, plan in enumerate(plans):
+            if isinstance(plan, _Pending) and plan.same_as is not None:
+                out[i] = done[plan.same_as]
+        return out
+
+    def _from_skeletons(self, plan: _Pending, raws: list[str]) -> StructuredDocument:
+        """The structure a model's answers (one per window) give, or the markup's when they
+        place too few paragraphs; stored in the cache."""
+        from hrefine.longrefiner.skeleton import match_skeleton, parse_skeleton
+
+        text = plan.text
+        spans: list[Span] = []
+        notes: list[str] = []
+        given = matched = 0
+        for (start, end), raw in zip(plan.cuts, raws, strict=True):
+            found, report = match_skeleton(text, parse_skeleton(raw), start=start, end=end)
+            given += report.paragraphs
+            matched += report.matched
+            notes.extend(f"window {start}:{end}: {p}" for p in report.problems)
+            spans.extend(found)
+        if given == 0 or matched / given < _MIN_MATCHED:
+            notes.append(
+                f"the model's structure placed {matched} of {given} paragraphs; "
+                f"used the document's {plan.source} structure instead"
+            )
+            logger.warning("LongRefiner: %s", notes[-1])
+            doc = self._build(text, plan.markup, plan.source, plan.title, notes, list(raws))
+        else:
+            doc = self._build(text, fill_gaps(text, spans), "model", plan.title, notes, list(raws))
+        self._store(plan.key, doc)
+        return doc
 
     def _build(
         self,
@@ -405,51 +578,6 @@ class LongRefiner:
             str(getattr(self.counter, "name", "")),
         ]
         return hashlib.sha256("\x00".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
-
-    def _model_structure(
-        self, text: str, markup: Sequence[Span], source: str, title: str
-    ) -> StructuredDocument:
-        key = self._cache_key(text)
-        cached = self._cached(key, text)
-        if cached is not None:
-            return cached
-        from hrefine.longrefiner.skeleton import match_skeleton, parse_skeleton, windows
-
-        lm = self._lm()
-        count = lm.count_tokens if lm is not None else self.counter.count
-        cuts = windows(text, count, self.options.window_tokens)
-        tuned = self.options.structuring_adapter is not None
-        raws: list[str] = []
-        spans: list[Span] = []
-        notes: list[str] = []
-        given = matched = 0
-        for start, end in cuts:
-            system, user = _structure_prompt(text[start:end], self.options, tuned=tuned)
-            raw = self._ask(
-                system,
-                user,
-                step="structuring",
-                max_new_tokens=self.options.structure_max_new_tokens,
-            )
-            raws.append(raw)
-            skeleton = parse_skeleton(raw)
-            found, report = match_skeleton(text, skeleton, start=start, end=end)
-            given += report.paragraphs
-            matched += report.matched
-            notes.extend(f"window {start}:{end}: {p}" for p in report.problems)
-            spans.extend(found)
-        if given == 0 or matched / given < _MIN_MATCHED:
-            notes.append(
-                f"the model's structure placed {matched} of {given} paragraphs; "
-                f"used the document's {source} structure instead"
-            )
-            logger.warning("LongRefiner: %s", notes[-1])
-            doc = self._build(text, markup, source, title, notes, raws)
-            doc.source = source
-        else:
-            doc = self._build(text, fill_gaps(text, spans), "model", title, notes, raws)
-        self._store(key, doc)
-        return doc
 
     def _cached(self, key: str, text: str) -> StructuredDocument | None:
         with self._lock:
@@ -505,17 +633,46 @@ class LongRefiner:
     def select_sections(self, query: str, doc: StructuredDocument) -> GlobalSelection:
         """Step 3 for one document: the sections the model finds useful for ``query`` (none
         when the step is off, no model is given, or the document has no titled sections)."""
-        if not self._step_on("global_selection") or not doc.outline():
-            return GlobalSelection()
-        tuned = self.options.selection_adapter is not None
-        system, user = selection_prompt(query, doc, self.options, tuned=tuned)
-        raw = self._ask(
-            system,
-            user,
-            step="global_selection",
-            max_new_tokens=self.options.selection_max_new_tokens,
+        return self._select_many(query, [doc])[0]
+
+    def select_many(self, query: str, docs: Sequence[StructuredDocument]) -> list[GlobalSelection]:
+        """:meth:`select_sections` of several documents, asked in one batch."""
+        return self._select_many(query, docs)
+
+    def _select_many(self, query: str, docs: Sequence[StructuredDocument]) -> list[GlobalSelection]:
+        asked, prompts = self._selection_prompts(query, docs)
+        raws = self._ask_many(
+            prompts, step="global_selection", max_new_tokens=self.options.selection_max_new_tokens
         )
-        return parse_selection(raw, doc, source="lm" if self._lm() is not None else "llm")
+        return self._read_selections(docs, asked, raws)
+
+    async def aselect_many(
+        self, query: str, docs: Sequence[StructuredDocument]
+    ) -> list[GlobalSelection]:
+        """:meth:`select_many` on the async path."""
+        asked, prompts = self._selection_prompts(query, docs)
+        raws = await self._aask_many(
+            prompts, step="global_selection", max_new_tokens=self.options.selection_max_new_tokens
+        )
+        return self._read_selections(docs, asked, raws)
+
+    def _selection_prompts(
+        self, query: str, docs: Sequence[StructuredDocument]
+    ) -> tuple[list[int], list[tuple[str, str]]]:
+        if not self._step_on("global_selection"):
+            return [], []
+        tuned = self.options.selection_adapter is not None
+        asked = [i for i, d in enumerate(docs) if d.outline()]
+        return asked, [selection_prompt(query, docs[i], self.options, tuned=tuned) for i in asked]
+
+    def _read_selections(
+        self, docs: Sequence[StructuredDocument], asked: list[int], raws: list[str]
+    ) -> list[GlobalSelection]:
+        out = [GlobalSelection() for _ in docs]
+        source = "lm" if self._lm() is not None else "llm"
+        for i, raw in zip(asked, raws, strict=True):
+            out[i] = parse_selection(raw, docs[i], source=source)
+        return out
 
     def refine(
         self,
@@ -551,33 +708,60 @@ class LongRefiner:
             Not even the first word of the best paragraph fits.
         """
         started = time.perf_counter()
-        query = _check_query(query)
-        budget = _check_budget(max_tokens)
-        texts = [documents] if isinstance(documents, str) else list(documents)
-        if titles is not None and len(titles) != len(texts):
-            msg = f"got {len(titles)} titles for {len(texts)} documents; pass one per document"
-            raise ConfigError(msg)
+        query, budget, texts = _check_call(query, documents, max_tokens, titles)
         timings: dict[str, float] = {}
         t = time.perf_counter()
         found = self.analyze(query)
         timings["analysis"] = time.perf_counter() - t
         t = time.perf_counter()
-        docs: list[StructuredDocument | None] = []
-        notes: list[str] = []
-        for i, text in enumerate(texts):
-            try:
-                docs.append(self.structure(text, title=titles[i] if titles else ""))
-            except EmptyInputError:
-                docs.append(None)
-                notes.append(f"document {i} has no text: skipped")
+        docs = self.structure_many(texts, titles=titles)
         timings["structure"] = time.perf_counter() - t
-        present = [d for d in docs if d is not None]
-        if not present:
-            msg = f"all {len(texts)} documents are empty (no text to refine)"
-            raise EmptyInputError(msg)
+        present = _present(docs)
         t = time.perf_counter()
-        chosen = [self.select_sections(query, d) for d in present]
+        chosen = self.select_many(query, present)
         timings["selection"] = time.perf_counter() - t
+        return self._finish(query, found, budget, docs, chosen, timings, started)
+
+    async def arefine(
+        self,
+        query: str,
+        documents: str | Sequence[str],
+        max_tokens: int,
+        *,
+        titles: Sequence[str] | None = None,
+    ) -> RefineResult:
+        """:meth:`refine` on the async path: a text LLM's native async calls (side by side),
+        and everything that computes (a LocalLM's passes, parsing, scoring, the selection) in
+        worker threads, so the event loop stays free. Same parameters and result."""
+        started = time.perf_counter()
+        query, budget, texts = _check_call(query, documents, max_tokens, titles)
+        timings: dict[str, float] = {}
+        t = time.perf_counter()
+        found = await self.aanalyze(query)
+        timings["analysis"] = time.perf_counter() - t
+        t = time.perf_counter()
+        docs = await self.astructure_many(texts, titles=titles)
+        timings["structure"] = time.perf_counter() - t
+        present = _present(docs)
+        t = time.perf_counter()
+        chosen = await self.aselect_many(query, present)
+        timings["selection"] = time.perf_counter() - t
+        return await asyncio.to_thread(
+            self._finish, query, found, budget, docs, chosen, timings, started
+        )
+
+    def _finish(
+        self,
+        query: str,
+        found: analysis.QueryAnalysis,
+        budget: int,
+        docs: list[StructuredDocument | None],
+        chosen: list[GlobalSelection],
+        timings: dict[str, float],
+        started: float,
+    ) -> RefineResult:
+        """Local and global scores, the budgeted selection and the result."""
+        present = _present(docs)
         t = time.perf_counter()
         ls = local_scores(query, present, self.scorer, lexical_weight=self.options.lexical_weight)
         gs = [global_scores(d, c.selected) for d, c in zip(present, chosen, strict=True)]
@@ -592,6 +776,7 @@ class LongRefiner:
         picked = pick(present, combined, budget, self.counter, separator=self.options.separator)
         timings["fill"] = time.perf_counter() - t
         timings["total"] = time.perf_counter() - started
+        notes = [f"document {i} has no text: skipped" for i, d in enumerate(docs) if d is None]
         for d, c in zip(present, chosen, strict=True):
             notes.extend(d.notes)
             if c.source == "fallback":
@@ -599,18 +784,6 @@ class LongRefiner:
         return self._result(
             query, found, budget, docs, chosen, ls, gs, combined, picked, timings, notes
         )
-
-    async def arefine(
-        self,
-        query: str,
-        documents: str | Sequence[str],
-        max_tokens: int,
-        *,
-        titles: Sequence[str] | None = None,
-    ) -> RefineResult:
-        """:meth:`refine` off the event loop (in a worker thread, with the caller's context
-        variables): the loop is free while models run. Same parameters and result."""
-        return await asyncio.to_thread(self.refine, query, documents, max_tokens, titles=titles)
 
     def _result(
         self,
@@ -670,6 +843,47 @@ class LongRefiner:
             picked.trimmed,
             notes,
         )
+
+
+@dataclasses.dataclass
+class _Pending:
+    """A document the model has to structure: its text, its markup's structure (the
+    fallback), the cache key, the windows and their prompts."""
+
+    text: str
+    markup: list[Span]
+    source: str
+    title: str
+    key: str
+    cuts: list[tuple[int, int]]
+    prompts: list[tuple[str, str]]
+    same_as: str | None = None  # the key of an identical document of the same call
+
+
+def _present(docs: Sequence[StructuredDocument | None]) -> list[StructuredDocument]:
+    present = [d for d in docs if d is not None]
+    if not present:
+        msg = f"all {len(docs)} documents are empty (no text to refine)"
+        raise EmptyInputError(msg)
+    return present
+
+
+def _check_call(
+    query: object, documents: object, max_tokens: object, titles: Sequence[str] | None
+) -> tuple[str, int, list[str]]:
+    text = _check_query(query)
+    budget = _check_budget(max_tokens)
+    if isinstance(documents, (str, bytes, bytearray)):
+        texts: list[Any] = [documents]
+    elif isinstance(documents, Sequence) or hasattr(documents, "__iter__"):
+        texts = list(documents)  # type: ignore[call-overload]
+    else:
+        msg = f"documents must be a string or a list of strings, got {type(documents).__name__}"
+        raise InputTypeError(msg)
+    if titles is not None and len(titles) != len(texts):
+        msg = f"got {len(titles)} titles for {len(texts)} documents; pass one per document"
+        raise ConfigError(msg)
+    return text, budget, texts
 
 
 _WARMUP_DOC = (

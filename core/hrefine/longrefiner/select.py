@@ -368,6 +368,7 @@ def pick(
         separator_cost=sep_cost,
         slack=JOIN_SLACK,
         allow_empty=True,
+        nested=True,
     )
     dropped: list[dict[int, str]] = [{} for _ in docs]
     for i, why in done.dropped.items():

@@ -218,6 +218,10 @@ def test_several_documents_share_the_budget_and_empty_ones_are_skipped(
 def test_bad_input_gets_clear_errors(refiner: LongRefiner) -> None:
     with pytest.raises(InputTypeError):
         refiner.refine("q", [b"ok", 3], 100)  # type: ignore[list-item]
+    with pytest.raises(InputTypeError, match="list of strings"):
+        refiner.refine("q", 5, 100)  # type: ignore[arg-type]
+    # Bytes are one document, decoded as UTF-8.
+    assert refiner.refine("term", b"The term is five years.", 50).text == "The term is five years."
     with pytest.raises(ConfigError, match="at least 1"):
         refiner.refine("q", "text", 0)
     with pytest.raises(EmptyInputError):
@@ -297,3 +301,47 @@ def test_one_base_model_serves_the_three_adapters(tmp_path: Path, embedder: Embe
     assert result.tokens <= 50
     with pytest.raises(ModelNotFoundError):
         LongRefiner(lm=LocalLM(str(base)), structuring_adapter=str(tmp_path / "missing"))._lm()
+
+
+def test_windows_of_several_documents_go_to_the_model_together(
+    quality: list[EvalItem], embedder: Embedder
+) -> None:
+    other = next(it.document for it in quality if it.doc_id != quality[0].doc_id)
+    stories = [quality[0].document, other, quality[0].document]
+    seen_batches: list[int] = []
+
+    def answer(prompt: str) -> str:
+        return "zzqx vvkj"  # unmatchable: each falls back to paragraphs
+
+    llm = ScriptedLM(answer)
+    refiner = LongRefiner(embedder=embedder, llm=llm, structure="model", window_tokens=2000)
+    generator = refiner._text_llm()
+    plain_batch = generator.batch
+
+    def spy(prompts: list[str]) -> list[str]:
+        seen_batches.append(len(prompts))
+        return plain_batch(prompts)
+
+    generator.batch = spy
+    docs = refiner.structure_many(stories)
+    counter = get_counter()
+    windows = sum(-(-counter.count(s) // 2000) for s in stories[:2])
+    # One batch for the call; the story given twice is asked once, and both get its structure.
+    assert len(seen_batches) == 1 and windows <= seen_batches[0] <= windows + 2
+    assert docs[0] is docs[2] and all(d is not None and coverage(d) == 1.0 for d in docs)
+
+
+def test_async_refine_awaits_an_async_llm(cuad: list[EvalItem], embedder: Embedder) -> None:
+    item = next(it for it in cuad if "Expiration Date" in it.question)
+    calls: list[str] = []
+
+    async def llm(prompt: str) -> str:
+        calls.append(prompt)
+        await asyncio.sleep(0)
+        return "[Local]" if "Document outline" not in prompt else '["abstract"]'
+
+    refiner = LongRefiner(embedder=embedder, llm=llm)
+    result = asyncio.run(refiner.arefine(item.question, item.document, 600))
+    assert result.analysis.source == "llm" and result.analysis.label == "local"
+    assert result.documents[0].selection.source == "llm" and len(calls) == 2
+    assert result.tokens <= 600

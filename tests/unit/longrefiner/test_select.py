@@ -216,6 +216,21 @@ def test_a_unit_inside_a_kept_one_is_never_added_again() -> None:
     assert not any(set(doc.tree.ancestors(i)) & set(kept) for i in kept)
 
 
+def test_a_section_is_charged_only_for_what_its_kept_parts_do_not_hold() -> None:
+    # The best paragraph is kept first; its section, ranked next, costs only its heading and
+    # its other paragraph, so a budget of the section's size keeps the section whole.
+    doc = _doc()
+    ids = {t: i for i, t, _ in doc.outline()}
+    term = ids["TERM"]
+    first, second = doc.tree[term].children
+    scores = np.zeros(len(doc.tree))
+    scores[first], scores[term], scores[second] = 0.9, 0.8, 0.1
+    counter = RegexCounter()
+    budget = counter.count(doc.node_text(term))
+    got = pick([doc], [scores], budget, counter)
+    assert got.kept[0] == [term] and got.texts[0] == doc.node_text(term)
+
+
 def test_several_documents_share_one_budget() -> None:
     a, b = _flat([4, 4, 4]), _flat([4, 4, 4])
     sa, sb = np.zeros(len(a.tree)), np.zeros(len(b.tree))
@@ -259,5 +274,6 @@ def test_every_node_is_ranked_so_a_strong_paragraph_beats_weak_sections() -> Non
         doc.node_text(ids["GOVERNING LAW"])
     )
     got = pick([doc], [scores], budget, counter)
-    assert renews in got.kept[0]
+    # Kept itself or inside a kept section (kept lists the outermost units).
+    assert {renews, *doc.tree.ancestors(renews)} & set(got.kept[0])
     assert "It renews for one year" in got.texts[0] and got.tokens <= budget
