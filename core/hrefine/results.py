@@ -14,8 +14,10 @@ the conventions users know from rerankers, decided here once:
 
 from __future__ import annotations
 
+import copy
+import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -24,7 +26,9 @@ import numpy as np
 from hrefine.errors import ConfigError
 from hrefine.options import Options, check_bool, check_int, setting
 
-__all__ = ["ResultOptions", "by_relevance", "unit_scores"]
+__all__ = ["ResultOptions", "by_relevance", "copy_metadata", "log_dropped", "unit_scores"]
+
+logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
 
@@ -148,3 +152,34 @@ def by_relevance(
         return (-(value if value is not None else -np.inf), pair[0])
 
     return [item for _, item in sorted(enumerate(out), key=key)]
+
+
+def copy_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of an input's metadata for its output: a deep one, so that changing the output's
+    nested values leaves the input's alone, or a shallow one (only keys are added to it) where
+    a value cannot be deep-copied (a lock, a client, a generator)."""
+    try:
+        return copy.deepcopy(dict(metadata))
+    except Exception:  # deepcopy of arbitrary objects can raise anything
+        logger.debug("metadata cannot be deep-copied; its values are shared with the input")
+        return dict(metadata)
+
+
+def log_dropped(outcomes: Sequence[Any], unit: str, method: str) -> int:
+    """Log the inputs a call left out, by reason (each outcome's ``reason``, None when kept;
+    its ``index`` names it), and return how many there are: a drop is never silent."""
+    reasons: dict[str, list[int]] = {}
+    for o in outcomes:
+        if o.reason is not None:
+            reasons.setdefault(o.reason, []).append(o.index)
+    for reason, indices in reasons.items():
+        logger.info(
+            "%s left out %d of %d %s (%s): indices %s",
+            method,
+            len(indices),
+            len(outcomes),
+            unit,
+            reason,
+            indices,
+        )
+    return sum(len(v) for v in reasons.values())

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from hrefine._encodable import encodable
 from hrefine.errors import EmptyInputError, HtmlParseError, InputTypeError
-from hrefine.results import ResultOptions, by_relevance, unit_scores
+from hrefine.results import ResultOptions, by_relevance, copy_metadata, log_dropped, unit_scores
 
 if TYPE_CHECKING:
     from hrefine.html.prune import HtmlPruner
@@ -449,35 +449,6 @@ def _any_text(per_page: Sequence[list[DocumentOutcome]]) -> list[DocumentOutcome
     return outcomes
 
 
-def copy_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of a document's metadata for its pruned output: a deep one, so that changing the
-    output's nested values leaves the input's alone, or a shallow one (only keys are added to
-    it) where a value cannot be deep-copied (a lock, a client, a generator)."""
-    try:
-        return copy.deepcopy(dict(metadata))
-    except Exception:  # deepcopy of arbitrary objects can raise anything
-        logger.debug("metadata cannot be deep-copied; its values are shared with the input")
-        return dict(metadata)
-
-
-def log_dropped(outcomes: Sequence[DocumentOutcome], unit: str = "documents") -> int:
-    """Log the pages left out, by reason, and return how many there are."""
-    reasons: dict[str, list[int]] = {}
-    for o in outcomes:
-        if o.reason is not None:
-            reasons.setdefault(o.reason, []).append(o.index)
-    for reason, indices in reasons.items():
-        logger.info(
-            "HtmlRAG left out %d of %d %s (%s): indices %s",
-            len(indices),
-            len(outcomes),
-            unit,
-            reason,
-            indices,
-        )
-    return sum(len(v) for v in reasons.values())
-
-
 def outcome_metadata(
     outcome: DocumentOutcome, *, tokens: int, tokenizer: str, dropped: int
 ) -> dict[str, Any]:
@@ -545,7 +516,7 @@ def kept_with_metadata(
     keep_input_order:
         Keep the pages in input order instead of ordering them by relevance.
     """
-    dropped = log_dropped(outcomes, unit)
+    dropped = log_dropped(outcomes, unit, "HtmlRAG")
     # Inputs that could not be read are named on every output, with the reason: the input
     # itself has no output to carry it.
     failed = [{"index": o.index, "error": o.error} for o in outcomes if o.error is not None]

@@ -8,7 +8,6 @@ the ``relevance_score``/``hrefine_*`` metadata live here once; the adapters only
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -21,7 +20,7 @@ from hrefine.errors import BudgetTooSmallError, EmptyInputError, InputTypeError
 from hrefine.longrefiner.options import LongRefinerOptions
 from hrefine.longrefiner.pipeline import LongRefiner
 from hrefine.options import Rebuilt
-from hrefine.results import ResultOptions, by_relevance
+from hrefine.results import ResultOptions, by_relevance, copy_metadata, log_dropped
 
 if TYPE_CHECKING:
     from hrefine.longrefiner.analyze import QueryAnalysis
@@ -459,34 +458,6 @@ class RefineJob:
         ]
 
 
-def _copy_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
-    """A deep copy of ``metadata``, or a shallow one where a value cannot be deep-copied (a
-    lock, a client): only keys are added to it."""
-    try:
-        return copy.deepcopy(dict(metadata))
-    except Exception:  # deepcopy of arbitrary objects can raise anything
-        logger.debug("metadata cannot be deep-copied; its values are shared with the input")
-        return dict(metadata)
-
-
-def _log_dropped(outcomes: Sequence[DocumentOutcome], unit: str) -> int:
-    """Log the documents left out, by reason, and return how many there are."""
-    reasons: dict[str, list[int]] = {}
-    for o in outcomes:
-        if o.reason is not None:
-            reasons.setdefault(o.reason, []).append(o.index)
-    for reason, indices in reasons.items():
-        logger.info(
-            "LongRefiner left out %d of %d %s (%s): indices %s",
-            len(indices),
-            len(outcomes),
-            unit,
-            reason,
-            indices,
-        )
-    return sum(len(v) for v in reasons.values())
-
-
 def outcome_metadata(outcome: DocumentOutcome, *, dropped: int) -> dict[str, Any]:
     """The ``relevance_score`` and ``hrefine_*`` keys both adapters add to a returned document.
 
@@ -549,12 +520,12 @@ def kept_with_metadata(
     keep_input_order:
         Keep the documents in input order instead of ordering them by relevance.
     """
-    dropped = _log_dropped(outcomes, unit)
+    dropped = log_dropped(outcomes, unit, "LongRefiner")
     out: list[tuple[DocumentOutcome, dict[str, Any]]] = []
     for outcome in outcomes:
         if not outcome.kept:
             continue
-        metadata = _copy_metadata(metadata_of(outcome.index))
+        metadata = copy_metadata(metadata_of(outcome.index))
         metadata.update(outcome_metadata(outcome, dropped=dropped))
         prior = input_score_of(outcome.index)
         if prior is not None:
