@@ -155,3 +155,21 @@ def read_input(source: str, what: str) -> bytes:
         msg = f"no such file: {source}; give {what} (or - for stdin)"
         raise ConfigError(msg)
     return path.read_bytes()
+
+
+def check_folder(path: Path | None, what: str) -> None:
+    """Fail before the models load when the file could not be written anyway."""
+    if path is not None and not path.parent.is_dir():
+        msg = f"could not write the {what} to {path}: folder {path.parent} does not exist"
+        raise ConfigError(msg)
+
+
+def write_output(path: Path, text: str, what: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all: a failure leaves the old file as it was."""
+    from hrefine._atomic import write_text
+
+    try:
+        write_text(path, text)
+    except OSError as exc:
+        msg = f"could not write the {what} to {path}: {exc.strerror or exc}"
+        raise ConfigError(msg) from exc

@@ -21,17 +21,18 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from hrefine._atomic import echo, write_text
+from hrefine._atomic import echo
 from hrefine._cli_support import (
     DEBUG_ENV,
     OneLineErrors,
     announce_loading,
+    check_folder,
     quiet_model_loading,
     read_input,
     say,
+    write_output,
 )
 from hrefine._encodable import encodable
-from hrefine.errors import ConfigError
 from hrefine.eval.cli import eval_app
 from hrefine.html.options import DEFAULT_BUDGET
 from hrefine.longrefiner.cli import refine as refine_command
@@ -118,22 +119,6 @@ def _version(dist: str) -> str:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
         return "not installed"
-
-
-def _check_folder(path: Path | None, what: str) -> None:
-    """Fail before the models load when the file could not be written anyway."""
-    if path is not None and not path.parent.is_dir():
-        msg = f"could not write the {what} to {path}: folder {path.parent} does not exist"
-        raise ConfigError(msg)
-
-
-def _write_output(path: Path, text: str, what: str) -> None:
-    """Write ``text`` to ``path`` whole or not at all: a failure leaves the old file as it was."""
-    try:
-        write_text(path, text)
-    except OSError as exc:
-        msg = f"could not write the {what} to {path}: {exc.strerror or exc}"
-        raise ConfigError(msg) from exc
 
 
 @app.command()
@@ -279,8 +264,8 @@ def html_prune(
     from hrefine.html import HtmlPruner
 
     page = read_input(source, "an HTML file")
-    _check_folder(output, "pruned HTML")
-    _check_folder(report, "report")
+    check_folder(output, "pruned HTML")
+    check_folder(report, "report")
     settings: dict[str, Any] = {"scorer": scorer, "generative": generative}
     if tokenizer is not None:
         settings["tokenizer"] = tokenizer
@@ -295,7 +280,7 @@ def html_prune(
     if output is None:
         echo(text)  # never fails on a character the terminal cannot show
     else:
-        _write_output(output, text, "pruned HTML")
+        write_output(output, text, "pruned HTML")
     say(
         f"{result.tokens} / {result.budget} tokens ({result.tokenizer}); "
         f"cleaned input had {result.original_tokens}"
@@ -304,7 +289,7 @@ def html_prune(
     if report is not None:
         # A file name may hold undecodable bytes (as lone surrogates); the writer replaces them.
         title = "stdin" if source == "-" else Path(source).name
-        _write_output(report, result.to_html(title=title), "report")
+        write_output(report, result.to_html(title=title), "report")
         say(encodable(f"report written to {report}"))
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hrefine._encodable import encodable
+from hrefine._query import check_query as _check_query
 from hrefine.errors import EmptyInputError, HtmlParseError, InputTypeError
 from hrefine.results import ResultOptions, by_relevance, copy_metadata, log_dropped, unit_scores
 
@@ -108,23 +108,8 @@ class DocumentOutcome:
 
 
 def check_query(query: object) -> str:
-    """The query, ready for every model: lone surrogates (which no tokenizer encodes) become
-    U+FFFD.
-
-    Raises
-    ------
-    InputTypeError
-        ``query`` is not a str.
-    EmptyInputError
-        ``query`` is empty or only white space.
-    """
-    if not isinstance(query, str):
-        msg = f"the query must be a str, got {type(query).__name__}; pass the question as text"
-        raise InputTypeError(msg)
-    if not query.strip():
-        msg = "the query is empty; HtmlRAG ranks the HTML blocks against the query"
-        raise EmptyInputError(msg)
-    return encodable(query)
+    """The query, checked (see :func:`hrefine._query.check_query`)."""
+    return _check_query(query, used_for="HtmlRAG ranks the HTML blocks against the query")
 
 
 def empty_outcome(index: int, budget: int, error: str | None = None) -> DocumentOutcome:

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from hrefine._atomic import echo, write_text
-from hrefine._cli_support import loading_line, read_input, say
+from hrefine._atomic import echo
+from hrefine._cli_support import check_folder, loading_line, read_input, say, write_output
 from hrefine._encodable import encodable
 from hrefine.errors import ConfigError, EmptyInputError
 
@@ -265,20 +265,6 @@ def result_dict(result: RefineResult, labels: Sequence[str] | None = None) -> di
 
 
 # -- the command ------------------------------------------------------------------------------
-def _check_folder(path: Path | None, what: str) -> None:
-    """Fail before the models load when the file could not be written anyway."""
-    if path is not None and not path.parent.is_dir():
-        msg = f"could not write the {what} to {path}: folder {path.parent} does not exist"
-        raise ConfigError(msg)
-
-
-def _write(path: Path, text: str, what: str) -> None:
-    """Write ``text`` to ``path`` whole or not at all (a failure leaves the old file)."""
-    try:
-        write_text(path, text)
-    except OSError as exc:
-        msg = f"could not write the {what} to {path}: {exc.strerror or exc}"
-        raise ConfigError(msg) from exc
 
 
 def _loading(tokenizer: str | None, scorer: str, lm: str | None) -> str | None:
@@ -427,8 +413,8 @@ def refine(
     if max_tokens < 1:
         msg = f"--max-tokens must be at least 1, got {max_tokens}"
         raise ConfigError(msg)
-    _check_folder(output, "refined text")
-    _check_folder(report, "report")
+    check_folder(output, "refined text")
+    check_folder(report, "report")
     if cache_dir is not None and cache_dir.exists() and not cache_dir.is_dir():
         msg = f"--cache-dir {cache_dir} is a file; give a folder"
         raise ConfigError(msg)
@@ -474,7 +460,7 @@ def refine(
         if output is None:
             echo(text)
         else:
-            _write(output, text, "JSON output")
+            write_output(output, text, "JSON output")
     else:
         if show_structure:
             lines: list[str] = []
@@ -487,7 +473,7 @@ def refine(
                 echo(f"== refined text ({result.tokens} tokens) ==\n")
             echo(refined)
         else:
-            _write(output, refined, "refined text")
+            write_output(output, refined, "refined text")
     kept_docs = sum(1 for d in result.documents if d.text)
     units = sum(len(d.kept) for d in result.documents)
     say(
@@ -500,5 +486,5 @@ def refine(
         from hrefine.longrefiner.report import render_report
 
         title = labels[0] if len(labels) == 1 else f"{len(labels)} documents"
-        _write(report, render_report(result, title=title, sources=labels), "report")
+        write_output(report, render_report(result, title=title, sources=labels), "report")
         say(encodable(f"report written to {report}"))

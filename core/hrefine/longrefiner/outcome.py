@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hrefine.errors import BudgetTooSmallError, EmptyInputError, InputTypeError
+from hrefine._query import check_query as _check_query
+from hrefine.errors import BudgetTooSmallError, EmptyInputError
 from hrefine.longrefiner.options import LongRefinerOptions
-from hrefine.longrefiner.pipeline import LongRefiner
+from hrefine.longrefiner.pipeline import USED_FOR, LongRefiner
 from hrefine.options import Rebuilt
 from hrefine.results import ResultOptions, by_relevance, copy_metadata, log_dropped
 
@@ -151,22 +152,8 @@ class DocumentOutcome:
 
 
 def check_query(query: object) -> str:
-    """The query, checked.
-
-    Raises
-    ------
-    InputTypeError
-        ``query`` is not a str.
-    EmptyInputError
-        ``query`` is empty or only white space.
-    """
-    if not isinstance(query, str):
-        msg = f"the query must be a str, got {type(query).__name__}; pass the question as text"
-        raise InputTypeError(msg)
-    if not query.strip():
-        msg = "the query is empty; LongRefiner scores the document's sections against the query"
-        raise EmptyInputError(msg)
-    return query
+    """The query, checked (see :func:`hrefine._query.check_query`)."""
+    return _check_query(query, used_for=USED_FOR)
 
 
 def _titles(refined: RefinedDocument, ids: Sequence[int]) -> tuple[str, ...]:

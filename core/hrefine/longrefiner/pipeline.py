@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from hrefine._query import check_query
 from hrefine.budget import TokenCounter, get_counter
 from hrefine.errors import ConfigError, EmptyInputError, InputTypeError
 from hrefine.longrefiner import analyze as analysis
@@ -47,7 +48,10 @@ from hrefine.longrefiner.select import (
 )
 from hrefine.longrefiner.spans import Span, fill_gaps
 
-__all__ = ["LongRefiner", "RefineResult", "RefinedDocument"]
+__all__ = ["USED_FOR", "LongRefiner", "RefineResult", "RefinedDocument"]
+
+#: What an empty query's error says LongRefiner needs the query for.
+USED_FOR = "LongRefiner scores the document's sections against the query"
 
 logger = logging.getLogger(__name__)
 
@@ -930,13 +934,7 @@ def _first_title(text: str, spans: Sequence[Span]) -> str:
 
 
 def _check_query(query: object) -> str:
-    if not isinstance(query, str):
-        msg = f"query must be a string, got {type(query).__name__}"
-        raise InputTypeError(msg)
-    if not query.strip():
-        msg = "query is empty; pass the question the context is for"
-        raise EmptyInputError(msg)
-    return query
+    return check_query(query, used_for=USED_FOR)
 
 
 def _check_budget(max_tokens: object) -> int:
