@@ -412,3 +412,14 @@ def test_import_does_not_load_torch() -> None:
         env={"PYTHONPATH": str(REPO / "core"), "PATH": ""},
     )
     assert out.stdout.strip() == "False"
+
+
+def test_generate_stops_at_a_stop_string_per_prompt(lm: LocalLM) -> None:
+    prompts = ["Tell a long story about a red bird and a blue fish.", "Count to fifty in words."]
+    free = lm.generate(prompts, max_new_tokens=40)
+    stopped = lm.generate(prompts, max_new_tokens=40, stop=["."])
+    for long, short in zip(free, stopped, strict=True):
+        # The same greedy text, cut just after its first stop string.
+        assert long.startswith(short)
+        if "." in long:
+            assert short.endswith(".") and short.count(".") == 1

@@ -65,6 +65,10 @@ _MIN_MATCHED = 0.5
 # Structures kept in memory per refiner.
 _MEMORY_CACHE = 256
 _STRUCTURE_KIND = "longrefiner_structure"
+# Step 3's answer is a list of titles: a local model stops once it is closed, or at the end of
+# its first paragraph (SmolLM2 went on for all 256 tokens it was allowed over a paper's
+# outline, 380-420 s on 2 CPU cores).
+_LIST_END = ("]", "\n\n")
 
 
 @dataclasses.dataclass
@@ -298,11 +302,17 @@ class LongRefiner:
         return self._generator
 
     def _ask_many(
-        self, prompts: Sequence[tuple[str, str]], *, step: str, max_new_tokens: int
+        self,
+        prompts: Sequence[tuple[str, str]],
+        *,
+        step: str,
+        max_new_tokens: int,
+        stop: Sequence[str] | None = None,
     ) -> list[str]:
         """The model's answers to ``(system, user)`` prompts of one step: one batched
         ``generate`` on the LocalLM under the step's adapter, or the text LLM's calls side by
-        side (its concurrency limit), the system message on top of each prompt."""
+        side (its concurrency limit), the system message on top of each prompt. A LocalLM
+        stops at any of ``stop`` (a text LLM is not asked to)."""
         if not prompts:
             return []
         lm = self._lm()
@@ -317,6 +327,7 @@ class LongRefiner:
                     system=system,
                     max_new_tokens=max_new_tokens,
                     adapter=self._adapter(step),
+                    stop=stop,
                 )
                 for k, a in zip(ks, answers, strict=True):
                     out[k] = str(a)
@@ -325,7 +336,12 @@ class LongRefiner:
         return [str(a) for a in llm.batch([f"{sy.strip()}\n\n{us}" for sy, us in prompts])]
 
     async def _aask_many(
-        self, prompts: Sequence[tuple[str, str]], *, step: str, max_new_tokens: int
+        self,
+        prompts: Sequence[tuple[str, str]],
+        *,
+        step: str,
+        max_new_tokens: int,
+        stop: Sequence[str] | None = None,
     ) -> list[str]:
         """:meth:`_ask_many` on the async path: a text LLM's native async calls, a LocalLM's
         batch in a worker thread."""
@@ -333,7 +349,7 @@ class LongRefiner:
             return []
         if self._lm() is not None:
             return await asyncio.to_thread(
-                self._ask_many, prompts, step=step, max_new_tokens=max_new_tokens
+                self._ask_many, prompts, step=step, max_new_tokens=max_new_tokens, stop=stop
             )
         llm = self._text_llm()
         answers = await llm.abatch([f"{sy.strip()}\n\n{us}" for sy, us in prompts])
@@ -646,7 +662,10 @@ class LongRefiner:
     def _select_many(self, query: str, docs: Sequence[StructuredDocument]) -> list[GlobalSelection]:
         asked, prompts = self._selection_prompts(query, docs)
         raws = self._ask_many(
-            prompts, step="global_selection", max_new_tokens=self.options.selection_max_new_tokens
+            prompts,
+            step="global_selection",
+            max_new_tokens=self.options.selection_max_new_tokens,
+            stop=_LIST_END,
         )
         return self._read_selections(docs, asked, raws)
 
@@ -656,7 +675,10 @@ class LongRefiner:
         """:meth:`select_many` on the async path."""
         asked, prompts = self._selection_prompts(query, docs)
         raws = await self._aask_many(
-            prompts, step="global_selection", max_new_tokens=self.options.selection_max_new_tokens
+            prompts,
+            step="global_selection",
+            max_new_tokens=self.options.selection_max_new_tokens,
+            stop=_LIST_END,
         )
         return self._read_selections(docs, asked, raws)
 

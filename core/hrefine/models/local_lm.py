@@ -355,6 +355,7 @@ class LocalLM:
         seed: int = 0,
         batch_size: int | None = None,
         adapter: AdapterChoice = INHERIT,
+        stop: Sequence[str] | None = None,
     ) -> list[str]:
         """Generate a completion for each prompt.
 
@@ -380,6 +381,9 @@ class LocalLM:
             Prompts per batch; defaults to 8 on the CPU and 64 on an accelerator.
         adapter:
             The adapter to generate with (``None``: the base model); default :data:`INHERIT`.
+        stop:
+            Strings that end a completion as soon as it writes one (kept in the output): a
+            list answer ends at ``"]"`` rather than running on to ``max_new_tokens``.
 
         Returns
         -------
@@ -408,7 +412,10 @@ class LocalLM:
             top_p=1.0,
             pad_token_id=pad,
             eos_token_id=eos if eos is not None else tok.eos_token_id,
+            stop_strings=list(stop) if stop else None,
         )
+        # Stop strings are matched on the decoded text, so generate needs the tokenizer.
+        extra = {"tokenizer": tok} if stop else {}
         size = batch_size or batch_size_for(self.device)
         order = sorted(range(len(items)), key=lambda i: -len(encoded[i]))
         outputs = [""] * len(items)
@@ -427,7 +434,10 @@ class LocalLM:
             ):
                 torch.manual_seed(seed)
                 out = self._model.generate(
-                    input_ids=input_ids, attention_mask=attention_mask, generation_config=config
+                    input_ids=input_ids,
+                    attention_mask=attention_mask,
+                    generation_config=config,
+                    **extra,
                 )
             for row, index in zip(out, chunk, strict=True):
                 outputs[index] = tok.decode(row[width:], skip_special_tokens=True).strip()
