@@ -19,6 +19,8 @@ import pytest
         "hrefine.options",
         "hrefine.html",
         "hrefine.raptor",
+        "hrefine.longrefiner",
+        "hrefine.garlic",
         "hrefine.cli",
     ],
 )

@@ -1,0 +1,371 @@
+"""GarlicGraph: GARLIC's hierarchical weighted DAG of summary points over leaf chunks.
+
+Leaves are chunks of the documents. Each level packs the nodes below it, in document order, into
+batches that fit ``batch_tokens``; the LLM writes bullet "summary points" for each batch, and
+each point becomes a node with an edge to every input of its batch. The edge weight is the
+attention the point's tokens paid to that input while it was written (a LocalLM), or its
+embedding similarity to it (any other LLM), normalised so that a point's weights sum to 1.
+Levels are added until one batch holds a whole level (its points are the top level), no level
+can shrink, or ``max_levels`` is reached. Every node is embedded for the search.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hrefine.budget import TokenCounter, get_counter
+from hrefine.errors import InputTypeError, PersistenceError
+from hrefine.garlic.options import GarlicOptions
+from hrefine.garlic.summarise import (
+    Batch,
+    LocalWriter,
+    Writer,
+    Written,
+    edge_mode,
+    embedding_weights,
+    make_writer,
+    one_line,
+    pack,
+    write_level,
+)
+from hrefine.models import get_embedder
+from hrefine.persist import load_tree, save_tree
+from hrefine.raptor.build import SOURCE, TOKENS, Source, add_leaves, as_sources, embed_in_full
+from hrefine.tree import NodeKind, Tree
+
+__all__ = ["BATCH", "KIND", "SOURCE_ID", "GarlicGraph"]
+
+#: The ``kind`` of a saved GARLIC graph.
+KIND = "garlic"
+#: Leaf metadata: the id of the leaf's source (beside ``hrefine_source``, its index, and
+#: ``hrefine_start``/``hrefine_end``, its span in the source text).
+SOURCE_ID = "hrefine_source_id"
+#: Summary point metadata: ``[level, batch index]`` of the call that wrote it.
+BATCH = "hrefine_batch"
+# How far a summary point's edge weights may sum away from 1 in a loaded graph.
+_WEIGHT_TOLERANCE = 1e-4
+
+Progress = Callable[[str], None] | bool | None
+
+
+class GarlicGraph:
+    """A GARLIC graph: leaf chunks and levels of summary points, with weighted edges.
+
+    Make one with :meth:`build`, search it with :class:`~hrefine.garlic.search.GarlicSearcher`,
+    keep it with :meth:`save` and :meth:`load`.
+
+    Parameters
+    ----------
+    tree:
+        The node graph: leaves are ``"chunk"`` nodes at level 0, summary points ``"summary"``
+        nodes at level 1 and up, each with an edge to every input of its batch (the weights
+        of a point's edges sum to 1), every node embedded.
+    options:
+        The settings it was built with.
+    embedder:
+        The embedder of its node vectors (None: the options', else the embedded default).
+    """
+
+    def __init__(
+        self, tree: Tree, options: GarlicOptions | None = None, *, embedder: Any = None
+    ) -> None:
+        if not isinstance(tree, Tree):
+            msg = f"tree must be an hrefine.tree.Tree, got {type(tree).__name__}"
+            raise InputTypeError(msg)
+        self.tree = tree
+        self.options = GarlicOptions.build(options)
+        self._embedder_arg = embedder if embedder is not None else self.options.embedder
+        self._embedder: Any = None
+        #: What the build did (LLM calls, retries, timings, nodes per level; not saved).
+        self.stats: dict[str, Any] = {}
+
+    @property
+    def embedder(self) -> Any:
+        """The embedder of the node vectors (loaded on first use); embed queries with it."""
+        if self._embedder is None:
+            self._embedder = get_embedder(self._embedder_arg)
+        return self._embedder
+
+    # -- building ---------------------------------------------------------------------------
+    @classmethod
+    def build(
+        cls,
+        documents: str | Source | Sequence[str | Source],
+        *,
+        lm: Any = None,
+        embedder: Any = None,
+        options: GarlicOptions | None = None,
+        progress: Progress = None,
+        **settings: Any,
+    ) -> GarlicGraph:
+        """Build the graph over ``documents``.
+
+        Parameters
+        ----------
+        documents:
+            Texts or :class:`~hrefine.raptor.Source` objects (text, metadata copied onto each
+            of its leaves, id).
+        lm:
+            The LLM: a :class:`~hrefine.models.LocalLM` (attention edges, prompts counted in
+            its tokenizer), or a ``str -> str`` callable, sync or async, or a TextGenerator
+            (embedding edges, prompts counted with the budget tokenizer). None: the options'
+            ``lm``, else the embedded SmolLM2-135M.
+        embedder:
+            Anything :func:`hrefine.models.get_embedder` takes (None: the embedded model).
+        options:
+            A :class:`GarlicOptions`; ``settings`` change single fields of it.
+        progress:
+            True logs each level (logger ``hrefine.garlic``); a callable gets a line per level.
+
+        Raises
+        ------
+        EmptyInputError
+            Every document is empty.
+        InputTypeError
+            ``documents`` is not texts or Sources.
+        ConfigError
+            A setting is out of range, or ``edges="attention"`` with an LLM other than a LocalLM.
+        GenerationError
+            The LLM failed, or wrote no summary point for a batch after its retries.
+        """
+        started = time.perf_counter()
+        opts = GarlicOptions.build(options, **settings)
+        sources = as_sources(documents)
+        counter = get_counter(opts.tokenizer)
+        llm = lm if lm is not None else opts.lm
+        if llm is None:
+            from hrefine.models import default_lm
+
+            llm = default_lm()
+        mode = edge_mode(opts.edges, llm)
+        tree = Tree(metadata={"sources": [s.id for s in sources], "edge_mode": mode})
+        leaves = add_leaves(tree, sources, 0, counter, opts.chunk_tokens)
+        for leaf in leaves:
+            meta = tree[leaf].metadata
+            meta[SOURCE_ID] = sources[int(meta[SOURCE])].id
+        writer = make_writer(llm, opts, counter)
+        self = cls(tree, opts, embedder=embedder)
+        tree.set_embeddings(leaves, embed_in_full(self.embedder, [tree[i].text for i in leaves]))
+        grown = _Grower(self, writer, mode, counter, _reporter(progress)).grow(leaves)
+        tree.metadata["stopped_by"] = grown["stopped_by"]
+        self.stats = {
+            "edge_mode": mode,
+            "llm": writer.name,
+            "leaves": len(leaves),
+            **grown,
+            "build_seconds": round(time.perf_counter() - started, 4),
+        }
+        return self
+
+    # -- reading ----------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.tree)
+
+    @property
+    def levels(self) -> int:
+        """Summary levels above the leaves (the top level's number)."""
+        return max((n.level for n in self.tree), default=0)
+
+    @property
+    def edge_mode(self) -> str:
+        """Where the edge weights came from: ``"attention"`` or ``"embedding"``."""
+        return str(self.tree.metadata.get("edge_mode", "embedding"))
+
+    def top_level(self) -> list[int]:
+        """Ids of the top level's nodes, in document order (where a search starts)."""
+        return self.tree.at_level(self.levels)
+
+    def edge_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The sparse adjacency matrix E as ``(parents, children, weights)`` arrays.
+
+        ``weights[k]`` is the weight of the edge ``parents[k] -> children[k]`` (summary point
+        to input node); ``E[parents, children] = weights``.
+        """
+        edges = list(self.tree.edges())
+        parents = np.asarray([p for p, _, _ in edges], dtype=np.int64)
+        children = np.asarray([c for _, c, _ in edges], dtype=np.int64)
+        weights = np.asarray([w for _, _, w in edges], dtype=np.float64)
+        return parents, children, weights
+
+    # -- persistence ------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Save the graph (JSON + .npy, checksummed, never pickle) into folder ``path``."""
+        return save_tree(self.tree, path, kind=KIND, config=self.options.plain())
+
+    @classmethod
+    def load(
+        cls, path: str | os.PathLike[str], *, embedder: Any = None, **settings: Any
+    ) -> GarlicGraph:
+        """Load a graph saved by :meth:`save`; ``settings`` change its saved options.
+
+        Raises
+        ------
+        PersistenceError
+            The folder is not a saved GARLIC graph, or a file in it was edited or truncated.
+        """
+        tree, config, _ = load_tree(path, kind=KIND)
+        known = set(GarlicOptions.names())
+        saved = {name: v for name, v in config.items() if name in known}
+        try:
+            options = GarlicOptions.build(**{**saved, **settings})
+        except (ValueError, TypeError) as exc:
+            msg = f"{path}: the saved settings are not valid GARLIC settings: {exc}"
+            raise PersistenceError(msg) from exc
+        return cls.from_tree(tree, options, embedder=embedder, where=str(path))
+
+    @classmethod
+    def from_tree(
+        cls,
+        tree: Tree,
+        options: GarlicOptions | None = None,
+        *,
+        embedder: Any = None,
+        where: str = "the tree",
+    ) -> GarlicGraph:
+        """A GarlicGraph over a node graph read from storage, checked first.
+
+        Raises
+        ------
+        PersistenceError
+            ``tree`` is not shaped as a GARLIC graph (``where`` names it in the message).
+        """
+        problem = _problem(tree)
+        if problem:
+            msg = f"{where} is not a valid GARLIC graph: {problem}"
+            raise PersistenceError(msg)
+        return cls(tree, options, embedder=embedder)
+
+
+class _Grower:
+    """The level loop of one build."""
+
+    def __init__(
+        self,
+        graph: GarlicGraph,
+        writer: Writer,
+        mode: str,
+        counter: TokenCounter,
+        report: Callable[[str], None],
+    ) -> None:
+        self.graph, self.tree, self.options = graph, graph.tree, graph.options
+        self.writer, self.mode, self.counter, self.report = writer, mode, counter, report
+
+    def grow(self, leaves: list[int]) -> dict[str, Any]:
+        """Add levels above ``leaves``; returns the build's statistics."""
+        stats: dict[str, Any] = {
+            "nodes_per_level": [len(leaves)],
+            "batches_per_level": [],
+            "level_seconds": [],
+            "calls": 0,
+            "retries": 0,
+            "oversized_batches": 0,
+        }
+        ids, level = leaves, 0
+        while True:
+            started = time.perf_counter()
+            level += 1
+            lines = [one_line(self.tree[i].text) for i in ids]
+            batches, oversized = pack(ids, lines, self.writer, self.options)
+            self.report(f"level {level}: summarising {len(ids)} nodes in {len(batches)} batches")
+            written, calls, retries = write_level(batches, self.writer, self.options, level)
+            new = self.add_level(level, batches, written)
+            stats["nodes_per_level"].append(len(new))
+            stats["batches_per_level"].append(len(batches))
+            stats["level_seconds"].append(round(time.perf_counter() - started, 4))
+            stats["calls"] += calls
+            stats["retries"] += retries
+            stats["oversized_batches"] += oversized
+            if len(batches) == 1:
+                stopped = "single_batch"  # its points are the top level
+            elif len(new) >= len(ids):
+                stopped = "no_shrink"
+            elif level >= self.options.max_levels:
+                stopped = "max_levels"
+            else:
+                ids = new
+                continue
+            break
+        stats["stopped_by"] = stopped
+        if isinstance(self.writer, LocalWriter):
+            stats["attention_tokens"] = self.writer.prefilled_tokens
+        return stats
+
+    def add_level(
+        self, level: int, batches: Sequence[Batch], written: Sequence[Written]
+    ) -> list[int]:
+        """Add the points of every batch as nodes of ``level``, with their edges and vectors."""
+        tree = self.tree
+        texts = [p.text for w in written for p in w.points]
+        vectors = embed_in_full(self.graph.embedder, texts)
+        counts = self.counter.count_many(texts)
+        below = tree.embeddings
+        assert below is not None
+        new: list[int] = []
+        for k, (batch, out) in enumerate(zip(batches, written, strict=True)):
+            row = len(new)
+            if self.mode == "attention":
+                assert isinstance(self.writer, LocalWriter)
+                weights = self.writer.attention(batch.lines, out.answer, out.points)
+            else:
+                mine = vectors[row : row + len(out.points)]
+                weights = embedding_weights(mine, below[list(batch.inputs)])
+            first = tree[batch.inputs[0]].order
+            # Points take the orders after their batch's first input, kept before the next
+            # batch's (a batch may write more points than it had inputs): document order.
+            last = tree[batches[k + 1].inputs[0]].order - 1 if k + 1 < len(batches) else None
+            for i, point in enumerate(out.points):
+                order = first + i if last is None else max(first, min(first + i, last))
+                node = tree.add_node(
+                    point.text,
+                    kind=NodeKind.SUMMARY,
+                    level=level,
+                    order=order,
+                    metadata={TOKENS: int(counts[row + i]), BATCH: [level, k]},
+                )
+                for j, child in enumerate(batch.inputs):
+                    tree.add_edge(node, child, float(weights[i, j]))
+                new.append(node)
+        tree.set_embeddings(new, vectors)
+        return new
+
+
+def _reporter(progress: Progress) -> Callable[[str], None]:
+    if callable(progress):
+        return progress
+    if progress:
+        return logging.getLogger("hrefine.garlic").info
+    return lambda line: None
+
+
+def _problem(tree: Tree) -> str | None:
+    """What keeps ``tree`` from being a GARLIC graph, or None."""
+    if len(tree) == 0:
+        return "it has no nodes"
+    if tree.embeddings is None or not bool(np.all(tree.embedding_mask)):
+        return "some nodes have no embedding"
+    for node in tree:
+        meta = node.metadata
+        if not isinstance(meta.get(TOKENS), int) or meta[TOKENS] < 0:
+            return f"node {node.id} has no token count"
+        if node.kind == NodeKind.CHUNK:
+            if node.level != 0 or node.children or not isinstance(meta.get(SOURCE), int):
+                return f"leaf {node.id} is not at level 0, has children or has no source"
+        elif node.kind == NodeKind.SUMMARY:
+            kids = node.children
+            if node.level < 1 or not kids:
+                return f"summary point {node.id} summarises nothing"
+            if any(tree[c].level != node.level - 1 for c in kids):
+                return f"summary point {node.id} has an input that is not on the level below"
+            weights = [tree.weight(node.id, c) for c in kids]
+            if min(weights) < 0 or abs(sum(weights) - 1.0) > _WEIGHT_TOLERANCE:
+                return f"the edge weights of summary point {node.id} do not sum to 1"
+        else:
+            return f"node {node.id} is a {node.kind}, not a chunk or summary"
+    return None

@@ -1,0 +1,109 @@
+"""GarlicOptions: every GARLIC setting, declared once for the core and (later) both adapters.
+
+Defaults are the paper's: 300-token leaf chunks, batches of at most 8K tokens (prompt, inputs
+and the expected summary together), the summary and search prompts of its appendix (Tables 4
+and 5), stop patience 1, and the attention term and the embedding term weighed equally.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar
+
+from hrefine.errors import ConfigError, InputTypeError
+from hrefine.options import Options, check_int, check_number, setting
+
+__all__ = ["EDGE_MODES", "SEARCH_PROMPT", "SUMMARY_PROMPT", "GarlicOptions"]
+
+#: The summary prompt of the paper's Table 4. ``{points}`` is replaced by the batch's input
+#: nodes, one per line; the model answers with ``*`` bullets ("summary points").
+SUMMARY_PROMPT = (
+    "Summary the following information. Each segment is separated by a new line symbol.\n\n"
+    "{points}\n\n"
+    "Split your summary into different summary points according to the semantic information "
+    "in these information points. It is not necessary to generate each summary point for each "
+    "information point. Gather and organize information into summary points. In each summary "
+    "point, try to avoid using pronouns like he/she/they and instead use full names. Generate "
+    "in the format of:\n\n* summary point\n* summary point\n* summary point\n......\n\n"
+    "Do not provide any explanation and start the summary directly."
+)
+#: The first-turn search prompt of the paper's Table 5: the instruction, then the question,
+#: then the visited nodes (appended one at a time after ``Information:``).
+SEARCH_PROMPT = (
+    'Can this question be answered by the following information? Response "Yes" or "No" in '
+    "one word. Do not provide any explanation."
+)
+#: Where edge weights come from: the LM's attention (a LocalLM), or embedding similarity
+#: between each summary point and its inputs (any LLM that shows no attention).
+EDGE_MODES = ("auto", "attention", "embedding")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class GarlicOptions(Options):
+    """Settings of :class:`~hrefine.garlic.GarlicGraph` (build) and
+    :class:`~hrefine.garlic.GarlicSearcher` (search)."""
+
+    adapter_excluded: ClassVar[frozenset[str]] = frozenset({"lm", "embedder", "tokenizer"})
+
+    chunk_tokens: int = setting(300, help="Leaf size in tokens (chunks cut on sentence ends).")
+    batch_tokens: int = setting(
+        8192,
+        help="n_s: most tokens of one summary call (prompt, input nodes and the summary).",
+    )
+    summary_tokens: int = setting(
+        512, help="Most new tokens the model writes for one batch's summary points."
+    )
+    max_levels: int = setting(8, help="Most summary levels above the leaves.")
+    summary_prompt: str = setting(
+        SUMMARY_PROMPT, help="Summary prompt; '{points}' marks the inputs."
+    )
+    search_prompt: str = setting(SEARCH_PROMPT, help="First-turn search instruction (Yes/No).")
+    edges: str = setting(
+        "auto",
+        help="Edge weights: 'attention' (a LocalLM's), 'embedding' (any LLM), or 'auto'.",
+    )
+    retries: int = setting(
+        1, help="Extra tries of a summary call whose answer holds no summary point."
+    )
+    patience: int = setting(1, help="Stop the search after the LM has said Yes this many times.")
+    max_steps: int = setting(64, help="Most nodes a search adds to the visited set.")
+    max_tokens: int | None = setting(
+        None, help="Most tokens of visited nodes (budget tokenizer); None: no limit."
+    )
+    embedding_weight: float = setting(
+        1.0, help="Weight of the normalised embedding similarity beside the normalised E^T a."
+    )
+    seed: int = setting(0, help="Seed of any sampling (a retried summary); same seed, same graph.")
+    lm: Any = setting(None, help="The LLM: a LocalLM (attention edges), or a str -> str callable.")
+    embedder: Any = setting(None, help="The embedder (None: the embedded all-MiniLM-L6-v2).")
+    tokenizer: Any = setting(None, help="Tokenizer of the budgets (None: Llama-3.2's).")
+
+    def __post_init__(self) -> None:
+        check_int("chunk_tokens", self.chunk_tokens, minimum=16)
+        check_int("batch_tokens", self.batch_tokens, minimum=256)
+        check_int("summary_tokens", self.summary_tokens, minimum=8)
+        if self.chunk_tokens + self.summary_tokens >= self.batch_tokens:
+            msg = (
+                f"batch_tokens ({self.batch_tokens}) must exceed chunk_tokens + summary_tokens "
+                f"({self.chunk_tokens + self.summary_tokens}): a batch holds at least one node "
+                "and its summary"
+            )
+            raise ConfigError(msg)
+        check_int("max_levels", self.max_levels, minimum=1)
+        for name, needs in (("summary_prompt", "{points}"), ("search_prompt", None)):
+            value = getattr(self, name)
+            if not isinstance(value, str):
+                msg = f"{name} must be a string, got {type(value).__name__}"
+                raise InputTypeError(msg)
+            if needs and needs not in value:
+                msg = f"{name} must contain {needs!r}, where the input nodes go"
+                raise ConfigError(msg)
+        if not isinstance(self.edges, str) or self.edges not in EDGE_MODES:
+            msg = f"edges must be one of {', '.join(map(repr, EDGE_MODES))}, got {self.edges!r}"
+            raise ConfigError(msg)
+        check_int("retries", self.retries, minimum=0)
+        check_int("patience", self.patience, minimum=1)
+        check_int("max_steps", self.max_steps, minimum=1)
+        check_int("max_tokens", self.max_tokens, minimum=1, none=True)
+        check_number("embedding_weight", self.embedding_weight, minimum=0.0)
+        check_int("seed", self.seed, minimum=0)

@@ -1,0 +1,750 @@
+"""GARLIC's dynamic graph search (the paper's section 3.2): read the graph top-down until the LLM
+says the question can be answered.
+
+The visited set starts with the graph's top-level nodes. The LLM reads the first-turn prompt of
+the paper's Table 5 (instruction, question, then the visited nodes) and says "Yes" or "No";
+while it says No, the next node is appended and the LLM is asked again. The next node is the
+unvisited one with the highest ``z_n + embedding_weight * s_n``: ``z = Eᵀa`` spreads the
+query attention ``a`` of the visited nodes down their weighted edges, ``s`` is the
+query-node cosine similarity (negative values at 0), and both are normalised to sum 1 over
+the unvisited nodes. The search stops after ``patience`` Yes answers, at ``max_steps`` added
+nodes, at ``max_tokens`` tokens of visited nodes, or when every node has been visited.
+
+Two modes, picked from the LLM:
+
+- **Attention mode** (a :class:`~hrefine.models.LocalLM`): one
+  :class:`~hrefine.models.LMSession` holds the prompt in its KV cache. Each visited node is
+  pre-filled once, as its own segment, and its attention to the query segment is measured on
+  that pass (``a_i``, multiplied by the node's position in the prompt, the query being
+  position 1, to undo the bias against late nodes). The Yes/No question appends the short end
+  of the user turn, compares P("Yes") with P("No") at the next position, and rolls it back:
+  each step pre-fills only the new node's tokens and that suffix.
+- **Prompt-only mode** (any ``str -> str`` LLM, sync or async, e.g. an API model): each step
+  sends the whole first-turn prompt and reads Yes/No from the first word of the reply (anything
+  else counts as No and is noted). It keeps the visited-set growth, the stop patience, the
+  budgets and the graph walk ``z = Eᵀa`` over the graph's edges; it drops the attention of the
+  visited nodes to the query (``a_i`` is their embedding similarity instead, with no position
+  factor), the Yes/No probabilities (P(Yes) is 1 or 0) and the KV cache (every step pays for
+  the whole prompt).
+
+The graph the searcher reads needs only three things (a
+:class:`~hrefine.garlic.GarlicGraph` has them, a hand-built object will do):
+
+- ``tree``: a :class:`~hrefine.tree.Tree` whose nodes carry the texts, levels and document
+  order, with embeddings set (rows never set count as similarity 0);
+- ``top_level() -> list[int]``: the ids the visited set starts with;
+- ``edge_arrays() -> (parents, children, weights)``: 1-D arrays of the same length, one entry
+  per edge of ``E`` (``E[parent, child] = weight``).
+
+Optional: ``options`` (a :class:`GarlicOptions`, the searcher's defaults) and ``embedder`` (the
+model the node embeddings came from, used for the query).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from hrefine.budget import TokenCounter, get_counter
+from hrefine.errors import ConfigError, EmptyInputError, InputTypeError, TreeError
+from hrefine.garlic.options import GarlicOptions
+from hrefine.models.text_generator import TextGenerator, as_text_generator
+from hrefine.options import check_int
+from hrefine.tree import Tree
+
+__all__ = [
+    "STOP_REASONS",
+    "GarlicSearcher",
+    "SearchResult",
+    "SearchStep",
+    "VisitedNode",
+    "candidate_scores",
+    "parse_yes_no",
+    "search_prompt",
+]
+
+#: Why a search stopped: the LLM said Yes ``patience`` times, ``max_steps`` nodes were added,
+#: the next node would pass ``max_tokens`` (or the LocalLM's context window), or no unvisited
+#: node was left.
+STOP_REASONS = ("patience", "max_steps", "max_tokens", "exhausted")
+#: Stands in for the user turn when the chat template is split around it.
+_MARK = "\u2063GARLIC-USER-TURN\u2063"
+_QUESTION = "\n\nQuestion:\n"
+_INFORMATION = "\n\nInformation:\n"
+_WORD = re.compile(r"[A-Za-z]+")
+
+
+@dataclass(frozen=True)
+class VisitedNode:
+    """One node the search read, in the order it was read.
+
+    Attributes
+    ----------
+    id:
+        Node id in the graph's tree.
+    text:
+        The node's text.
+    level:
+        0 for a leaf chunk, 1 and up for summary points.
+    step:
+        0 for the top-level nodes the search starts with, ``k`` for the node added at step ``k``.
+    score:
+        ``z_n + embedding_weight * s_n`` when it was picked; ``None`` for the top-level nodes.
+    attention:
+        Its ``a_i``: attention mass to the query times its position in the prompt (attention
+        mode), or its query similarity (prompt-only mode).
+    p_yes:
+        P("Yes") asked right after it was read (the top level's shared step-0 answer).
+    metadata:
+        A copy of the node's metadata (a leaf's source and character offsets).
+    """
+
+    id: int
+    text: str
+    level: int
+    step: int
+    score: float | None
+    attention: float
+    p_yes: float
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SearchStep:
+    """One Yes/No question of the search.
+
+    Attributes
+    ----------
+    step:
+        0 after the top level, then 1, 2, ... after each added node.
+    node_id:
+        The node added before this question (``None`` at step 0).
+    p_yes, p_no:
+        Probabilities of "Yes" and "No" as the next token, renormalised over the two (1 and 0
+        from a text reply in prompt-only mode).
+    said_yes:
+        ``p_yes > p_no``.
+    new_tokens:
+        Tokens this step ran through the model: the new node and the end-of-turn suffix with a
+        KV cache; the whole prompt in prompt-only mode (budget tokenizer).
+    seconds:
+        Wall time of the step (reading the node and asking).
+    answer:
+        The LLM's text reply (prompt-only mode), else ``None``.
+    """
+
+    step: int
+    node_id: int | None
+    p_yes: float
+    p_no: float
+    said_yes: bool
+    new_tokens: int
+    seconds: float
+    answer: str | None = None
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """What :meth:`GarlicSearcher.search` read, and why it stopped.
+
+    Attributes
+    ----------
+    query:
+        The question.
+    visited:
+        The nodes read, in reading order (the top level first).
+    trace:
+        One :class:`SearchStep` per Yes/No question.
+    prefilled_tokens:
+        Tokens the model actually ran (the KV-cached session's total; the sum of every whole
+        prompt in prompt-only mode).
+    recompute_tokens:
+        Tokens that recomputing the whole prompt at every step would have run.
+    stopped_by:
+        One of :data:`STOP_REASONS`.
+    seconds:
+        Wall time of the whole search.
+    mode:
+        ``"attention"`` or ``"prompt"``.
+    notes:
+        Anything worth knowing (replies that were neither Yes nor No).
+    document_order:
+        The visited ids in document order.
+    """
+
+    query: str
+    visited: list[VisitedNode]
+    trace: list[SearchStep]
+    prefilled_tokens: int
+    recompute_tokens: int
+    stopped_by: str
+    seconds: float
+    mode: str
+    notes: list[str] = field(default_factory=list)
+    document_order: list[int] = field(default_factory=list)
+
+    @property
+    def said_yes(self) -> bool:
+        """Whether the LLM said Yes at least once."""
+        return any(s.said_yes for s in self.trace)
+
+    def texts_in_document_order(self) -> list[str]:
+        """The visited nodes' texts, in document order (a summary before its first chunk)."""
+        by_id = {v.id: v.text for v in self.visited}
+        return [by_id[i] for i in self.document_order]
+
+
+@dataclass(frozen=True)
+class _Verdict:
+    """One Yes/No answer from a reader."""
+
+    p_yes: float
+    p_no: float
+    recompute_tokens: int
+    answer: str | None = None
+
+
+class _Reader(Protocol):
+    """Where attention and Yes/No answers come from (the seam tests substitute)."""
+
+    #: Whether ``a_i`` is multiplied by the node's position in the prompt.
+    positional: bool
+
+    @property
+    def prefilled_tokens(self) -> int:
+        """Tokens run through the model so far."""
+        ...
+
+    def add(self, node_id: int, text: str) -> float:
+        """Read one more visited node; return its raw attention to the query."""
+        ...
+
+    def ask(self) -> _Verdict:
+        """Ask whether the visited nodes answer the question."""
+        ...
+
+    def fits(self, text: str) -> bool:
+        """Whether one more node of ``text`` still fits the model's context window."""
+        ...
+
+
+def search_prompt(instruction: str, query: str, texts: Sequence[str]) -> str:
+    """The first-turn user message: instruction, question, then the visited texts, one a line.
+
+    Parameters
+    ----------
+    instruction:
+        The Yes/No instruction (``GarlicOptions.search_prompt``).
+    query:
+        The question.
+    texts:
+        The visited nodes' texts, in reading order.
+
+    Returns
+    -------
+    str
+        The message, exactly as the KV-cached session holds it.
+    """
+    return instruction + _QUESTION + query + _INFORMATION + "".join(t + "\n" for t in texts)
+
+
+def parse_yes_no(reply: str) -> bool | None:
+    """Read a Yes/No answer from the first word of ``reply``.
+
+    ``"yes."``, ``"**Yes**"`` and ``"Yes, it can"`` are Yes; ``"No, because ..."`` is No;
+    anything whose first word is neither gives ``None``.
+
+    Parameters
+    ----------
+    reply:
+        The LLM's text answer.
+
+    Returns
+    -------
+    bool or None
+        True for Yes, False for No, None when unreadable.
+    """
+    match = _WORD.search(reply)
+    if match is None:
+        return None
+    # The first word must open the reply (only punctuation and markup may come before it).
+    if any(ch.isalnum() for ch in reply[: match.start()]):
+        return None
+    word = match.group(0).lower()
+    return True if word == "yes" else False if word == "no" else None
+
+
+def _sum_to_one(values: np.ndarray) -> np.ndarray:
+    total = float(values.sum())
+    return values / total if total > 0 else values
+
+
+def candidate_scores(
+    edges: tuple[np.ndarray, np.ndarray, np.ndarray],
+    attention: np.ndarray,
+    similarity: np.ndarray,
+    candidates: Sequence[int],
+    embedding_weight: float,
+) -> np.ndarray:
+    """Scores of the candidate nodes: normalised ``z = Eᵀa`` plus weighted normalised ``s``.
+
+    Parameters
+    ----------
+    edges:
+        ``(parents, children, weights)``: ``E[parents[k], children[k]] = weights[k]``.
+    attention:
+        ``a``: one value per node of the graph, 0 for unvisited nodes.
+    similarity:
+        ``s``: one query similarity per node (negative values already at 0).
+    candidates:
+        The unvisited node ids.
+    embedding_weight:
+        Weight of the embedding term.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``float64`` score per candidate, in the order of ``candidates``: ``z`` and ``s`` are each
+        normalised to sum 1 over the candidates (a zero vector is left at zero).
+    """
+    parents, children, weights = edges
+    z = np.zeros(len(attention), dtype=np.float64)
+    np.add.at(z, children, weights * attention[parents])
+    ids = np.asarray(candidates, dtype=np.int64)
+    zc = _sum_to_one(z[ids])
+    sc = _sum_to_one(np.asarray(similarity, dtype=np.float64)[ids])
+    return np.asarray(zc + embedding_weight * sc)
+
+
+class _SessionReader:
+    """Attention mode: a KV-cached :class:`LMSession` over the first-turn prompt."""
+
+    positional = True
+
+    def __init__(self, lm: Any, instruction: str, query: str) -> None:
+        parts = lm.chat_prompt(_MARK).split(_MARK)
+        if len(parts) != 2:
+            msg = (
+                f"the chat template of {getattr(lm, 'name', 'the LM')} does not hold the user "
+                "turn in one place; GARLIC's search needs a template with one user message"
+            )
+            raise ConfigError(msg)
+        prefix, self._suffix = parts
+        self._suffix_tokens = lm.count_tokens(self._suffix)
+        self._lm = lm
+        config = getattr(getattr(lm, "model", None), "config", None)
+        self.window: int | None = getattr(config, "max_position_embeddings", None)
+        self._session = lm.session()
+        self._session.append(prefix + instruction + _QUESTION)
+        self._session.append(query, segment="query")
+        self._session.append(_INFORMATION)
+
+    @property
+    def prefilled_tokens(self) -> int:
+        return int(self._session.prefilled_tokens)
+
+    @property
+    def session(self) -> Any:
+        """The live session (its cache holds the prompt read so far)."""
+        return self._session
+
+    def add(self, node_id: int, text: str) -> float:
+        result = self._session.append(text + "\n", segment=f"n{node_id}", capture_attention=True)
+        return float((result.attention or {}).get("query", 0.0))
+
+    def fits(self, text: str) -> bool:
+        if not self.window:
+            return True
+        need = self._lm.count_tokens(text + "\n") + self._suffix_tokens + 2  # + the answer
+        return bool(self._session.length + need <= self.window)
+
+    def ask(self) -> _Verdict:
+        session = self._session
+        mark = session.checkpoint()
+        done = session.append(self._suffix)
+        try:
+            probs = session.choice_probs(["Yes", "No"])
+        finally:
+            session.rollback(mark)
+        return _Verdict(probs["Yes"], probs["No"], mark + done.new_tokens)
+
+
+class _PromptReader:
+    """Prompt-only mode: the whole prompt to a text LLM at every step."""
+
+    positional = False
+
+    def __init__(
+        self,
+        generator: TextGenerator,
+        instruction: str,
+        query: str,
+        similarity: np.ndarray,
+        counter: TokenCounter,
+    ) -> None:
+        self._generator = generator
+        self._instruction = instruction
+        self._query = query
+        self._similarity = similarity
+        self._counter = counter
+        self._texts: list[str] = []
+        self.prefilled_tokens = 0
+
+    def add(self, node_id: int, text: str) -> float:
+        self._texts.append(text)
+        return float(self._similarity[node_id])
+
+    def ask(self) -> _Verdict:
+        prompt = search_prompt(self._instruction, self._query, self._texts)
+        reply = str(self._generator.generate(prompt))
+        tokens = self._counter.count(prompt)
+        self.prefilled_tokens += tokens
+        yes = parse_yes_no(reply) is True
+        return _Verdict(float(yes), float(not yes), tokens, answer=reply)
+
+    def fits(self, text: str) -> bool:
+        return True  # the text LLM's window is unknown; max_tokens bounds the prompt
+
+
+class GarlicSearcher:
+    """GARLIC's dynamic graph search over a built graph (see the module docstring).
+
+    Parameters
+    ----------
+    graph:
+        A :class:`~hrefine.garlic.GarlicGraph`, or any object with ``tree``, ``top_level()`` and
+        ``edge_arrays()`` (see the module docstring).
+    lm:
+        A :class:`~hrefine.models.LocalLM` (attention mode), or a ``str -> str`` callable (sync
+        or async) or :class:`~hrefine.models.TextGenerator` (prompt-only mode). ``None``: the
+        options' ``lm``, else the embedded :func:`~hrefine.models.default_lm`.
+    embedder:
+        Embeds the query; it must be the model the node embeddings came from. ``None``: the
+        graph's ``embedder`` when it has one, else the options', else the embedded default.
+    options:
+        A :class:`GarlicOptions`; default the graph's ``options`` (or the defaults).
+    **settings:
+        Single fields of the options to change (``patience``, ``embedding_weight``...).
+
+    Raises
+    ------
+    InputTypeError
+        When ``graph`` lacks ``tree``, ``top_level`` or ``edge_arrays``.
+    TreeError
+        When the edge arrays do not fit the tree.
+    """
+
+    def __init__(
+        self,
+        graph: Any,
+        *,
+        lm: Any = None,
+        embedder: Any = None,
+        options: GarlicOptions | None = None,
+        **settings: Any,
+    ) -> None:
+        missing = [n for n in ("tree", "top_level", "edge_arrays") if not hasattr(graph, n)]
+        if missing or not isinstance(graph.tree, Tree):
+            msg = (
+                f"graph must be a GarlicGraph or have tree (an hrefine Tree), top_level() and "
+                f"edge_arrays(); {type(graph).__name__} lacks {', '.join(missing) or 'a Tree'}"
+            )
+            raise InputTypeError(msg)
+        base = options if options is not None else getattr(graph, "options", None)
+        self.options = GarlicOptions.build(base, **settings)
+        self.graph = graph
+        self._lm_arg = lm if lm is not None else self.options.lm
+        self._embedder_arg = embedder
+        self.counter: TokenCounter = get_counter(self.options.tokenizer)
+        self.edges = self._edge_arrays(graph)
+        self._lm: Any = None
+        self._generator: TextGenerator | None = None
+        self._embedder: Any = None
+
+    @staticmethod
+    def _edge_arrays(graph: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        parents, children, weights = (np.asarray(x).reshape(-1) for x in graph.edge_arrays())
+        n = len(graph.tree)
+        if not len(parents) == len(children) == len(weights):
+            msg = (
+                f"edge_arrays() gave {len(parents)} parents, {len(children)} children and "
+                f"{len(weights)} weights; expected one of each per edge"
+            )
+            raise TreeError(msg)
+        ids = np.concatenate([parents, children]).astype(np.int64)
+        if ids.size and (ids.min() < 0 or ids.max() >= n):
+            msg = f"edge_arrays() names node {int(ids.max())} outside the tree of {n} nodes"
+            raise TreeError(msg)
+        return parents.astype(np.int64), children.astype(np.int64), weights.astype(np.float64)
+
+    # -- models (made on first use) ---------------------------------------------------------
+    @property
+    def lm(self) -> Any:
+        """The LLM (the embedded default is loaded on first use)."""
+        if self._lm is None:
+            if self._lm_arg is None:
+                from hrefine.models import default_lm
+
+                self._lm = default_lm()
+            else:
+                self._lm = self._lm_arg
+        return self._lm
+
+    @property
+    def mode(self) -> str:
+        """``"attention"`` for a LocalLM, ``"prompt"`` for any other LLM."""
+        lm = self.lm
+        return "attention" if hasattr(lm, "session") and hasattr(lm, "chat_prompt") else "prompt"
+
+    @property
+    def embedder(self) -> Any:
+        """The query embedder (loaded on first use)."""
+        if self._embedder is None:
+            from hrefine.models import get_embedder
+
+            if self._embedder_arg is not None:
+                self._embedder = get_embedder(self._embedder_arg)
+            elif getattr(self.graph, "embedder", None) is not None:
+                self._embedder = self.graph.embedder  # the model of the node vectors
+            else:
+                self._embedder = get_embedder(self.options.embedder)
+        return self._embedder
+
+    def _text_generator(self) -> TextGenerator:
+        if self._generator is None:
+            self._generator = as_text_generator(self.lm)
+        return self._generator
+
+    # -- the search -------------------------------------------------------------------------
+    def similarities(self, query: str) -> np.ndarray:
+        """``s``: cosine similarity of ``query`` to every node, negative values at 0.
+
+        Parameters
+        ----------
+        query:
+            The question.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``float64`` array with one value per node (0 for nodes never embedded).
+        """
+        tree = self.graph.tree
+        matrix = tree.embeddings
+        if matrix is None:
+            return np.zeros(len(tree), dtype=np.float64)
+        q = np.asarray(self.embedder.embed_query(query), dtype=np.float64).reshape(-1)
+        if q.shape[0] != matrix.shape[1]:
+            msg = (
+                f"the query embedding has {q.shape[0]} dimensions but the graph's nodes have "
+                f"{matrix.shape[1]}; search with the embedder the graph was built with"
+            )
+            raise ConfigError(msg)
+        rows = np.asarray(matrix, dtype=np.float64)
+        norms = np.linalg.norm(rows, axis=1) * (np.linalg.norm(q) or 1.0)
+        cos = np.divide(rows @ q, norms, out=np.zeros(len(rows)), where=norms > 0)
+        return np.asarray(np.maximum(cos, 0.0))
+
+    def _open_reader(self, query: str, similarity: np.ndarray) -> _Reader:
+        """The source of attention and Yes/No answers for one search (tests replace it)."""
+        if self.mode == "attention":
+            return _SessionReader(self.lm, self.options.search_prompt, query)
+        return _PromptReader(
+            self._text_generator(), self.options.search_prompt, query, similarity, self.counter
+        )
+
+    def search(
+        self,
+        query: str,
+        *,
+        patience: int | None = None,
+        max_steps: int | None = None,
+        max_tokens: int | None = None,
+    ) -> SearchResult:
+        """Search the graph for what answers ``query``.
+
+        Parameters
+        ----------
+        query:
+            The question.
+        patience:
+            Stop after this many Yes answers (default: the options').
+        max_steps:
+            Most nodes to add to the visited set (default: the options').
+        max_tokens:
+            Most tokens of visited nodes, top level included (budget tokenizer; default: the
+            options'). The top level is always read; a node that would pass the limit stops the
+            search. In attention mode a node that would overflow the LM's context window
+            (``max_position_embeddings``) stops it the same way, with a note.
+
+        Returns
+        -------
+        SearchResult
+            The visited nodes, the Yes/No trace, token counts and why it stopped.
+
+        Raises
+        ------
+        InputTypeError
+            When ``query`` is not a string.
+        EmptyInputError
+            When ``query`` is blank or the graph has no top-level node.
+        """
+        if not isinstance(query, str):
+            msg = f"query must be a string, got {type(query).__name__}"
+            raise InputTypeError(msg)
+        if not query.strip():
+            msg = "query is empty; pass the question to search for"
+            raise EmptyInputError(msg)
+        limits = self._limits(patience, max_steps, max_tokens)
+        started = time.perf_counter()
+        tree: Tree = self.graph.tree
+        top = tree.sort_by_order(dict.fromkeys(int(i) for i in self.graph.top_level()))
+        if not top:
+            msg = "the graph has no top-level node to start the search from; build it first"
+            raise EmptyInputError(msg)
+        similarity = self.similarities(query)
+        reader = self._open_reader(query, similarity)
+        run = _Run(self, tree, reader, similarity)
+        for node_id in top:
+            run.read(node_id, step=0, score=None)
+        run.ask(None)
+        stopped_by = run.walk(*limits)
+        order = tree.sort_by_order(v.id for v in run.visited)
+        return SearchResult(
+            query=query,
+            visited=run.finished(),
+            trace=run.trace,
+            prefilled_tokens=reader.prefilled_tokens,
+            recompute_tokens=run.recompute_tokens,
+            stopped_by=stopped_by,
+            seconds=time.perf_counter() - started,
+            mode="attention" if reader.positional else "prompt",
+            notes=run.notes,
+            document_order=order,
+        )
+
+    def _limits(
+        self, patience: int | None, max_steps: int | None, max_tokens: int | None
+    ) -> tuple[int, int, int | None]:
+        opts = self.options
+        patience = opts.patience if patience is None else patience
+        max_steps = opts.max_steps if max_steps is None else max_steps
+        max_tokens = opts.max_tokens if max_tokens is None else max_tokens
+        check_int("patience", patience, minimum=1)
+        check_int("max_steps", max_steps, minimum=1)
+        check_int("max_tokens", max_tokens, minimum=1, none=True)
+        return patience, max_steps, max_tokens
+
+
+class _Run:
+    """The state of one search: the visited set, ``a``, the trace and the counts."""
+
+    def __init__(
+        self, searcher: GarlicSearcher, tree: Tree, reader: _Reader, similarity: np.ndarray
+    ) -> None:
+        self.searcher = searcher
+        self.tree = tree
+        self.reader = reader
+        self.similarity = similarity
+        self.attention = np.zeros(len(tree), dtype=np.float64)
+        self.visited: list[VisitedNode] = []
+        self.seen: set[int] = set()
+        self.trace: list[SearchStep] = []
+        self.notes: list[str] = []
+        self.tokens = 0
+        self.recompute_tokens = 0
+        self.document_order = tree.sort_by_order(range(len(tree)))
+        self._step_start = time.perf_counter()
+        self._prefilled_before = 0
+
+    def read(self, node_id: int, *, step: int, score: float | None) -> None:
+        node = self.tree[node_id]
+        raw = self.reader.add(node_id, node.text)
+        position = len(self.visited) + 2  # the query is position 1
+        value = raw * position if self.reader.positional else raw
+        self.attention[node_id] = value
+        self.seen.add(node_id)
+        self.tokens += self.searcher.counter.count(node.text)
+        self.visited.append(
+            VisitedNode(
+                node_id,
+                node.text,
+                node.level,
+                step,
+                score,
+                value,
+                float("nan"),
+                dict(node.metadata),
+            )
+        )
+
+    def ask(self, node_id: int | None) -> bool:
+        verdict = self.reader.ask()
+        step = len(self.trace)
+        said_yes = verdict.p_yes > verdict.p_no
+        if verdict.answer is not None and parse_yes_no(verdict.answer) is None:
+            self.notes.append(
+                f"step {step}: the reply {verdict.answer[:60]!r} is neither Yes nor No; taken as No"
+            )
+        prefilled = self.reader.prefilled_tokens
+        now = time.perf_counter()
+        self.trace.append(
+            SearchStep(
+                step,
+                node_id,
+                verdict.p_yes,
+                verdict.p_no,
+                said_yes,
+                prefilled - self._prefilled_before,
+                now - self._step_start,
+                verdict.answer,
+            )
+        )
+        self._prefilled_before, self._step_start = prefilled, now
+        self.recompute_tokens += verdict.recompute_tokens
+        return said_yes
+
+    def walk(self, patience: int, max_steps: int, max_tokens: int | None) -> str:
+        """Add nodes until a stop rule holds; return which one."""
+        yes = sum(s.said_yes for s in self.trace)
+        steps = 0
+        opts = self.searcher.options
+        while True:
+            if yes >= patience:
+                return "patience"
+            if steps >= max_steps:
+                return "max_steps"
+            candidates = [i for i in self.document_order if i not in self.seen]
+            if not candidates:
+                return "exhausted"
+            scores = candidate_scores(
+                self.searcher.edges,
+                self.attention,
+                self.similarity,
+                candidates,
+                opts.embedding_weight,
+            )
+            best = int(np.argmax(scores))  # the first of equal scores: document order
+            node_id = candidates[best]
+            cost = self.searcher.counter.count(self.tree[node_id].text)
+            if max_tokens is not None and self.tokens + cost > max_tokens:
+                return "max_tokens"
+            if not self.reader.fits(self.tree[node_id].text):
+                self.notes.append(
+                    f"stopped before node {node_id}: it does not fit the LM's context window"
+                )
+                return "max_tokens"
+            steps += 1
+            self.read(node_id, step=steps, score=float(scores[best]))
+            yes += self.ask(node_id)
+
+    def finished(self) -> list[VisitedNode]:
+        """The visited nodes with the P(Yes) of the question asked right after each."""
+        p_of = {s.step: s.p_yes for s in self.trace}
+        return [dataclasses.replace(v, p_yes=p_of[v.step]) for v in self.visited]

@@ -1,0 +1,33 @@
+"""GarlicOptions: the paper's defaults, and bad settings refused with a message."""
+
+from __future__ import annotations
+
+import pytest
+from hrefine.errors import ConfigError, InputTypeError
+from hrefine.garlic.options import SEARCH_PROMPT, SUMMARY_PROMPT, GarlicOptions
+
+
+def test_defaults_are_the_papers() -> None:
+    opts = GarlicOptions()
+    assert (opts.chunk_tokens, opts.batch_tokens, opts.patience) == (300, 8192, 1)
+    assert opts.embedding_weight == 1.0 and opts.edges == "auto"
+    assert "{points}" in SUMMARY_PROMPT and "summary point" in SUMMARY_PROMPT
+    assert SEARCH_PROMPT.startswith("Can this question be answered by the following information?")
+
+
+@pytest.mark.parametrize(
+    ("settings", "error", "match"),
+    [
+        ({"chunk_tokens": 8}, ConfigError, "chunk_tokens"),
+        ({"batch_tokens": 500}, ConfigError, "must exceed"),
+        ({"patience": 0}, ConfigError, "patience"),
+        ({"edges": "cosine"}, ConfigError, "edges must be one of"),
+        ({"summary_prompt": "no slot"}, ConfigError, "points"),
+        ({"search_prompt": 3}, InputTypeError, "search_prompt"),
+        ({"embedding_weight": -1.0}, ConfigError, "embedding_weight"),
+        ({"max_tokens": 0}, ConfigError, "max_tokens"),
+    ],
+)
+def test_bad_settings_are_refused(settings: dict[str, object], error: type, match: str) -> None:
+    with pytest.raises(error, match=match):
+        GarlicOptions.build(**settings)
