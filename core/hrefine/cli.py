@@ -34,6 +34,7 @@ from hrefine._cli_support import (
 )
 from hrefine._encodable import encodable
 from hrefine.eval.cli import eval_app
+from hrefine.garlic.cli import garlic_app
 from hrefine.html.options import DEFAULT_BUDGET
 from hrefine.longrefiner.cli import refine as refine_command
 from hrefine.raptor.cli import raptor_app
@@ -295,6 +296,7 @@ def html_prune(
 
 app.add_typer(eval_app, name="eval")
 app.add_typer(raptor_app, name="raptor")
+app.add_typer(garlic_app, name="garlic")
 app.command("refine")(refine_command)
 
 

@@ -199,6 +199,12 @@ class SearchResult:
         by_id = {v.id: v.text for v in self.visited}
         return [by_id[i] for i in self.document_order]
 
+    def to_html(self, graph: Any = None) -> str:
+        """A self-contained, script-free HTML report of this search (and ``graph``'s levels)."""
+        from hrefine.garlic.report import render_report
+
+        return render_report(self, graph)
+
 
 @dataclass(frozen=True)
 class _Verdict:

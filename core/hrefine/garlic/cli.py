@@ -1,0 +1,250 @@
+"""``hrefine garlic``: build a GARLIC graph from files and search a saved one.
+
+``hrefine garlic build DOCS... -o DIR`` reads text, Markdown or HTML files (or ``-`` for
+stdin), builds the graph with a local LM (the embedded SmolLM2 by default; its attention gives
+the edge weights) and saves it in ``DIR``, with one progress line per level on stderr.
+``hrefine garlic query DIR -q QUESTION`` runs the LLM-controlled search and prints its Yes/No
+trace and the visited text in document order (or JSON), and can write an HTML report. Mistakes
+are one line, as everywhere in the CLI.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from hrefine._atomic import echo
+from hrefine._cli_support import check_folder, loading_line, say, write_output
+from hrefine._encodable import encodable
+from hrefine.errors import ConfigError, EmptyInputError
+from hrefine.raptor.cli import read_sources
+
+if TYPE_CHECKING:
+    from hrefine.garlic import GarlicGraph, SearchResult, SearchStep
+
+__all__ = ["build_summary", "garlic_app", "result_dict", "step_line", "summary_line"]
+
+garlic_app = typer.Typer(
+    help="GARLIC: build a graph of summary points over documents, and search it with an LLM.",
+    no_args_is_help=True,
+)
+
+# The embedded LM's display name, for the "loading ..." line.
+_DEFAULT_LM = "SmolLM2-135M-Instruct"
+
+
+def _lm(name: str | None) -> Any:
+    """A local generative LM by folder or cached name; None or "default": the embedded SmolLM2.
+
+    A model that is not on disk fails here, before anything loads.
+    """
+    if name is None or name.strip().lower() == "default":
+        from hrefine.models import default_lm
+
+        return default_lm()
+    from hrefine.models._lm_name import local_lm_from
+
+    return local_lm_from(name)
+
+
+def _models(lm: str | None) -> str:
+    """What a command loads: the LM (named, or the embedded one), the embedder, the tokenizer."""
+    shared = loading_line(scorer="embedding") or ""
+    others = shared.removeprefix("loading ").removesuffix("...")
+    named = _DEFAULT_LM if lm is None or lm.strip().lower() == "default" else f"the LM {lm!r}"
+    return f"{named}, {others}"
+
+
+def build_summary(graph: GarlicGraph, output: Path | None = None) -> str:
+    """The closing line of a build: leaves, levels, nodes per level, LLM calls, seconds."""
+    stats = graph.stats
+    per_level = " / ".join(str(n) for n in stats.get("nodes_per_level", []))
+    line = (
+        f"built {stats.get('leaves', 0)} leaves, {graph.levels} summary levels "
+        f"(nodes per level {per_level}), {graph.edge_mode} edges, "
+        f"{stats.get('calls', 0)} LLM calls, in {float(stats.get('build_seconds', 0.0)):.1f} s"
+    )
+    return line + ("" if output is None else encodable(f"; saved to {output}"))
+
+
+@garlic_app.command("build")
+def build(
+    docs: Annotated[
+        list[str],
+        typer.Argument(
+            help="Text, Markdown or HTML files (HTML becomes its text), or - for stdin."
+        ),
+    ],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Folder to save the graph in.")],
+    lm: Annotated[
+        str | None,
+        typer.Option(
+            "--lm",
+            help="The summariser: a local model folder or cached name, or 'default' (the "
+            "embedded SmolLM2-135M-Instruct, also used when not given).",
+        ),
+    ] = None,
+    chunk_tokens: Annotated[
+        int, typer.Option("--chunk-tokens", help="Leaf size in tokens (cut at sentence ends).")
+    ] = 300,
+    batch_tokens: Annotated[
+        int,
+        typer.Option(
+            "--batch-tokens", help="Most tokens of one summary call (prompt, inputs, summary)."
+        ),
+    ] = 8192,
+    summary_tokens: Annotated[
+        int,
+        typer.Option("--summary-tokens", help="Most new tokens of one batch's summary points."),
+    ] = 512,
+    edges: Annotated[
+        str,
+        typer.Option(
+            help="Edge weights: attention (the LM's), embedding (similarity), or auto "
+            "(attention for a local LM)."
+        ),
+    ] = "auto",
+    quiet: Annotated[
+        bool, typer.Option("--quiet", help="No progress lines, only the closing one.")
+    ] = False,
+) -> None:
+    """Build a GARLIC graph over documents and save it to a folder."""
+    from hrefine.garlic import GarlicGraph, GarlicOptions
+
+    if output.exists() and not output.is_dir():
+        msg = f"could not save the graph to {output}: it is a file; give a folder"
+        raise ConfigError(msg)
+    if not output.parent.is_dir():
+        msg = f"could not save the graph to {output}: folder {output.parent} does not exist"
+        raise ConfigError(msg)
+    sources = read_sources(docs)
+    settings: dict[str, Any] = {
+        "chunk_tokens": chunk_tokens,
+        "batch_tokens": batch_tokens,
+        "summary_tokens": summary_tokens,
+        "edges": edges,
+    }
+    GarlicOptions.build(**settings)  # a bad setting fails before any model loads
+    if not any(s.text.strip() for s in sources):
+        msg = f"nothing to build a graph from: all {len(sources)} documents are empty"
+        raise EmptyInputError(msg)
+    model = _lm(lm)
+    if not quiet:
+        count = f"{len(sources)} document{'' if len(sources) == 1 else 's'}"
+        say(encodable(f"loading {_models(lm)}; {count}..."))
+    started = time.perf_counter()
+
+    def progress(line: str) -> None:
+        say(f"{time.perf_counter() - started:6.1f} s  {line}...")
+
+    graph = GarlicGraph.build(sources, lm=model, progress=None if quiet else progress, **settings)
+    saved = graph.save(output)
+    say(build_summary(graph, saved))
+
+
+def _finite(value: float | None) -> float | None:
+    """``value`` as JSON takes it (NaN is not JSON)."""
+    return None if value is None or math.isnan(value) else value
+
+
+def result_dict(result: SearchResult) -> dict[str, Any]:
+    """``result`` as JSON-able values: every field, and the visited texts in document order."""
+    out = dataclasses.asdict(result)
+    for node in out["visited"]:
+        for name in ("score", "attention", "p_yes"):
+            node[name] = _finite(node[name])
+    out["said_yes"] = result.said_yes
+    out["texts_in_document_order"] = result.texts_in_document_order()
+    return out
+
+
+def step_line(step: SearchStep) -> str:
+    """One Yes/No question as a line: step, node read, P(Yes), P(No), answer, new tokens."""
+    node = "top level" if step.node_id is None else f"node #{step.node_id}"
+    return (
+        f"step {step.step:>3}  {node:<12} P(Yes) {step.p_yes:.3f}  P(No) {step.p_no:.3f}  "
+        f"{'Yes' if step.said_yes else 'No ':<3}  {step.new_tokens:>6} new tokens"
+    )
+
+
+def summary_line(result: SearchResult, graph: GarlicGraph) -> str:
+    """The closing line of a search: nodes and tokens read, why it stopped, tokens run."""
+    added = sum(1 for v in result.visited if v.step > 0)
+    return (
+        f"{len(result.visited)} nodes read ({added} added to the top level), stopped by "
+        f"{result.stopped_by} after {len(result.trace)} questions; {result.prefilled_tokens} "
+        f"tokens pre-filled, {result.recompute_tokens} recomputing "
+        f"({result.mode} mode; graph of {len(graph)} nodes, {graph.levels} summary levels)"
+    )
+
+
+@garlic_app.command("query")
+def query(
+    folder: Annotated[Path, typer.Argument(help="A graph saved by `hrefine garlic build`.")],
+    question: Annotated[str, typer.Option("--question", "-q", help="The user's question.")],
+    patience: Annotated[
+        int | None,
+        typer.Option(help="Stop after the LM has said Yes this many times (default 1)."),
+    ] = None,
+    max_steps: Annotated[
+        int | None, typer.Option("--max-steps", help="Most nodes added to the visited set.")
+    ] = None,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option("--max-tokens", "-n", help="Most tokens of visited nodes; 0: no limit."),
+    ] = None,
+    lm: Annotated[
+        str | None,
+        typer.Option(
+            "--lm",
+            help="The LM that reads and says Yes or No: a local model folder or cached name, "
+            "or 'default' (the embedded SmolLM2-135M-Instruct, also used when not given).",
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the search as JSON.")] = False,
+    report: Annotated[
+        Path | None,
+        typer.Option(
+            "--report",
+            help="Also write a self-contained HTML report of the search to this file.",
+            dir_okay=False,
+        ),
+    ] = None,
+) -> None:
+    """Search a saved graph for what answers a question."""
+    from hrefine.garlic import GarlicGraph, GarlicSearcher
+
+    if not question.strip():
+        msg = "the question is empty; give one with -q"
+        raise EmptyInputError(msg)
+    check_folder(report, "report")
+    if not folder.is_dir():
+        msg = f"no saved graph at {folder}: not a folder; build one with `hrefine garlic build`"
+        raise ConfigError(msg)
+    if max_tokens is not None and max_tokens < 0:
+        msg = f"--max-tokens must be a positive number (0: no limit), got {max_tokens}"
+        raise ConfigError(msg)
+    settings: dict[str, Any] = {}
+    if max_tokens is not None:
+        settings["max_tokens"] = max_tokens or None
+    graph = GarlicGraph.load(folder)
+    model = _lm(lm)
+    say(encodable(f"loading {_models(lm)}..."))
+    searcher = GarlicSearcher(graph, lm=model, **settings)
+    result = searcher.search(question, patience=patience, max_steps=max_steps)
+    if as_json:
+        echo(json.dumps(result_dict(result), ensure_ascii=False, indent=1) + "\n")
+    else:
+        lines = [step_line(s) for s in result.trace]
+        texts = result.texts_in_document_order()
+        echo("\n".join(lines) + "\n\n" + "\n\n".join(texts) + "\n")
+    say(summary_line(result, graph))
+    if report is not None:
+        write_output(report, result.to_html(graph), "report")
+        say(encodable(f"report written to {report}"))
