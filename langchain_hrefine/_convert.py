@@ -5,7 +5,8 @@ become a core :class:`~hrefine.models.Embedder`, chat models, LLMs and Runnables
 :class:`~hrefine.models.TextGenerator`, and ``Document`` objects go in as HTML strings and come
 back as new ``Document`` objects. For LongRefiner, Documents go in as texts and titles and
 come back as new Documents holding the refined text. For RAPTOR, Documents and texts go in as
-:class:`~hrefine.raptor.Source` objects and retrieved nodes come back as new Documents. Caller
+:class:`~hrefine.raptor.Source` objects and retrieved nodes come back as new Documents. For
+GARLIC, the same Sources go in and the nodes a search read come back as new Documents. Caller
 objects are never mutated: metadata is always copied.
 """
 
@@ -17,6 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from hrefine.errors import ConfigError, InputTypeError
+from hrefine.garlic import SearchResult
+from hrefine.garlic.visited import visited_with_metadata
 from hrefine.html.outcome import DocumentOutcome, kept_with_metadata
 from hrefine.longrefiner.outcome import DocumentOutcome as RefineOutcome
 from hrefine.longrefiner.outcome import kept_with_metadata as refined_with_metadata
@@ -28,6 +31,7 @@ from hrefine.models import (
     get_embedder,
 )
 from hrefine.raptor import RaptorOptions, RetrievedNode, Source
+from hrefine.tree import Tree
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
@@ -45,9 +49,11 @@ __all__ = [
     "refined_to_documents",
     "texts_to_sources",
     "to_embedder",
+    "to_garlic_llm",
     "to_refiner_llm",
     "to_summariser",
     "to_text_generator",
+    "visited_to_documents",
 ]
 
 logger = logging.getLogger(__name__)
@@ -426,3 +432,44 @@ def _source_id(index: int, source_ids: Sequence[str | None]) -> str | int:
     """The id the caller gave source ``index``, else the index itself."""
     given = source_ids[index] if 0 <= index < len(source_ids) else None
     return index if given is None else given
+
+
+# -- GARLIC ---------------------------------------------------------------------------------
+
+
+def to_garlic_llm(llm: Any) -> Any:
+    """The LLM a :class:`~hrefine.garlic.GarlicGraph` and its searcher take for ``llm``.
+
+    A LangChain chat model, LLM or Runnable becomes a core ``TextGenerator``
+    (:func:`to_text_generator`): GARLIC runs in prompt-only mode with it (embedding edges, Yes/No
+    read from text). Anything else goes to the core as it is: a ``LocalLM`` (attention edges and
+    the KV-cached search), a ``str -> str`` callable, a TextGenerator, or None for the embedded
+    SmolLM2.
+    """
+    if isinstance(llm, Runnable):
+        return to_text_generator(llm, name=f"langchain:{type(llm).__name__}")
+    return llm
+
+
+def visited_to_documents(
+    result: SearchResult, tree: Tree, embedding_weight: float, ids: Sequence[int] | None = None
+) -> list[Document]:
+    """New Documents for the nodes a GARLIC search read, in document order.
+
+    ``page_content`` is the node's text; ``metadata`` is described by
+    :func:`hrefine.garlic.visited.visited_with_metadata` (a chunk's holds a copy of its
+    document's metadata, every one ``relevance_score`` in [0, 1] and the ``hrefine_*`` keys).
+
+    Parameters
+    ----------
+    result:
+        The search's result.
+    tree:
+        The graph's node tree (for sources and children).
+    embedding_weight:
+        The searcher's ``embedding_weight`` (bounds the score).
+    ids:
+        The visited ids to return (default: all); kept in document order.
+    """
+    described = visited_with_metadata(result, tree, embedding_weight, ids)
+    return [Document(page_content=d.node.text, metadata=d.metadata) for d in described]

@@ -8,7 +8,9 @@ embed models (``HuggingFaceEmbedding``). ``LongRefinerNodePostprocessor`` refine
 ``HtmlPageNodeParser`` splits HTML documents for an index into nodes that are whole HTML (never
 cut mid-tag). ``RaptorIndex`` builds a RAPTOR
 summary tree over documents (a ``BaseIndex``, persisted in LlamaIndex's stores) and
-``RaptorRetriever`` retrieves from it. Needs ``llama-index-core``:
+``RaptorRetriever`` retrieves from it. ``GarlicIndex`` builds a GARLIC graph of LLM summary
+points over documents (a ``BaseIndex``, persisted in LlamaIndex's stores) and ``GarlicRetriever``
+searches it, led by the LLM's Yes/No and attention. Needs ``llama-index-core``:
 ``pip install 'hrefine[llamaindex]'``.
 """
 
@@ -21,12 +23,15 @@ if not available("llama_index.core"):
     raise MissingDependencyError("llama_index.core", "llamaindex")
 
 from llamaindex_hrefine._convert import HrefineEmbedding
+from llamaindex_hrefine.garlic import GarlicIndex, GarlicRetriever
 from llamaindex_hrefine.longrefiner import LongRefinerNodePostprocessor
 from llamaindex_hrefine.node_parser import HtmlPageNodeParser
 from llamaindex_hrefine.postprocessors import HtmlRagNodePostprocessor
 from llamaindex_hrefine.raptor import RaptorIndex, RaptorRetriever
 
 __all__ = [
+    "GarlicIndex",
+    "GarlicRetriever",
     "HrefineEmbedding",
     "HtmlPageNodeParser",
     "HtmlRagNodePostprocessor",

@@ -7,7 +7,8 @@ model, :class:`HrefineEmbedding`), an explicitly given LlamaIndex LLM becomes a 
 back as new ``NodeWithScore`` objects holding new nodes; for LongRefiner they go in as texts and
 titles and come back the same way, holding the refined text. For RAPTOR, nodes and Documents become
 the tree's sources, tree nodes become docstore ``TextNode`` objects (and back, on loading), and
-retrieved tree nodes become ``NodeWithScore`` objects. Caller nodes are never mutated.
+retrieved tree nodes become ``NodeWithScore`` objects. For GARLIC, the same sources go in and the
+nodes a search read come back as ``NodeWithScore`` objects. Caller nodes are never mutated.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from llama_index.core.schema import (
 from pydantic import PrivateAttr
 
 if TYPE_CHECKING:
+    from hrefine.garlic import SearchResult
     from hrefine.raptor import RaptorOptions, RetrievedNode, Source
 
 __all__ = [
@@ -60,10 +62,12 @@ __all__ = [
     "refined_to_nodes",
     "retrieved_to_nodes",
     "to_embedder",
+    "to_garlic_llm",
     "to_raptor_llm",
     "to_refiner_llm",
     "to_sources",
     "to_text_generator",
+    "visited_to_nodes",
 ]
 
 logger = logging.getLogger(__name__)
@@ -684,4 +688,52 @@ def retrieved_to_nodes(
                 relationships=rel,
             )
         out.append(NodeWithScore(node=node, score=float(result.relevance)))
+    return out
+
+
+# -- GARLIC ---------------------------------------------------------------------------------
+
+
+def to_garlic_llm(llm: Any) -> Any:
+    """The LLM a GARLIC graph and its searcher take for ``llm``.
+
+    A LlamaIndex ``LLM`` becomes a :class:`~hrefine.models.TextGenerator` (prompt-only mode:
+    embedding edges, Yes/No read from its text); anything else (a ``LocalLM`` for attention
+    edges and the KV-cached search, a ``str -> str`` callable, a TextGenerator, or None for the
+    embedded SmolLM2) is returned as it is. ``Settings.llm`` is never read.
+    """
+    if isinstance(llm, LLM):
+        return to_text_generator(llm)
+    return llm
+
+
+def visited_to_nodes(
+    result: SearchResult, tree: Tree, embedding_weight: float
+) -> list[NodeWithScore]:
+    """``NodeWithScore`` objects for the nodes a GARLIC search read, in document order.
+
+    Each holds a new ``TextNode`` (a stable id from the graph node and its text) whose metadata
+    is described by :func:`hrefine.garlic.visited.visited_with_metadata`; the ``hrefine_*`` keys
+    are hidden from the LLM and embed views. The score is the node's relevance in [0, 1]. A
+    chunk's ``ref_doc_id`` is its document's id, where it had one.
+    """
+    from hrefine.garlic.visited import METADATA_KEYS as GARLIC_KEYS
+    from hrefine.garlic.visited import visited_with_metadata
+
+    out: list[NodeWithScore] = []
+    for d in visited_with_metadata(result, tree, embedding_weight):
+        hidden = [k for k in ("relevance_score", *GARLIC_KEYS) if k in d.metadata]
+        rel: dict[NodeRelationship, Any] = {}
+        if d.kind == "chunk" and isinstance(d.sources[0], str):
+            rel[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=d.sources[0])
+        node_id = str(uuid.uuid5(uuid.NAMESPACE_OID, f"hrefine-garlic:{d.node.id}:{d.node.text}"))
+        node = TextNode(
+            id_=node_id,
+            text=d.node.text,
+            metadata=d.metadata,
+            excluded_llm_metadata_keys=hidden,
+            excluded_embed_metadata_keys=list(hidden),
+            relationships=rel,
+        )
+        out.append(NodeWithScore(node=node, score=d.relevance))
     return out

@@ -70,6 +70,11 @@ class GarlicOptions(Options):
     max_tokens: int | None = setting(
         None, help="Most tokens of visited nodes (budget tokenizer); None: no limit."
     )
+    k: int | None = setting(
+        None,
+        help="Most nodes a retriever returns: the k most relevant the search read, in "
+        "document order (None: all it read).",
+    )
     embedding_weight: float = setting(
         1.0, help="Weight of the normalised embedding similarity beside the normalised E^T a."
     )
@@ -105,5 +110,6 @@ class GarlicOptions(Options):
         check_int("patience", self.patience, minimum=1)
         check_int("max_steps", self.max_steps, minimum=1)
         check_int("max_tokens", self.max_tokens, minimum=1, none=True)
+        check_int("k", self.k, minimum=1, none=True)
         check_number("embedding_weight", self.embedding_weight, minimum=0.0)
         check_int("seed", self.seed, minimum=0)

@@ -1,0 +1,163 @@
+"""What the framework adapters return for a GARLIC search: each node read, with its metadata.
+
+Both adapters (LangChain Documents, LlamaIndex nodes) describe a visited node the same way, so
+the description is made here, once: :func:`visited_with_metadata`.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hrefine.garlic.search import SearchResult, VisitedNode
+from hrefine.tree import NodeKind, Tree
+
+__all__ = ["METADATA_KEYS", "Described", "relevance", "visited_with_metadata"]
+
+#: The keys :func:`visited_with_metadata` adds (beside ``relevance_score``); adapters hide them
+#: from an LLM's view of the text.
+METADATA_KEYS = (
+    "hrefine_raw_score",
+    "hrefine_level",
+    "hrefine_kind",
+    "hrefine_node_id",
+    "hrefine_step",
+    "hrefine_attention",
+    "hrefine_p_yes",
+    "hrefine_said_yes",
+    "hrefine_tokens",
+    "hrefine_sources",
+    "hrefine_start",
+    "hrefine_end",
+    "hrefine_children",
+    "hrefine_search",
+)
+# Keys of the graph's own nodes that mean nothing outside it (hrefine_sources says the same).
+_GRAPH_ONLY = ("hrefine_source", "hrefine_source_id", "hrefine_batch")
+
+
+@dataclass(frozen=True)
+class Described:
+    """One visited node and what an adapter returns for it.
+
+    Attributes
+    ----------
+    node:
+        The core's record of the visit.
+    kind:
+        ``"chunk"`` or ``"summary"``.
+    relevance:
+        Its relevance in [0, 1] (:func:`relevance`).
+    metadata:
+        A copy of the node's metadata (a chunk's holds its document's) plus the keys of
+        :data:`METADATA_KEYS` and ``relevance_score``.
+    sources:
+        The ids of the documents under it (their indexes where no id was given).
+    """
+
+    node: VisitedNode
+    kind: str
+    relevance: float
+    metadata: dict[str, Any]
+    sources: list[str | int]
+
+
+def relevance(score: float | None, embedding_weight: float) -> float:
+    """A visited node's relevance in [0, 1] from its search score.
+
+    A picked node's score is ``z_n + embedding_weight * s_n``, with ``z`` and ``s`` each summing
+    to 1 over the candidates, so it lies in ``[0, 1 + embedding_weight]`` and is scaled by that
+    bound. A top-level node (score ``None``) is read by every search: 1.
+    """
+    if score is None:
+        return 1.0
+    return min(1.0, max(0.0, float(score) / (1.0 + embedding_weight)))
+
+
+def visited_with_metadata(
+    result: SearchResult,
+    tree: Tree,
+    embedding_weight: float,
+    ids: Sequence[int] | None = None,
+) -> list[Described]:
+    """Describe the nodes a search read, in document order.
+
+    The metadata of each is a copy of the node's (a chunk's holds its document's metadata and
+    ``hrefine_start``/``hrefine_end``, its character span in the document) plus
+    ``relevance_score`` (:func:`relevance`), ``hrefine_raw_score`` (the search score; None for a
+    top-level node), ``hrefine_level`` (0 for a chunk), ``hrefine_kind``, ``hrefine_node_id``,
+    ``hrefine_step`` (0 for the top level, ``k`` for the node read at step ``k``),
+    ``hrefine_attention`` (its ``a_i``), ``hrefine_p_yes`` (P(Yes) asked right after it was
+    read), ``hrefine_said_yes``, ``hrefine_tokens``, ``hrefine_sources`` (the ids of the
+    documents under it, their indexes where none was given), ``hrefine_children`` (a summary
+    point's inputs, node ids) and ``hrefine_search``: the search's ``mode``, ``stopped_by``,
+    ``steps``, ``said_yes_at`` (the steps answered Yes), ``prefilled_tokens`` and
+    ``recompute_tokens``.
+
+    Parameters
+    ----------
+    result:
+        The search's result.
+    tree:
+        The graph's node tree.
+    embedding_weight:
+        The searcher's ``embedding_weight`` (bounds the score).
+    ids:
+        The visited ids to describe (default: all); kept in document order.
+    """
+    source_ids = list(tree.metadata.get("sources", []))
+    said_yes = {s.step: s.said_yes for s in result.trace}
+    search = {
+        "mode": result.mode,
+        "stopped_by": result.stopped_by,
+        "steps": len(result.trace) - 1,
+        "said_yes_at": [s.step for s in result.trace if s.said_yes],
+        "prefilled_tokens": int(result.prefilled_tokens),
+        "recompute_tokens": int(result.recompute_tokens),
+    }
+    by_id = {v.id: v for v in result.visited}
+    wanted = set(result.document_order if ids is None else ids)
+    out: list[Described] = []
+    for node_id in result.document_order:
+        if node_id not in wanted:
+            continue
+        visited = by_id[node_id]
+        node = tree[node_id]
+        meta = copy.deepcopy(dict(visited.metadata))
+        if node.kind == NodeKind.CHUNK:
+            indexes = [int(meta["hrefine_source"])]
+        else:
+            below = (tree[i] for i in tree.descendants(node_id))
+            indexes = sorted(
+                {int(n.metadata["hrefine_source"]) for n in below if n.kind == NodeKind.CHUNK}
+            )
+            meta["hrefine_children"] = tree.sort_by_order(node.children)
+        for key in _GRAPH_ONLY:
+            meta.pop(key, None)
+        sources = [_source_id(i, source_ids) for i in indexes]
+        score = relevance(visited.score, embedding_weight)
+        meta.update(
+            {
+                "relevance_score": score,
+                "hrefine_raw_score": None if visited.score is None else float(visited.score),
+                "hrefine_level": int(visited.level),
+                "hrefine_kind": str(node.kind.value),
+                "hrefine_node_id": int(node_id),
+                "hrefine_step": int(visited.step),
+                "hrefine_attention": float(visited.attention),
+                "hrefine_p_yes": float(visited.p_yes),
+                "hrefine_said_yes": bool(said_yes.get(visited.step, False)),
+                "hrefine_sources": list(sources),
+                "hrefine_search": copy.deepcopy(search),
+            }
+        )
+        out.append(Described(visited, str(node.kind.value), score, meta, sources))
+    return out
+
+
+def _source_id(index: int, source_ids: Sequence[Any]) -> str | int:
+    """The id the caller gave source ``index``, else the index itself."""
+    given = source_ids[index] if 0 <= index < len(source_ids) else None
+    return index if given is None else str(given)

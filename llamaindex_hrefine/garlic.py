@@ -1,0 +1,483 @@
+"""LlamaIndex components over a GARLIC graph (:mod:`hrefine.garlic`): an index and a retriever."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import functools
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from hrefine.errors import ConfigError, InputTypeError, NotSupportedError, PersistenceError
+from hrefine.garlic import GarlicGraph, GarlicOptions, GarlicSearcher, SearchResult
+from hrefine.models import Embedder
+from hrefine.options import check_int
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.callbacks import CallbackManager
+from llama_index.core.data_structs.data_structs import IndexStruct
+from llama_index.core.data_structs.registry import INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS
+from llama_index.core.indices.base import BaseIndex
+from llama_index.core.indices.registry import INDEX_STRUCT_TYPE_TO_INDEX_CLASS
+from llama_index.core.ingestion import run_transformations
+from llama_index.core.schema import (
+    BaseNode,
+    Document,
+    NodeWithScore,
+    QueryBundle,
+    TransformComponent,
+)
+from llama_index.core.settings import Settings
+from llama_index.core.storage.docstore.types import RefDocInfo
+from llama_index.core.storage.storage_context import StorageContext
+
+from llamaindex_hrefine._convert import (
+    nodes_to_raptor_tree,
+    raptor_nodes,
+    to_embedder,
+    to_garlic_llm,
+    to_sources,
+    visited_to_nodes,
+)
+from llamaindex_hrefine.raptor import RaptorIndexStruct, _check_struct, _digest
+
+__all__ = ["GarlicIndex", "GarlicIndexStruct", "GarlicRetriever"]
+
+#: The index-store type of a GARLIC index.
+STRUCT_TYPE = "hrefine_garlic"
+#: Version of the stored layout (the RAPTOR index's layout: nodes, edges, metadata, options).
+FORMAT = 1
+
+
+@dataclass
+class GarlicIndexStruct(IndexStruct):
+    """The shape of a GARLIC graph, kept in LlamaIndex's index store.
+
+    The nodes themselves (text, metadata, embedding) are in the docstore under ``node_ids``.
+
+    Attributes
+    ----------
+    node_ids:
+        Docstore id of graph node ``i`` at position ``i``.
+    layout:
+        ``[kind, level, order, order_derived]`` of each graph node.
+    edges:
+        ``[parent, child, weight]`` of each edge (graph ids; a summary point's weights sum to 1).
+    tree_metadata:
+        The graph's own metadata (document ids, edge mode, why the build stopped).
+    options:
+        The :class:`~hrefine.garlic.GarlicOptions` it was built with (plain values).
+    digest:
+        SHA-256 of the graph and options, to tell an edited or truncated store.
+    format:
+        Version of this layout.
+    """
+
+    node_ids: list[str] = field(default_factory=list)
+    layout: list[list[Any]] = field(default_factory=list)
+    edges: list[list[Any]] = field(default_factory=list)
+    tree_metadata: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    digest: str = ""
+    format: int = FORMAT
+
+    @classmethod
+    def get_type(cls) -> Any:
+        """The index-store type name (``"hrefine_garlic"``)."""
+        return STRUCT_TYPE
+
+
+class GarlicIndex(BaseIndex[GarlicIndexStruct]):
+    """A GARLIC graph over documents, kept in LlamaIndex's stores.
+
+    The documents go in whole: GARLIC cuts them into ``chunk_tokens`` leaves itself, and the LLM
+    writes summary points over batches of them, level after level (see
+    :class:`~hrefine.garlic.GarlicGraph`). Every graph node (chunk or summary point, with its
+    embedding) is a ``TextNode`` in the docstore; the graph's shape is the index struct, so
+    ``storage_context.persist`` and ``load_index_from_storage`` keep and load it (checked
+    against its checksum). :meth:`as_retriever` gives a :class:`GarlicRetriever`.
+
+    Parameters
+    ----------
+    nodes:
+        LlamaIndex Documents or nodes (not changed).
+    llm:
+        The LLM (see :class:`GarlicRetriever`); ``Settings.llm`` is never read.
+    embed_model:
+        The embed model of the nodes and queries (None: the embedded all-MiniLM-L6-v2).
+    options:
+        :class:`~hrefine.garlic.GarlicOptions`; ``settings`` change single fields of it.
+    index_struct, storage_context, callback_manager, show_progress:
+        As for any LlamaIndex index.
+
+    Raises
+    ------
+    ConfigError
+        Neither nodes nor an index struct was given.
+    PersistenceError
+        A stored index is malformed, edited or truncated.
+
+    Notes
+    -----
+    Inserting and deleting are not supported (a new summary level would change every level
+    above it): build a new index.
+    """
+
+    index_struct_cls = GarlicIndexStruct
+
+    def __init__(
+        self,
+        nodes: Sequence[BaseNode] | None = None,
+        *,
+        llm: Any = None,
+        embed_model: BaseEmbedding | Embedder | None = None,
+        options: GarlicOptions | None = None,
+        index_struct: GarlicIndexStruct | None = None,
+        storage_context: StorageContext | None = None,
+        callback_manager: CallbackManager | None = None,
+        transformations: list[TransformComponent] | None = None,
+        show_progress: bool = False,
+        **settings: Any,
+    ) -> None:
+        # BaseIndex.__init__ builds the graph, so everything it needs is set first.
+        self._options = GarlicOptions.build(options, **settings)
+        self._settings = settings
+        self._llm = llm
+        self._embed_model = embed_model
+        self._graph: GarlicGraph | None = None
+        if nodes is None and index_struct is None:
+            msg = (
+                "GarlicIndex needs nodes: pass nodes=[...], use GarlicIndex.from_documents(docs), "
+                "or load a persisted one with load_index_from_storage"
+            )
+            raise ConfigError(msg)
+        if index_struct is not None and not isinstance(index_struct, GarlicIndexStruct):
+            msg = f"index_struct must be a GarlicIndexStruct, got {type(index_struct).__name__}"
+            raise InputTypeError(msg)
+        super().__init__(
+            nodes=list(nodes) if nodes is not None else None,
+            index_struct=index_struct,
+            storage_context=storage_context,
+            callback_manager=callback_manager,
+            transformations=transformations,
+            show_progress=show_progress,
+        )
+        if self._graph is None:  # given an index struct: load the graph from the stores
+            self._graph = self._load(self._index_struct)
+
+    @classmethod
+    def from_documents(  # type: ignore[override]
+        cls,
+        documents: Sequence[Document],
+        storage_context: StorageContext | None = None,
+        show_progress: bool = False,
+        callback_manager: CallbackManager | None = None,
+        transformations: list[TransformComponent] | None = None,
+        **kwargs: Any,
+    ) -> GarlicIndex:
+        """Build an index over ``documents``.
+
+        GARLIC cuts each document into ``chunk_tokens`` leaves itself, so by default the
+        documents go in whole (``Settings.transformations`` are not applied);
+        ``transformations`` given here run first, and each resulting node is then chunked.
+
+        Parameters
+        ----------
+        documents:
+            The LlamaIndex Documents (not changed).
+        storage_context, show_progress, callback_manager, transformations:
+            As for any LlamaIndex index.
+        **kwargs:
+            The constructor's arguments: ``llm``, ``embed_model``, ``options`` and
+            :class:`~hrefine.garlic.GarlicOptions` fields.
+        """
+        docs = list(documents)
+        storage_context = storage_context or StorageContext.from_defaults()
+        callback_manager = callback_manager or Settings.callback_manager
+        with callback_manager.as_trace("index_construction"):
+            nodes = (
+                run_transformations(docs, transformations, show_progress=show_progress)
+                if transformations
+                else docs
+            )
+            index = cls(
+                nodes=nodes,
+                storage_context=storage_context,
+                callback_manager=callback_manager,
+                transformations=transformations,
+                show_progress=show_progress,
+                **kwargs,
+            )
+            for doc in docs:  # after the build: a failed one records no document
+                storage_context.docstore.set_document_hash(doc.id_, doc.hash)
+        return index
+
+    def _build_index_from_nodes(
+        self, nodes: Sequence[BaseNode], **build_kwargs: Any
+    ) -> GarlicIndexStruct:
+        graph = GarlicGraph.build(
+            to_sources(nodes),
+            lm=to_garlic_llm(self._llm),
+            embedder=to_embedder(self._embed_model),
+            options=self._options,
+            progress=self._show_progress,
+        )
+        tree = graph.tree
+        node_ids = [str(uuid.uuid4()) for _ in range(len(tree))]
+        sources = list(tree.metadata.get("sources", []))
+        templates = dict(enumerate(nodes))
+        stored = raptor_nodes(tree, range(len(tree)), node_ids, sources, templates=templates)
+        data = tree.to_dict()
+        options = graph.options.plain()
+        struct = GarlicIndexStruct(
+            node_ids=node_ids,
+            layout=[[n["kind"], n["level"], n["order"], n["order_derived"]] for n in data["nodes"]],
+            edges=[list(e) for e in data["edges"]],
+            tree_metadata=copy.deepcopy(data["metadata"]),
+            options=options,
+            digest=_digest(tree, options),
+        )
+        self._docstore.add_documents(stored, allow_update=True)
+        self._graph = graph
+        return struct
+
+    def _load(self, struct: GarlicIndexStruct) -> GarlicGraph:
+        """The graph held by the stores for ``struct``; raises PersistenceError."""
+        where = f"GARLIC index {struct.index_id!r}"
+        _check_struct(cast("RaptorIndexStruct", struct), where)
+        stored: list[BaseNode] = []
+        for node_id in struct.node_ids:
+            node = self._docstore.get_node(node_id, raise_error=False)
+            if node is None:
+                msg = f"{where}: node {node_id!r} is not in the docstore (a truncated store?)"
+                raise PersistenceError(msg)
+            stored.append(node)
+        tree = nodes_to_raptor_tree(
+            stored, struct.layout, struct.edges, struct.tree_metadata, where=where
+        )
+        if _digest(tree, struct.options) != struct.digest:
+            msg = f"{where}: the stored graph does not match its checksum (edited or truncated)"
+            raise PersistenceError(msg)
+        known = set(GarlicOptions.names())
+        try:
+            saved = GarlicOptions.build(**{k: v for k, v in struct.options.items() if k in known})
+            options = saved.replace(**self._settings) if self._settings else saved
+        except (ValueError, TypeError) as exc:
+            msg = f"{where}: the saved settings are not valid GARLIC settings: {exc}"
+            raise PersistenceError(msg) from exc
+        self._options = options
+        return GarlicGraph.from_tree(
+            tree, options, embedder=to_embedder(self._embed_model), where=where
+        )
+
+    @property
+    def garlic_graph(self) -> GarlicGraph:
+        """The core :class:`~hrefine.garlic.GarlicGraph` (its ``stats``, ``levels``, ``save``)."""
+        assert self._graph is not None
+        return self._graph
+
+    @property
+    def ref_doc_info(self) -> dict[str, RefDocInfo]:
+        """Each document of the graph and its chunks (docstore ids)."""
+        ours = set(self._index_struct.node_ids)
+        every = self._docstore.get_all_ref_doc_info() or {}
+        return {
+            doc_id: info
+            for doc_id, info in every.items()
+            if any(node_id in ours for node_id in info.node_ids)
+        }
+
+    def as_retriever(self, **kwargs: Any) -> GarlicRetriever:  # type: ignore[override]
+        """A :class:`GarlicRetriever` over this index's graph.
+
+        Parameters
+        ----------
+        **kwargs:
+            :class:`GarlicRetriever`'s arguments (``llm``, ``patience``, ``max_steps``,
+            ``max_tokens``...); ``llm`` and ``embed_model`` default to the index's.
+        """
+        kwargs.setdefault("llm", self._llm)
+        kwargs.setdefault("embed_model", self._embed_model)
+        return GarlicRetriever(self.garlic_graph, **kwargs)
+
+    def _not_supported(self, what: str) -> NotSupportedError:
+        msg = (
+            f"GarlicIndex does not support {what}: a change would rewrite every summary level "
+            "above it; build a new index over all the documents"
+        )
+        return NotSupportedError(msg)
+
+    def _insert(self, nodes: Sequence[BaseNode], **insert_kwargs: Any) -> None:
+        raise self._not_supported("inserting")
+
+    def _delete_node(self, node_id: str, **delete_kwargs: Any) -> None:
+        raise self._not_supported("deleting")
+
+    def delete_ref_doc(
+        self, ref_doc_id: str, delete_from_docstore: bool = False, **delete_kwargs: Any
+    ) -> None:
+        """Not supported (raises NotSupportedError)."""
+        raise self._not_supported("deleting")
+
+
+class GarlicRetriever(BaseRetriever):
+    """Retrieve by GARLIC's LLM-guided search of a graph of summary points (Wang et al., 2024).
+
+    The search starts at the graph's top level and asks the LLM whether what it has read answers
+    the query ("Yes"/"No"); while it says No, it reads the next node: the one the read nodes'
+    attention to the query points at through the graph's weighted edges, plus its similarity to
+    the query. It stops after ``patience`` Yes answers, ``max_steps`` added nodes or
+    ``max_tokens`` tokens read. There is no ``k``: every node read is returned.
+
+    Parameters
+    ----------
+    graph:
+        A built :class:`~hrefine.garlic.GarlicGraph` (or use :meth:`from_documents`).
+    llm:
+        The LLM of the search: a LlamaIndex ``LLM`` or a ``str -> str`` callable (prompt-only
+        mode: Yes/No read from its text, the whole prompt sent at each step), or an hrefine
+        ``LocalLM`` (the KV-cached search with attention, as in the paper); None: the options'
+        ``lm``, else the embedded SmolLM2. ``Settings.llm`` is never read.
+    embed_model:
+        The embed model the graph's nodes were embedded with (a LlamaIndex ``BaseEmbedding`` or
+        an hrefine ``Embedder``); None: the graph's own.
+    patience, max_steps, max_tokens:
+        The search's stop rules (default: the graph's options).
+    callback_manager, verbose:
+        As for any LlamaIndex retriever.
+
+    Notes
+    -----
+    Returns the nodes read in document order (a summary point before the chunks under it), each
+    a new ``TextNode`` with ``score`` its relevance in [0, 1] (the search score scaled; 1 for a
+    top-level node, which every search reads) and metadata: the source document's (chunks) plus
+    ``hrefine_raw_score``, ``hrefine_level`` (0 = chunk), ``hrefine_kind``,
+    ``hrefine_node_id``, ``hrefine_step``, ``hrefine_attention``, ``hrefine_p_yes``,
+    ``hrefine_said_yes``, ``hrefine_tokens``, ``hrefine_sources`` (document ids),
+    ``hrefine_start``/``hrefine_end`` (chunks) or ``hrefine_children`` (summary points) and
+    ``hrefine_search`` (how the search went); these are hidden from the LLM and embed views.
+    The last search's full result is :attr:`last_result`. ``aretrieve`` runs the search in the
+    default executor (it never blocks the loop).
+
+    Raises
+    ------
+    InputTypeError
+        ``graph`` is not a GarlicGraph.
+    ConfigError
+        A stop rule is not valid (raised here, not at the first query).
+    """
+
+    def __init__(
+        self,
+        graph: GarlicGraph,
+        *,
+        llm: Any = None,
+        embed_model: BaseEmbedding | Embedder | None = None,
+        patience: int | None = None,
+        max_steps: int | None = None,
+        max_tokens: int | None = None,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+    ) -> None:
+        if not isinstance(graph, GarlicGraph):
+            msg = (
+                f"GarlicRetriever needs a built hrefine GarlicGraph, got {type(graph).__name__}; "
+                "build one with GarlicRetriever.from_documents()"
+            )
+            raise InputTypeError(msg)
+        check_int("patience", patience, minimum=1, none=True)
+        check_int("max_steps", max_steps, minimum=1, none=True)
+        check_int("max_tokens", max_tokens, minimum=1, none=True)
+        self._graph = graph
+        self._limits = {"patience": patience, "max_steps": max_steps, "max_tokens": max_tokens}
+        self._searcher = GarlicSearcher(
+            graph, lm=to_garlic_llm(llm), embedder=to_embedder(embed_model)
+        )
+        self._last: SearchResult | None = None
+        super().__init__(callback_manager=callback_manager, verbose=verbose)
+
+    @classmethod
+    def from_documents(
+        cls,
+        documents: Sequence[BaseNode],
+        *,
+        llm: Any = None,
+        embed_model: BaseEmbedding | Embedder | None = None,
+        options: GarlicOptions | None = None,
+        progress: bool = False,
+        patience: int | None = None,
+        max_steps: int | None = None,
+        max_tokens: int | None = None,
+        **settings: Any,
+    ) -> GarlicRetriever:
+        """Build a GARLIC graph over ``documents`` (Documents or nodes) and a retriever on it.
+
+        Parameters
+        ----------
+        documents:
+            LlamaIndex Documents or nodes: their text without metadata, a copy of their
+            metadata (put on each chunk) and their document id (``hrefine_sources``).
+        llm, embed_model:
+            As for the retriever; the same LLM writes the summary points.
+        options:
+            :class:`~hrefine.garlic.GarlicOptions`; ``settings`` change single fields of it
+            (``chunk_tokens``, ``batch_tokens``...).
+        progress:
+            Log each level as it is made.
+        patience, max_steps, max_tokens:
+            The search's stop rules (kept in the graph's options).
+
+        Raises
+        ------
+        EmptyInputError
+            Every document is empty.
+        GenerationError
+            The LLM failed, or wrote no summary point for a batch after its retries.
+        InputTypeError, ConfigError
+            An input or a setting is not valid.
+        """
+        limits = {"patience": patience, "max_steps": max_steps, "max_tokens": max_tokens}
+        given = {name: value for name, value in limits.items() if value is not None}
+        graph = GarlicGraph.build(
+            to_sources(list(documents)),
+            lm=to_garlic_llm(llm),
+            embedder=to_embedder(embed_model),
+            options=options,
+            progress=progress,
+            **settings,
+            **given,
+        )
+        return cls(graph, llm=llm, embed_model=embed_model)
+
+    @property
+    def graph(self) -> GarlicGraph:
+        """The core :class:`~hrefine.garlic.GarlicGraph` searched (``save`` it to keep it)."""
+        return self._graph
+
+    @property
+    def last_result(self) -> SearchResult | None:
+        """The core :class:`~hrefine.garlic.SearchResult` of the last query (its trace)."""
+        return self._last
+
+    def _search(self, query: str) -> list[NodeWithScore]:
+        result = self._searcher.search(query, **self._limits)
+        self._last = result
+        weight = self._searcher.options.embedding_weight
+        return visited_to_nodes(result, self._graph.tree, weight)
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return self._search(query_bundle.query_str)
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        # The search is a chain of dependent LLM steps over one KV cache: it runs in the
+        # default executor, so the event loop is never blocked.
+        loop = asyncio.get_running_loop()
+        call = functools.partial(self._search, query_bundle.query_str)
+        return await loop.run_in_executor(None, call)
+
+
+# The loaders find a stored index's classes by its struct type.
+cast(dict[Any, Any], INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS)[STRUCT_TYPE] = GarlicIndexStruct
+cast(dict[Any, Any], INDEX_STRUCT_TYPE_TO_INDEX_CLASS)[STRUCT_TYPE] = GarlicIndex

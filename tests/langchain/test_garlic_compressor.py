@@ -1,0 +1,87 @@
+"""GarlicCompressor: a GARLIC search over the given Documents, returned within the budget.
+
+The documents are the paragraphs of a real HotpotQA item; the LLM is the instant deterministic
+``garlic_fakes.garlic_llm`` and the embedder the real embedded one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from garlic_fakes import ANSWER, FACT, SMALL, garlic_llm, hotpot, hotpot_paragraphs
+from hrefine.budget import get_counter
+from hrefine.errors import InputTypeError
+from hrefine.testing import ScriptedLM
+from langchain_core.documents import Document
+from lc_helpers import Compress
+from pydantic import ValidationError
+
+from langchain_hrefine import GarlicCompressor
+
+
+def make_documents(data: Path) -> list[Document]:
+    return [
+        Document(page_content=text, metadata={"title": title, "tags": ["hotpot"]}, id=title)
+        for title, text in hotpot_paragraphs(data)
+    ]
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+async def test_what_the_search_read_comes_back_in_document_order(
+    shared_data: Path, compress: Compress
+) -> None:
+    docs = make_documents(shared_data)
+    before = [d.model_copy(deep=True) for d in docs]
+    compressor = GarlicCompressor(max_tokens=4000, llm=ScriptedLM(garlic_llm), **SMALL)
+    out = await compress(compressor, docs, str(hotpot(shared_data).question))
+    assert docs == before
+    steps = [d.metadata["hrefine_step"] for d in out]
+    assert 0 in steps and max(steps) >= 1
+    # the fake said Yes on the chunk that holds FACT, and the search stopped there
+    (yes,) = [d for d in out if d.metadata["hrefine_said_yes"] and d.metadata["hrefine_step"]]
+    assert FACT in yes.page_content and yes.metadata["title"] == ANSWER
+    assert {d.metadata["hrefine_search"]["stopped_by"] for d in out} == {"patience"}
+    originals = {d.id: d for d in docs}
+    for doc in out:
+        if doc.metadata["hrefine_kind"] == "chunk":
+            (source,) = doc.metadata["hrefine_sources"]
+            start, end = doc.metadata["hrefine_start"], doc.metadata["hrefine_end"]
+            assert originals[source].page_content[start:end] == doc.page_content
+
+
+@pytest.mark.parametrize("budget", [10, 40, 150, 400])
+def test_the_budget_is_never_passed(shared_data: Path, budget: int) -> None:
+    docs = make_documents(shared_data)
+    compressor = GarlicCompressor(
+        max_tokens=budget, tokenizer=words, llm=ScriptedLM(garlic_llm), **SMALL
+    )
+    out = compressor.compress_documents(docs, "Who wrote the Animorphs books?")
+    counter = get_counter(words)
+    used = sum(counter.count(d.page_content) for d in out)
+    assert used <= budget
+    assert all(d.metadata["hrefine_tokens"] == words(d.page_content) for d in out)
+    if budget >= 150:
+        assert len(out) >= 2
+    # each node read comes back once
+    ids = [d.metadata["hrefine_node_id"] for d in out]
+    assert len(set(ids)) == len(ids)
+
+
+def test_nothing_to_compress_gives_nothing() -> None:
+    compressor = GarlicCompressor(llm=ScriptedLM(garlic_llm))
+    assert compressor.compress_documents([], "anything") == []
+    assert compressor.compress_documents([Document(page_content="  ")], "anything") == []
+
+
+def test_bad_inputs_and_fields_fail() -> None:
+    with pytest.raises(ValidationError, match="max_tokens"):
+        GarlicCompressor(max_tokens=0)
+    with pytest.raises(ValidationError, match="edges"):
+        GarlicCompressor(edges="sideways")
+    compressor = GarlicCompressor(llm=ScriptedLM(garlic_llm))
+    with pytest.raises(InputTypeError, match="Document"):
+        compressor.compress_documents(["a text"], "q")  # type: ignore[list-item]

@@ -1,0 +1,290 @@
+"""GarlicRetriever: the LangChain standard retriever suite, what a search returns, the LLM
+kinds, async, call settings, saving and loading.
+
+One graph is built per module over the paragraphs of a real HotpotQA item with the real
+embedded embedder and an instant deterministic LLM (``garlic_fakes.garlic_llm``: bullets for
+summary prompts, Yes once the answer word has been read); most tests load it from disk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+from garlic_fakes import ANSWER, FACT, SMALL, garlic_llm, hotpot, hotpot_paragraphs
+from hrefine.errors import ConfigError, PersistenceError, TreeError
+from hrefine.testing import ScriptedLM
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.documents import Document
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.retrievers import BaseRetriever
+from langchain_tests.integration_tests import RetrieversIntegrationTests
+from pydantic import ValidationError
+
+from langchain_hrefine import GarlicRetriever, HrefineEmbeddings
+
+
+class GarlicChat(BaseChatModel):
+    """A LangChain chat model answering as :func:`garlic_llm`, counting its calls."""
+
+    calls: int = 0
+
+    @property
+    def _llm_type(self) -> str:
+        return "garlic-fake-chat"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        self.calls += 1
+        text = garlic_llm(str(messages[-1].content))
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+
+
+def make_documents(data: Path) -> list[Document]:
+    return [
+        Document(page_content=text, metadata={"title": title, "tags": ["hotpot"]}, id=title)
+        for title, text in hotpot_paragraphs(data)
+    ]
+
+
+@pytest.fixture(scope="module")
+def question(shared_data: Path) -> str:
+    return str(hotpot(shared_data).question)
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Path:
+    """The module's graph, built once and saved."""
+    retriever = GarlicRetriever.from_documents(
+        make_documents(shared_data), llm=ScriptedLM(garlic_llm), **SMALL
+    )
+    assert retriever.graph is not None
+    assert retriever.graph.levels >= 2
+    return retriever.save(tmp_path_factory.mktemp("garlic") / "graph")
+
+
+@pytest.fixture
+def retriever(saved: Path) -> GarlicRetriever:
+    return GarlicRetriever.load(saved, llm=ScriptedLM(garlic_llm))
+
+
+def _load_factory(saved: Path) -> Callable[..., BaseRetriever]:
+    def make(**fields: Any) -> BaseRetriever:
+        return GarlicRetriever.load(saved, llm=ScriptedLM(garlic_llm), **fields)
+
+    return make
+
+
+class TestGarlicRetrieverStandard(RetrieversIntegrationTests):
+    """LangChain's own retriever contract, with the retriever's defaults."""
+
+    @pytest.fixture(autouse=True)
+    def _saved(self, saved: Path, question: str) -> None:
+        self.saved = saved
+        self.question = question
+
+    @property
+    def retriever_constructor(self) -> type[BaseRetriever]:
+        return cast("type[BaseRetriever]", _load_factory(self.saved))
+
+    @property
+    def retriever_query_example(self) -> str:
+        return self.question
+
+
+# -- results --------------------------------------------------------------------------------
+
+
+def test_returns_what_the_search_read_in_document_order(
+    retriever: GarlicRetriever, question: str, shared_data: Path
+) -> None:
+    docs = retriever.invoke(question)
+    result = retriever.last_result
+    graph = retriever.graph
+    assert result is not None and graph is not None
+    assert [d.metadata["hrefine_node_id"] for d in docs] == result.document_order
+    assert len(docs) == len(result.visited)
+    orders = [graph.tree[d.metadata["hrefine_node_id"]].order for d in docs]
+    assert orders == sorted(orders)
+    # the fake says Yes once FACT is read (in a leaf): the search went down to it and stopped
+    assert result.stopped_by == "patience"
+    assert not any(FACT in graph.tree[i].text for i in graph.top_level())
+    yes = [d for d in docs if d.metadata["hrefine_said_yes"]]
+    assert len(yes) == 1 and FACT in yes[0].page_content
+    assert yes[0].metadata["hrefine_kind"] == "chunk" and yes[0].metadata["title"] == ANSWER
+    originals = {d.id: d for d in make_documents(shared_data)}
+    top = set(graph.top_level())
+    for doc in docs:
+        meta = doc.metadata
+        assert 0.0 <= meta["relevance_score"] <= 1.0
+        assert meta["hrefine_search"]["stopped_by"] == "patience"
+        assert meta["hrefine_search"]["said_yes_at"] == [yes[0].metadata["hrefine_step"]]
+        assert meta["hrefine_search"]["mode"] == "prompt"
+        if meta["hrefine_node_id"] in top:
+            assert meta["hrefine_step"] == 0 and meta["hrefine_raw_score"] is None
+            assert meta["relevance_score"] == 1.0
+        else:
+            assert meta["hrefine_step"] >= 1
+            assert meta["relevance_score"] == pytest.approx(meta["hrefine_raw_score"] / 2)
+        if meta["hrefine_kind"] == "chunk":
+            assert meta["hrefine_level"] == 0
+            (source,) = meta["hrefine_sources"]
+            original = originals[source]
+            assert meta["title"] == original.metadata["title"] == source
+            start, end = meta["hrefine_start"], meta["hrefine_end"]
+            assert original.page_content[start:end] == doc.page_content
+            assert "hrefine_source" not in meta and "hrefine_source_id" not in meta
+        else:
+            assert meta["hrefine_level"] >= 1 and meta["hrefine_children"]
+            assert "title" not in meta
+            assert set(meta["hrefine_sources"]) <= set(originals)
+
+
+def test_inputs_are_not_changed(shared_data: Path) -> None:
+    docs = make_documents(shared_data)[:3]
+    before = [d.model_copy(deep=True) for d in docs]
+    retriever = GarlicRetriever.from_documents(docs, llm=ScriptedLM(garlic_llm), **SMALL)
+    chunks = [d for d in retriever.invoke("Who is Victoria Hanley?") if "tags" in d.metadata]
+    assert chunks  # the fake never says Yes: the search reads every node
+    for doc in chunks:
+        doc.metadata["tags"].append("changed")
+    assert docs == before
+
+
+def test_call_settings_change_one_call_only(retriever: GarlicRetriever, question: str) -> None:
+    retriever.invoke(question, max_steps=1)
+    assert retriever.last_result is not None
+    assert retriever.last_result.stopped_by in ("max_steps", "patience")
+    assert len(retriever.last_result.trace) <= 2
+    retriever.invoke(question)
+    assert retriever.last_result is not None and retriever.last_result.stopped_by == "patience"
+    with pytest.raises(ConfigError, match="unknown argument"):
+        retriever.invoke(question, top_k=2)
+    # k keeps the k most relevant of what was read, in document order.
+    every = retriever.invoke(question)
+    two = retriever.invoke(question, k=2)
+    assert len(two) == min(2, len(every))
+    kept = [d.metadata["hrefine_node_id"] for d in two]
+    assert kept == [
+        d.metadata["hrefine_node_id"] for d in every if d.metadata["hrefine_node_id"] in kept
+    ]
+    with pytest.raises(ConfigError, match="patience"):
+        retriever.invoke(question, patience=0)
+
+
+def test_max_tokens_bounds_what_is_read(retriever: GarlicRetriever, question: str) -> None:
+    full = retriever.invoke(question)
+    top = sum(d.metadata["hrefine_tokens"] for d in full if d.metadata["hrefine_step"] == 0)
+    docs = retriever.invoke(question, max_tokens=top + 1)
+    assert retriever.last_result is not None
+    assert retriever.last_result.stopped_by == "max_tokens"
+    assert all(d.metadata["hrefine_step"] == 0 for d in docs)
+
+
+def test_bad_fields_fail_at_construction() -> None:
+    with pytest.raises(ValidationError, match="edges"):
+        GarlicRetriever(edges="sideways")
+    with pytest.raises(ValidationError, match="batch_tokens"):
+        GarlicRetriever(chunk_tokens=400, batch_tokens=512)
+
+
+def test_an_empty_retriever_returns_nothing_and_cannot_be_saved(tmp_path: Path) -> None:
+    retriever = GarlicRetriever(llm=ScriptedLM(garlic_llm))
+    assert retriever.invoke("anything") == []
+    with pytest.raises(TreeError, match="no graph"):
+        retriever.save(tmp_path / "g")
+
+
+# -- LLMs, embeddings, async ----------------------------------------------------------------
+
+
+def test_a_langchain_chat_model_runs_prompt_only(shared_data: Path, question: str) -> None:
+    chat = GarlicChat()
+    retriever = GarlicRetriever.from_documents(
+        make_documents(shared_data), llm=chat, embeddings=HrefineEmbeddings(), **SMALL
+    )
+    assert retriever.graph is not None and retriever.graph.edge_mode == "embedding"
+    built = chat.calls
+    assert built == retriever.graph.stats["calls"]
+    docs = retriever.invoke(question)
+    assert chat.calls > built  # the search asked it Yes/No
+    assert FACT in "".join(d.page_content for d in docs)
+
+
+async def test_the_async_path_gives_the_same_documents(
+    retriever: GarlicRetriever, question: str
+) -> None:
+    assert await retriever.ainvoke(question) == retriever.invoke(question)
+
+
+def test_from_texts_keeps_ids_and_metadata(shared_data: Path) -> None:
+    pairs = hotpot_paragraphs(shared_data)[:4]
+    retriever = GarlicRetriever.from_texts(
+        [t for _, t in pairs],
+        [{"title": title} for title, _ in pairs],
+        ids=[f"p{i}" for i in range(4)],
+        llm=ScriptedLM(garlic_llm),
+        **SMALL,
+    )
+    chunks = [
+        d for d in retriever.invoke("Victoria Hanley") if d.metadata["hrefine_kind"] == "chunk"
+    ]
+    for doc in chunks:
+        (source,) = doc.metadata["hrefine_sources"]
+        assert pairs[int(source[1:])][0] == doc.metadata["title"]
+    with pytest.raises(ConfigError, match="metadatas"):
+        GarlicRetriever.from_texts(["a", "b"], [{}], llm=ScriptedLM(garlic_llm))
+
+
+# -- saving and loading ---------------------------------------------------------------------
+
+
+def test_save_keeps_the_search_settings(retriever: GarlicRetriever, tmp_path: Path) -> None:
+    retriever.patience = 2
+    retriever.max_steps = 5
+    loaded = GarlicRetriever.load(retriever.save(tmp_path / "g"), llm=ScriptedLM(garlic_llm))
+    assert (loaded.patience, loaded.max_steps) == (2, 5)
+    assert loaded.chunk_tokens == SMALL["chunk_tokens"]
+    assert loaded.graph is not None and retriever.graph is not None
+    assert loaded.graph.tree.to_dict() == retriever.graph.tree.to_dict()
+    again = GarlicRetriever.load(tmp_path / "g", llm=ScriptedLM(garlic_llm), patience=1)
+    assert again.patience == 1
+
+
+def test_load_rejects_a_folder_that_is_not_a_graph(tmp_path: Path) -> None:
+    with pytest.raises(PersistenceError):
+        GarlicRetriever.load(tmp_path)
+
+
+# -- a LocalLM: attention edges and the KV-cached search ------------------------------------
+
+
+@pytest.mark.slow  # ~2 minutes of SmolLM2 on two shared CPU cores
+@pytest.mark.lm
+def test_a_local_lm_builds_attention_edges_and_searches_with_its_cache(
+    shared_data: Path, question: str
+) -> None:
+    from lm_fixture import load_default_lm
+
+    lm = load_default_lm()
+    docs = [d for d in make_documents(shared_data) if d.id == ANSWER]  # two leaves, one batch
+    retriever = GarlicRetriever.from_documents(
+        docs, llm=lm, max_steps=2, chunk_tokens=64, batch_tokens=400, summary_tokens=24
+    )
+    assert retriever.graph is not None and retriever.graph.edge_mode == "attention"
+    out = retriever.invoke(question)
+    result = retriever.last_result
+    assert result is not None and result.mode == "attention"
+    assert out and all(0.0 <= d.metadata["hrefine_p_yes"] <= 1.0 for d in out)
+    # with the KV cache each step pre-fills only its node and the short question suffix
+    assert result.prefilled_tokens < result.recompute_tokens or len(result.trace) == 1
+    assert {d.metadata["hrefine_search"]["mode"] for d in out} == {"attention"}

@@ -1,0 +1,163 @@
+"""LlamaIndex GarlicRetriever and GarlicIndex: what a search returns, async, stop rules, LLM
+kinds, errors, and the graph kept in (and loaded from) LlamaIndex's stores.
+
+One graph is built per module over the paragraphs of a real HotpotQA item with the real
+embedded embedder and the instant deterministic LLM of ``garlic_fakes`` (bullets for summary
+prompts, Yes once ``FACT`` has been read).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from garlic_fakes import ANSWER, FACT, SMALL, garlic_llm, hotpot, hotpot_paragraphs
+from hrefine.errors import ConfigError, InputTypeError, NotSupportedError, PersistenceError
+from hrefine.garlic import GarlicGraph
+from hrefine.testing import ScriptedLM
+from llama_index.core import Document, StorageContext, load_index_from_storage
+from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
+from llama_index.core.llms.callbacks import llm_completion_callback
+from llama_index.core.schema import MetadataMode, NodeRelationship
+
+from llamaindex_hrefine import GarlicIndex, GarlicRetriever
+
+
+class GarlicLLM(CustomLLM):
+    """A LlamaIndex LLM answering as :func:`garlic_llm`, counting its calls."""
+
+    calls: int = 0
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(model_name="garlic-fake")
+
+    @llm_completion_callback()
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        self.calls += 1
+        return CompletionResponse(text=garlic_llm(prompt))
+
+    @llm_completion_callback()
+    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+
+def make_documents(data: Path) -> list[Document]:
+    return [
+        Document(text=text, id_=title, metadata={"title": title})
+        for title, text in hotpot_paragraphs(data)
+    ]
+
+
+@pytest.fixture(scope="module")
+def question(shared_data: Path) -> str:
+    return str(hotpot(shared_data).question)
+
+
+@pytest.fixture(scope="module")
+def built(shared_data: Path) -> GarlicRetriever:
+    return GarlicRetriever.from_documents(
+        make_documents(shared_data), llm=ScriptedLM(garlic_llm), **SMALL
+    )
+
+
+def test_returns_the_nodes_read_in_document_order(
+    built: GarlicRetriever, question: str, shared_data: Path
+) -> None:
+    nodes = built.retrieve(question)
+    result = built.last_result
+    assert result is not None and result.stopped_by == "patience"
+    assert [n.node.metadata["hrefine_node_id"] for n in nodes] == result.document_order
+    originals = {d.id_: d for d in make_documents(shared_data)}
+    (answer,) = [n for n in nodes if FACT in n.node.get_content(metadata_mode=MetadataMode.NONE)]
+    meta = answer.node.metadata
+    assert meta["hrefine_said_yes"] and meta["hrefine_kind"] == "chunk"
+    assert meta["title"] == ANSWER and meta["hrefine_sources"] == [ANSWER]
+    assert answer.node.ref_doc_id == ANSWER
+    start, end = meta["hrefine_start"], meta["hrefine_end"]
+    assert originals[ANSWER].text[start:end] == answer.node.get_content(MetadataMode.NONE)
+    for n in nodes:
+        assert n.score is not None and 0.0 <= n.score <= 1.0
+        # the hrefine keys stay out of what the LLM reads
+        shown = n.node.get_content(metadata_mode=MetadataMode.LLM)
+        assert "hrefine_" not in shown
+        if n.node.metadata["hrefine_kind"] == "summary":
+            assert n.node.metadata["hrefine_children"]
+            assert NodeRelationship.SOURCE not in n.node.relationships
+
+
+async def test_aretrieve_gives_the_same_nodes(built: GarlicRetriever, question: str) -> None:
+    sync = built.retrieve(question)
+    got = await built.aretrieve(question)
+    assert [n.node.node_id for n in got] == [n.node.node_id for n in sync]
+    assert [n.score for n in got] == [n.score for n in sync]
+
+
+def test_stop_rules(built: GarlicRetriever, question: str) -> None:
+    limited = GarlicRetriever(built.graph, llm=ScriptedLM(garlic_llm), max_steps=1)
+    limited.retrieve(question)
+    assert limited.last_result is not None
+    assert limited.last_result.stopped_by in ("max_steps", "patience")
+    assert len(limited.last_result.trace) <= 2
+    with pytest.raises(ConfigError, match="patience"):
+        GarlicRetriever(built.graph, patience=0)
+    with pytest.raises(InputTypeError, match="GarlicGraph"):
+        GarlicRetriever("a graph")  # type: ignore[arg-type]
+
+
+def test_a_llamaindex_llm_runs_prompt_only(
+    shared_data: Path, question: str, tmp_path: Path
+) -> None:
+    llm = GarlicLLM()
+    retriever = GarlicRetriever.from_documents(make_documents(shared_data)[:9], llm=llm, **SMALL)
+    assert retriever.graph.edge_mode == "embedding"
+    built_calls = llm.calls
+    assert built_calls == retriever.graph.stats["calls"]
+    nodes = retriever.retrieve(question)
+    assert llm.calls > built_calls
+    assert any(FACT in n.node.get_content(MetadataMode.NONE) for n in nodes)
+    # a saved graph searches the same after loading
+    loaded = GarlicGraph.load(retriever.graph.save(tmp_path / "g"))
+    again = GarlicRetriever(loaded, llm=llm).retrieve(question)
+    assert [n.node.node_id for n in again] == [n.node.node_id for n in nodes]
+
+
+# -- GarlicIndex: the graph in LlamaIndex's stores ------------------------------------------
+
+
+def test_index_persists_and_loads_the_same_graph(
+    shared_data: Path, question: str, tmp_path: Path
+) -> None:
+    docs = make_documents(shared_data)
+    before = [d.model_copy(deep=True) for d in docs]
+    index = GarlicIndex.from_documents(docs, llm=ScriptedLM(garlic_llm), **SMALL)
+    assert [d.model_dump() for d in docs] == [d.model_dump() for d in before]
+    graph = index.garlic_graph
+    assert len(index.index_struct.node_ids) == len(graph.tree)
+    assert set(index.index_struct.node_ids) <= set(index.docstore.docs)
+    assert ANSWER in index.ref_doc_info
+    nodes = index.as_retriever().retrieve(question)
+    assert any(FACT in n.node.get_content(MetadataMode.NONE) for n in nodes)
+
+    index.storage_context.persist(persist_dir=str(tmp_path))
+    storage = StorageContext.from_defaults(persist_dir=str(tmp_path))
+    loaded = load_index_from_storage(storage, llm=ScriptedLM(garlic_llm))
+    assert isinstance(loaded, GarlicIndex)
+    assert loaded.garlic_graph.tree.to_dict() == graph.tree.to_dict()
+    again = loaded.as_retriever().retrieve(question)
+    assert [n.node.node_id for n in again] == [n.node.node_id for n in nodes]
+    with pytest.raises(NotSupportedError):
+        loaded.insert(Document(text="more"))
+
+
+def test_an_edited_store_is_refused(shared_data: Path, tmp_path: Path) -> None:
+    index = GarlicIndex.from_documents(
+        make_documents(shared_data)[:2], llm=ScriptedLM(garlic_llm), **SMALL
+    )
+    struct = index.index_struct
+    struct.edges = struct.edges[:-1]
+    with pytest.raises(PersistenceError):
+        GarlicIndex(index_struct=struct, storage_context=index.storage_context)
+    with pytest.raises(ConfigError, match="needs nodes"):
+        GarlicIndex()
