@@ -9,7 +9,10 @@ A method is given as
   (``scorer="bm25"``, no model) and ``"htmlrag-generative"`` (``generative=True``);
   ``"raptor"`` and ``"raptor-traversal"`` (:class:`hrefine.eval.raptor_method.RaptorCompressor`:
   a RAPTOR tree per document, retrieved from the collapsed tree or by traversal; option
-  ``llm="default"|"extractive"|<model folder>``); ``"longrefiner"`` and ``"longrefiner-lm"``
+  ``llm="default"|"extractive"|<model folder>``); ``"garlic"``
+  (:class:`hrefine.eval.garlic_method.GarlicCompressor`: a GARLIC graph per document, searched
+  for each question to the budget; option ``llm="default"|"extractive"|<model folder>``);
+  ``"longrefiner"`` and ``"longrefiner-lm"``
   (:class:`hrefine.eval.longrefiner_method.LongRefinerCompressor`: LongRefiner with no model,
   or with ``lm="default"``, the embedded SmolLM2-135M, for query analysis and section
   selection; other LongRefiner options pass through), imported when first asked for. The old
@@ -124,6 +127,15 @@ def _raptor(mode: str) -> Callable[..., Compressor]:
 
 register_method("raptor", _raptor("collapsed"))
 register_method("raptor-traversal", _raptor("traversal"))
+
+
+def _garlic(tokenizer: Any = None, **options: Any) -> Compressor:
+    from hrefine.eval.garlic_method import GarlicCompressor
+
+    return GarlicCompressor(tokenizer=tokenizer, **options)
+
+
+register_method("garlic", _garlic)
 
 
 def _longrefiner(name: str, **preset: Any) -> Callable[..., Compressor]:

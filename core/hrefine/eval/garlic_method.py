@@ -1,0 +1,369 @@
+"""GARLIC as an evaluated method: one summary graph per document, searched per question.
+
+:class:`GarlicCompressor` builds a :class:`~hrefine.garlic.GarlicGraph` the first time it sees a
+document (kept in memory, keyed by the text's hash), so every question and budget on that
+document is answered from the same graph. Each ``(question, budget)`` runs a
+:class:`~hrefine.garlic.GarlicSearcher` limited to the budget, and returns the visited nodes'
+texts in document order, fitted to the budget (never over). Each call is recorded as a
+:class:`GarlicCall` (visited nodes, steps, Yes, pre-filled against recomputed tokens, seconds).
+
+:class:`ExtractiveGarlicLM` is a stand-in LLM that needs no model: its "summary points" are the
+leading sentences of its inputs, and it answers the search's Yes/No question by a word-overlap
+rule. It is instant, and it is *not* GARLIC's LLM: with it the graph has embedding edges and the
+search runs in prompt-only mode (no attention, no KV cache). It measures the graph walk alone.
+
+Registered in :mod:`hrefine.eval.methods` as ``"garlic"`` (option
+``llm="default"|"extractive"|<model folder>``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from hrefine.budget import TokenCounter, get_counter
+from hrefine.errors import BudgetTooSmallError, ConfigError, InputTypeError
+from hrefine.eval.baselines import _LRU, as_plain_text
+from hrefine.eval.text import SEPARATOR, fill_budget, truncate_to_tokens
+from hrefine.garlic.options import SEARCH_PROMPT, SUMMARY_PROMPT, GarlicOptions
+
+__all__ = ["LLM_CHOICES", "ExtractiveGarlicLM", "GarlicCall", "GarlicCompressor"]
+
+#: The ``llm`` option's named choices (anything else is a local model folder, a cached name or
+#: an LLM object).
+LLM_CHOICES = ("default", "extractive")
+# Markers of the search prompt (see hrefine.garlic.search.search_prompt).
+_QUESTION = "\n\nQuestion:\n"
+_INFORMATION = "\n\nInformation:\n"
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
+_WORD = re.compile(r"[a-z0-9]+")
+#: Words the Yes/No rule ignores in a question.
+_STOP_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "how",
+        "in",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "that",
+        "the",
+        "their",
+        "this",
+        "to",
+        "was",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "why",
+        "with",
+    ]
+)
+
+
+class ExtractiveGarlicLM:
+    """A no-model stand-in for GARLIC's LLM (``str -> str``), for quick benchmark rows and tests.
+
+    - **Summary prompts** (``summary_prompt`` with its inputs, one a line): one ``*`` bullet per
+      two consecutive inputs, made of the first sentence of each, so every level halves and the
+      graph converges.
+    - **Search prompts** (``search_prompt`` first): ``"Yes"`` when every content word of the
+      question (lower-cased, stop words left out) appears in the information, else ``"No"``.
+
+    Parameters
+    ----------
+    summary_prompt:
+        The summary template the graph uses (``{points}`` marks the inputs).
+    search_prompt:
+        The Yes/No instruction the search uses.
+    """
+
+    __name__ = "extractive"
+    name = "extractive"
+
+    def __init__(
+        self,
+        summary_prompt: str = SUMMARY_PROMPT,
+        search_prompt: str = SEARCH_PROMPT,
+    ) -> None:
+        if "{points}" not in summary_prompt:
+            msg = "summary_prompt must contain '{points}', where the inputs go"
+            raise ConfigError(msg)
+        self.head, _, self.tail = summary_prompt.partition("{points}")
+        self.search_prompt = search_prompt
+
+    def inputs(self, prompt: str) -> list[str]:
+        """The input lines a summary prompt holds."""
+        body = prompt
+        if self.head and body.startswith(self.head):
+            body = body[len(self.head) :]
+        if self.tail and body.endswith(self.tail):
+            body = body[: -len(self.tail)]
+        return [line.strip() for line in body.split("\n") if line.strip()]
+
+    def __call__(self, prompt: str) -> str:
+        """A bullet summary, or ``"Yes"``/``"No"`` for a search prompt."""
+        if not isinstance(prompt, str):
+            msg = f"prompt must be a str, got {type(prompt).__name__}"
+            raise InputTypeError(msg)
+        if prompt.startswith(self.search_prompt) and _QUESTION in prompt:
+            return self.answer(prompt)
+        firsts = [_SENTENCE_END.split(text, maxsplit=1)[0] for text in self.inputs(prompt)]
+        pairs = [" ".join(firsts[i : i + 2]) for i in range(0, len(firsts), 2)]
+        return "\n".join(f"* {p}" for p in pairs)
+
+    @staticmethod
+    def answer(prompt: str) -> str:
+        """The word-overlap Yes/No rule on a search prompt."""
+        rest = prompt.split(_QUESTION, 1)[1]
+        question, _, information = rest.partition(_INFORMATION)
+        wanted = {w for w in _WORD.findall(question.lower()) if w not in _STOP_WORDS}
+        have = set(_WORD.findall(information.lower()))
+        return "Yes" if wanted and wanted <= have else "No"
+
+
+@dataclass(frozen=True)
+class GarlicCall:
+    """One ``compress`` call of :class:`GarlicCompressor`.
+
+    Attributes
+    ----------
+    document:
+        Hex digest of the document's text.
+    query:
+        The question.
+    budget:
+        ``max_tokens`` of the call.
+    visited:
+        Nodes the search read (top level included).
+    leaves:
+        How many of them were leaf chunks.
+    steps:
+        Nodes the search added after the top level.
+    said_yes:
+        Whether the LLM said Yes before the search stopped.
+    stopped_by:
+        Why the search stopped (see :data:`hrefine.garlic.search.STOP_REASONS`).
+    prefilled_tokens:
+        Tokens the LLM actually ran (with the KV cache in attention mode).
+    recompute_tokens:
+        Tokens recomputing the whole prompt at every step would have run.
+    tokens_out:
+        Tokens of the returned text.
+    seconds:
+        Wall time of the search and the fitting (the graph's build is not included).
+    build_seconds:
+        Seconds the document's graph took to build in this call (0 when it was reused).
+    """
+
+    document: str
+    query: str
+    budget: int
+    visited: int
+    leaves: int
+    steps: int
+    said_yes: bool
+    stopped_by: str
+    prefilled_tokens: int
+    recompute_tokens: int
+    tokens_out: int
+    seconds: float
+    build_seconds: float
+
+
+class GarlicCompressor:
+    """GARLIC for :mod:`hrefine.eval`: a graph per document, searched for each question.
+
+    Parameters
+    ----------
+    llm:
+        ``"default"`` (the embedded SmolLM2-135M-Instruct: attention edges, KV-cached search),
+        ``"extractive"`` (:class:`ExtractiveGarlicLM`, no model, a stand-in), a local model
+        folder or cached Hugging Face name, or any LLM :class:`~hrefine.garlic.GarlicGraph`
+        takes (a LocalLM, a ``str -> str`` callable, a TextGenerator).
+    tokenizer:
+        The evaluation's token counter; leaves, budgets and outputs are counted in it.
+    embedder:
+        Anything :func:`hrefine.models.get_embedder` takes (None: the embedded all-MiniLM-L6-v2).
+    name:
+        Report name (default ``"garlic"``).
+    keep_records:
+        Keep a :class:`GarlicCall` per call in :attr:`records`.
+    **settings:
+        :class:`~hrefine.garlic.GarlicOptions` fields (``chunk_tokens``, ``patience``,
+        ``summary_tokens``...). ``max_tokens`` is each call's budget and cannot be set here.
+
+    Attributes
+    ----------
+    builds:
+        Graphs built so far (one per distinct document while it stays cached).
+    build_seconds:
+        Seconds spent building graphs.
+    llm_calls:
+        Summary calls made by the builds.
+    records:
+        One :class:`GarlicCall` per ``compress`` call.
+    """
+
+    def __init__(
+        self,
+        *,
+        llm: Any = "default",
+        tokenizer: Any = None,
+        embedder: Any = None,
+        name: str = "garlic",
+        keep_records: bool = True,
+        **settings: Any,
+    ) -> None:
+        if "max_tokens" in settings:
+            msg = "max_tokens is each call's budget; do not set it as an option of 'garlic'"
+            raise ConfigError(msg)
+        self.counter: TokenCounter = get_counter(tokenizer)
+        self.options = GarlicOptions.build(tokenizer=self.counter, **settings)
+        self._llm_spec = "default" if llm is None else llm
+        self._llm: Any = None
+        self._embedder_spec = embedder
+        self._embedder: Any = None
+        self.name = name
+        self.keep_records = keep_records
+        self._graphs = _LRU(4)
+        self.builds = 0
+        self.build_seconds = 0.0
+        self.llm_calls = 0
+        self.records: list[GarlicCall] = []
+
+    # -- models ---------------------------------------------------------------------------------
+    @property
+    def llm(self) -> Any:
+        """The LLM that builds and searches the graphs (loaded on first use)."""
+        if self._llm is None:
+            spec = self._llm_spec
+            if spec == "default":
+                from hrefine.models import default_lm
+
+                self._llm = default_lm()
+            elif spec == "extractive":
+                self._llm = ExtractiveGarlicLM(
+                    self.options.summary_prompt, self.options.search_prompt
+                )
+            elif isinstance(spec, (str, os.PathLike)):
+                from hrefine.models._lm_name import local_lm_from
+
+                self._llm = local_lm_from(spec)
+            else:
+                self._llm = spec
+        return self._llm
+
+    @property
+    def embedder(self) -> Any:
+        """The embedder (loaded on first use, shared by every graph)."""
+        if self._embedder is None:
+            from hrefine.models import get_embedder
+
+            self._embedder = get_embedder(self._embedder_spec)
+        return self._embedder
+
+    # -- graphs ---------------------------------------------------------------------------------
+    def graph_for(self, document: str) -> Any:
+        """The document's :class:`~hrefine.garlic.GarlicGraph`, from memory or built from its
+        plain text (HTML is converted first).
+
+        Raises
+        ------
+        EmptyInputError
+            The document has no text.
+        GenerationError
+            The LLM wrote no summary point for a batch.
+        """
+        graph, _ = self._graph(document)
+        return graph
+
+    def _graph(self, document: str) -> tuple[Any, float]:
+        from hrefine.garlic import GarlicGraph
+
+        memo = hashlib.blake2b(document.encode("utf-8", "replace"), digest_size=16).digest()
+        graph = self._graphs.get(memo)
+        if graph is not None:
+            return graph, 0.0
+        started = time.perf_counter()
+        graph = GarlicGraph.build(
+            as_plain_text(document), lm=self.llm, embedder=self.embedder, options=self.options
+        )
+        spent = time.perf_counter() - started
+        self.builds += 1
+        self.build_seconds += spent
+        self.llm_calls += int(graph.stats.get("calls", 0))
+        self._graphs.put(memo, graph)
+        return graph, spent
+
+    def compress(self, document: str, query: str, max_tokens: int) -> str:
+        """Search the document's graph for ``query`` with at most ``max_tokens`` tokens of
+        visited nodes; return their texts in document order, joined by blank lines and fitted
+        to ``max_tokens`` (the top level, always read, may pass it: the nodes the search valued
+        most, by their ``a_i``, are kept)."""
+        from hrefine.garlic import GarlicSearcher
+
+        graph, built = self._graph(document)
+        started = time.perf_counter()
+        searcher = GarlicSearcher(graph, lm=self.llm, embedder=self.embedder)
+        result = searcher.search(query, max_tokens=max_tokens)
+        by_id = {v.id: v for v in result.visited}
+        ids = list(result.document_order)
+        texts = [by_id[i].text for i in ids]
+        # Leaves first, then by the search's own a_i: summaries are the first to go.
+        top = 1.0 + max((abs(v.attention) for v in result.visited), default=0.0)
+        scores = [top * (by_id[i].level == 0) + by_id[i].attention for i in ids]
+        try:
+            text = fill_budget(
+                texts, scores, self.counter, max_tokens, order=range(len(ids)), separator=SEPARATOR
+            )
+        except BudgetTooSmallError:  # not one node fits: the start of the visited text
+            text = truncate_to_tokens(SEPARATOR.join(texts), self.counter, max_tokens)
+        if self.keep_records:
+            self.records.append(
+                GarlicCall(
+                    document=hashlib.blake2b(
+                        document.encode("utf-8", "replace"), digest_size=16
+                    ).hexdigest(),
+                    query=query,
+                    budget=max_tokens,
+                    visited=len(result.visited),
+                    leaves=sum(v.level == 0 for v in result.visited),
+                    steps=len(result.trace) - 1,
+                    said_yes=result.said_yes,
+                    stopped_by=result.stopped_by,
+                    prefilled_tokens=result.prefilled_tokens,
+                    recompute_tokens=result.recompute_tokens,
+                    tokens_out=self.counter.count(text),
+                    seconds=time.perf_counter() - started,
+                    build_seconds=built,
+                )
+            )
+        return text
