@@ -17,11 +17,11 @@ query, the nodes', the LLM's replies) escaped. It shows:
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import html as html_lib
 from typing import TYPE_CHECKING
 
+from hrefine._inert_html import csp as _csp
+from hrefine._inert_html import esc as _esc
+from hrefine._inert_html import first_words as _first_words
 from hrefine.errors import InputTypeError
 from hrefine.raptor.build import TOKENS
 from hrefine.tree import NodeKind
@@ -113,29 +113,11 @@ def render_report(
 
 
 # -- pieces -----------------------------------------------------------------------------------
-def _esc(text: object) -> str:
-    """``text`` escaped for element content and double-quoted attribute values."""
-    return html_lib.escape(str(text), quote=True)
-
-
-def _csp(style: str) -> str:
-    digest = hashlib.sha256(style.encode("utf-8")).digest()
-    return (
-        "default-src 'none'; script-src 'none'; "
-        f"style-src 'sha256-{base64.b64encode(digest).decode('ascii')}'; img-src 'none'; "
-        "font-src 'none'; connect-src 'none'; object-src 'none'; frame-src 'none'; "
-        "base-uri 'none'; form-action 'none'"
-    )
 
 
 def _ref(node_id: int, seen: bool = False) -> str:
     cls = "ref seen" if seen else "ref"
     return f'<a class="{cls}" href="#n{int(node_id)}">#{int(node_id)}</a>'
-
-
-def _first_words(text: str, n: int) -> tuple[str, bool]:
-    words = text.split()
-    return " ".join(words[:n]), len(words) > n
 
 
 def _folded(text: str) -> str:

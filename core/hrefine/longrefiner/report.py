@@ -22,13 +22,13 @@ is drawn; what is not drawn is counted where it would have been.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import html as html_lib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from hrefine._inert_html import csp as _csp
+from hrefine._inert_html import esc as _esc
+from hrefine._inert_html import first_words
 from hrefine.budget import EXPANDED, MEASURED_OVER, OVER_BUDGET, TRIAL_LIMIT
 
 if TYPE_CHECKING:
@@ -202,19 +202,6 @@ def render_report(
 
 
 # -- small pieces -----------------------------------------------------------------------------
-def _esc(text: object) -> str:
-    """``text`` escaped for element content and double-quoted attribute values."""
-    return html_lib.escape(str(text), quote=True)
-
-
-def _csp(style: str) -> str:
-    digest = hashlib.sha256(style.encode("utf-8")).digest()
-    return (
-        "default-src 'none'; script-src 'none'; "
-        f"style-src 'sha256-{base64.b64encode(digest).decode('ascii')}'; img-src 'none'; "
-        "font-src 'none'; connect-src 'none'; object-src 'none'; frame-src 'none'; "
-        "base-uri 'none'; form-action 'none'"
-    )
 
 
 def _cut(text: str, limit: int) -> str:
@@ -247,9 +234,10 @@ def _plural(count: int, noun: str) -> str:
     return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
-def _first_words(text: str, n: int) -> str:
-    words = text.split()
-    return " ".join(words[:n]) + (" …" if len(words) > n else "")
+def _opening(text: str) -> str:
+    """The first words of ``text``, with an ellipsis when there are more."""
+    shown, more = first_words(text, _FIRST_WORDS)
+    return shown + (" …" if more else "")
 
 
 # -- page parts ---------------------------------------------------------------------------------
@@ -487,7 +475,7 @@ def _kept_table(state: _Doc) -> str:
             f"<tr><td>{_anchor(state, k)}</td><td>{_esc(node.kind)}</td>"
             f"<td>{_esc(_where(state, k))}</td>"
             f'<td class="num"><b>{_score(float(d.combined[k]))}</b></td>'
-            f"<td>{_esc(_first_words(d.structure.node_text(k), _FIRST_WORDS))}</td></tr>\n"
+            f"<td>{_esc(_opening(d.structure.node_text(k)))}</td></tr>\n"
         )
     more = (
         f'<p class="note">and {len(d.kept) - _MAX_KEPT_ROWS:,} more kept units.</p>\n'
