@@ -293,22 +293,29 @@ def outcomes_to_nodes(
         input_score_of=lambda i: nodes[i].score,
         keep_input_order=keep_input_order,
     )
-    out: list[NodeWithScore] = []
-    for outcome, metadata in kept:
-        source = nodes[outcome.index].node
-        added = [k for k in METADATA_KEYS if k in metadata]
-        node = source.model_copy(
-            update={
-                "metadata": metadata,
-                "embedding": None,
-                "excluded_llm_metadata_keys": _extend(source.excluded_llm_metadata_keys, added),
-                "excluded_embed_metadata_keys": _extend(source.excluded_embed_metadata_keys, added),
-                "relationships": copy.copy(source.relationships),
-            }
-        )
-        node.set_content(outcome.html)
-        out.append(NodeWithScore(node=node, score=outcome.relevance))
-    return out
+    return [
+        _scored_copy(nodes[o.index].node, metadata, METADATA_KEYS, o.html, o.relevance)
+        for o, metadata in kept
+    ]
+
+
+def _scored_copy(
+    source: BaseNode, metadata: dict[str, Any], keys: Sequence[str], text: str, score: Any
+) -> NodeWithScore:
+    """A new node like ``source`` with ``text`` and ``metadata``, the hrefine ``keys`` it got
+    hidden from the LLM and embed views, scored ``score`` (``source`` is untouched)."""
+    added = [k for k in keys if k in metadata]
+    node = source.model_copy(
+        update={
+            "metadata": metadata,
+            "embedding": None,
+            "excluded_llm_metadata_keys": _extend(source.excluded_llm_metadata_keys, added),
+            "excluded_embed_metadata_keys": _extend(source.excluded_embed_metadata_keys, added),
+            "relationships": copy.copy(source.relationships),
+        }
+    )
+    node.set_content(text)
+    return NodeWithScore(node=node, score=score)
 
 
 def pieces_to_nodes(
@@ -389,22 +396,10 @@ def refined_to_nodes(
         input_score_of=lambda i: nodes[i].score,
         keep_input_order=keep_input_order,
     )
-    out: list[NodeWithScore] = []
-    for outcome, metadata in kept:
-        source = nodes[outcome.index].node
-        added = [k for k in REFINER_KEYS if k in metadata]
-        node = source.model_copy(
-            update={
-                "metadata": metadata,
-                "embedding": None,
-                "excluded_llm_metadata_keys": _extend(source.excluded_llm_metadata_keys, added),
-                "excluded_embed_metadata_keys": _extend(source.excluded_embed_metadata_keys, added),
-                "relationships": copy.copy(source.relationships),
-            }
-        )
-        node.set_content(outcome.text)
-        out.append(NodeWithScore(node=node, score=outcome.relevance))
-    return out
+    return [
+        _scored_copy(nodes[o.index].node, metadata, REFINER_KEYS, o.text, o.relevance)
+        for o, metadata in kept
+    ]
 
 
 def to_refiner_llm(
