@@ -173,3 +173,13 @@ def write_output(path: Path, text: str, what: str) -> None:
     except OSError as exc:
         msg = f"could not write the {what} to {path}: {exc.strerror or exc}"
         raise ConfigError(msg) from exc
+
+
+def check_output_folder(path: Path, what: str) -> None:
+    """Fail before the models load when ``path`` cannot become a folder to save ``what`` in."""
+    if path.exists() and not path.is_dir():
+        msg = f"could not save the {what} to {path}: it is a file; give a folder"
+        raise ConfigError(msg)
+    if not path.parent.is_dir():
+        msg = f"could not save the {what} to {path}: folder {path.parent} does not exist"
+        raise ConfigError(msg)

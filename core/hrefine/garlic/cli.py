@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from hrefine._atomic import echo
-from hrefine._cli_support import check_folder, loading_line, say, write_output
+from hrefine._cli_support import check_folder, check_output_folder, loading_line, say, write_output
 from hrefine._encodable import encodable
 from hrefine.errors import ConfigError, EmptyInputError
 from hrefine.raptor.cli import read_sources
@@ -117,12 +117,7 @@ def build(
     """Build a GARLIC graph over documents and save it to a folder."""
     from hrefine.garlic import GarlicGraph, GarlicOptions
 
-    if output.exists() and not output.is_dir():
-        msg = f"could not save the graph to {output}: it is a file; give a folder"
-        raise ConfigError(msg)
-    if not output.parent.is_dir():
-        msg = f"could not save the graph to {output}: folder {output.parent} does not exist"
-        raise ConfigError(msg)
+    check_output_folder(output, "graph")
     sources = read_sources(docs)
     settings: dict[str, Any] = {
         "chunk_tokens": chunk_tokens,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from hrefine._atomic import echo
-from hrefine._cli_support import read_input, say
+from hrefine._cli_support import check_output_folder, read_input, say
 from hrefine._encodable import encodable
 from hrefine.errors import ConfigError, EmptyInputError
 
@@ -197,12 +197,7 @@ def build(
     """Build a RAPTOR tree over documents and save it to a folder."""
     from hrefine.raptor import RaptorOptions, RaptorTree
 
-    if output.exists() and not output.is_dir():
-        msg = f"could not save the tree to {output}: it is a file; give a folder"
-        raise ConfigError(msg)
-    if not output.parent.is_dir():
-        msg = f"could not save the tree to {output}: folder {output.parent} does not exist"
-        raise ConfigError(msg)
+    check_output_folder(output, "tree")
     sources = read_sources(docs)
     settings: dict[str, Any] = {
         "chunk_tokens": chunk_tokens,
