@@ -10,9 +10,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hrefine.budget import get_counter, select
+from hrefine.budget import get_counter
 from hrefine.errors import ConfigError, InputTypeError, TreeError
 from hrefine.garlic import GarlicGraph, GarlicOptions, GarlicSearcher, SearchResult
+from hrefine.garlic.visited import fit_to_budget
 from hrefine.models import Embedder
 from hrefine.options import adapter_model
 from hrefine.raptor import Source
@@ -369,12 +370,15 @@ class GarlicCompressor(_GarlicCompressorFields):
     """Compress retrieved documents to a token budget by a GARLIC search over them.
 
     Each call builds a GARLIC graph over the given Documents (chunks and LLM summary points,
-    see :class:`GarlicRetriever`), searches it for ``query`` with ``max_tokens`` as the search's
-    token limit, and returns what the search read, in document order, within ``max_tokens``
-    (counted with ``tokenizer``; the sum of the returned texts' tokens is never over it: when
-    the top level alone is over, the nodes read first are kept, by
-    :func:`hrefine.budget.select`). Building a graph costs LLM calls on every call: for a
-    corpus that is searched again and again, build a :class:`GarlicRetriever` once instead.
+    see :class:`GarlicRetriever`), searches it for ``query`` and returns what the search read, in
+    document order, within ``max_tokens`` (counted with ``tokenizer``; the sum of the returned
+    texts' tokens is never over it). With ``fill=True`` (default) the search reads on past the
+    LLM's Yes until leaf chunks fill ``max_tokens``; with ``fill=False`` the first Yes stops it,
+    as in the paper, and ``max_tokens`` bounds everything it reads. Leaf chunks are kept before
+    summary points, each in the order the search read them
+    (:func:`hrefine.garlic.visited.fit_to_budget`). Building a graph costs LLM calls on every
+    call: for a corpus that is searched again and again, build a :class:`GarlicRetriever` once
+    instead.
 
     The returned Documents are new objects with the metadata of :class:`GarlicRetriever`'s (a
     chunk's copied from its Document); the inputs are untouched. No Document (or only empty
@@ -462,14 +466,18 @@ class GarlicCompressor(_GarlicCompressorFields):
             return []
         graph = _build_graph(self, sources)
         options = graph.options
+        # filling, the budget bounds the leaves kept, not what the walk reads on its way
         searcher = GarlicSearcher(
             graph,
             lm=to_garlic_llm(self.llm),
             embedder=graph.embedder,
-            options=options,
+            options=options.replace(max_tokens=None) if options.fill else options,
         )
-        result = searcher.search(query, max_tokens=self.max_tokens)
-        kept = _within_budget(result, self.max_tokens, self.tokenizer)
+        if options.fill:
+            result = searcher.search(query, fill_tokens=self.max_tokens)
+        else:
+            result = searcher.search(query, max_tokens=self.max_tokens)
+        kept = fit_to_budget(result, self.max_tokens, get_counter(self.tokenizer))
         return visited_to_documents(result, graph.tree, options.embedding_weight, kept)
 
     async def acompress_documents(
@@ -483,22 +491,3 @@ class GarlicCompressor(_GarlicCompressorFields):
         loop = asyncio.get_running_loop()
         call = functools.partial(self.compress_documents, list(documents), query)
         return await loop.run_in_executor(None, call)
-
-
-def _within_budget(result: SearchResult, budget: int, tokenizer: Any) -> list[int]:
-    """The visited ids whose texts together fit ``budget`` tokens: the nodes read first win."""
-    counter = get_counter(tokenizer)
-    visited = result.visited
-    costs = counter.count_many([v.text for v in visited])
-    # reading order is the search's own ranking: the earlier read, the higher the score
-    scores = [float(len(visited) - i) for i in range(len(visited))]
-    order = {node_id: k for k, node_id in enumerate(result.document_order)}
-    choice = select(
-        costs,
-        scores,
-        budget,
-        order=[order[v.id] for v in visited],
-        candidates=list(range(len(visited))),
-        allow_empty=True,
-    )
-    return [visited[i].id for i in choice.selected]

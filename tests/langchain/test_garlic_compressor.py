@@ -36,7 +36,9 @@ async def test_what_the_search_read_comes_back_in_document_order(
 ) -> None:
     docs = make_documents(shared_data)
     before = [d.model_copy(deep=True) for d in docs]
-    compressor = GarlicCompressor(max_tokens=4000, llm=ScriptedLM(garlic_llm), **SMALL)
+    compressor = GarlicCompressor(
+        max_tokens=4000, fill=False, llm=ScriptedLM(garlic_llm), **SMALL
+    )
     out = await compress(compressor, docs, str(hotpot(shared_data).question))
     assert docs == before
     steps = [d.metadata["hrefine_step"] for d in out]
@@ -51,6 +53,28 @@ async def test_what_the_search_read_comes_back_in_document_order(
             (source,) = doc.metadata["hrefine_sources"]
             start, end = doc.metadata["hrefine_start"], doc.metadata["hrefine_end"]
             assert originals[source].page_content[start:end] == doc.page_content
+
+
+def test_fill_spends_the_budget_on_leaves(shared_data: Path) -> None:
+    docs = make_documents(shared_data)
+    question = str(hotpot(shared_data).question)
+    budget = 300
+    paper = GarlicCompressor(max_tokens=budget, fill=False, llm=ScriptedLM(garlic_llm), **SMALL)
+    filled = GarlicCompressor(max_tokens=budget, llm=ScriptedLM(garlic_llm), **SMALL)
+    early = paper.compress_documents(docs, question)
+    full = filled.compress_documents(docs, question)
+    # without fill the budget bounds everything read, summary points included; with it the walk
+    # reads on until the next leaf would not fit, and leaves are kept first
+    assert early[0].metadata["hrefine_search"]["stopped_by"] == "max_tokens"
+    assert full[0].metadata["hrefine_search"]["stopped_by"] == "filled"
+    counter = get_counter(None)
+    chunk_tokens = [
+        [counter.count(d.page_content) for d in out if d.metadata["hrefine_kind"] == "chunk"]
+        for out in (early, full)
+    ]
+    assert sum(chunk_tokens[1]) > sum(chunk_tokens[0])
+    assert sum(chunk_tokens[1]) > budget - SMALL["chunk_tokens"]
+    assert sum(counter.count(d.page_content) for d in full) <= budget
 
 
 @pytest.mark.parametrize("budget", [10, 40, 150, 400])

@@ -11,6 +11,7 @@ from hrefine.budget import get_counter
 from hrefine.errors import ConfigError
 from hrefine.eval import evaluate_items
 from hrefine.eval.garlic_method import ExtractiveGarlicLM, GarlicCall, GarlicCompressor
+from hrefine.garlic.search import STOP_REASONS
 from hrefine.eval.loaders import load_dataset
 from hrefine.eval.methods import available_methods, get_method
 from hrefine.eval.text import SEPARATOR
@@ -63,7 +64,7 @@ def test_one_graph_per_document_across_questions_and_budgets(
     assert len(built) == 1  # only the first call paid for the graph
     for rec in method.records:
         assert rec.visited >= 1 and rec.steps >= 0
-        assert rec.stopped_by in {"patience", "max_steps", "max_tokens", "exhausted"}
+        assert rec.stopped_by in STOP_REASONS
         # Prompt-only mode has no KV cache: every step pays for the whole prompt.
         assert rec.prefilled_tokens == rec.recompute_tokens > 0
         assert rec.tokens_out <= rec.budget

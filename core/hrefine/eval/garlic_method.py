@@ -26,10 +26,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from hrefine.budget import TokenCounter, get_counter
-from hrefine.errors import BudgetTooSmallError, ConfigError, InputTypeError
+from hrefine.errors import ConfigError, InputTypeError
 from hrefine.eval.baselines import _LRU, as_plain_text
-from hrefine.eval.text import SEPARATOR, fill_budget, truncate_to_tokens
+from hrefine.eval.text import SEPARATOR, truncate_to_tokens
 from hrefine.garlic.options import SEARCH_PROMPT, SUMMARY_PROMPT, GarlicOptions
+from hrefine.garlic.visited import fit_to_budget
 
 __all__ = ["LLM_CHOICES", "ExtractiveGarlicLM", "GarlicCall", "GarlicCompressor"]
 
@@ -324,28 +325,24 @@ class GarlicCompressor:
         return graph, spent
 
     def compress(self, document: str, query: str, max_tokens: int) -> str:
-        """Search the document's graph for ``query`` with at most ``max_tokens`` tokens of
-        visited nodes; return their texts in document order, joined by blank lines and fitted
-        to ``max_tokens`` (the top level, always read, may pass it: the nodes the search valued
-        most, by their ``a_i``, are kept)."""
+        """Search the document's graph for ``query`` (reading on until leaves fill
+        ``max_tokens`` when the options' ``fill`` is on, else stopping at the LLM's Yes within
+        ``max_tokens``); return the visited texts in document order, joined by blank lines and
+        fitted to ``max_tokens`` by :func:`hrefine.garlic.visited.fit_to_budget` (leaves first)."""
         from hrefine.garlic import GarlicSearcher
 
         graph, built = self._graph(document)
         started = time.perf_counter()
         searcher = GarlicSearcher(graph, lm=self.llm, embedder=self.embedder)
-        result = searcher.search(query, max_tokens=max_tokens)
+        if self.options.fill:
+            result = searcher.search(query, fill_tokens=max_tokens)
+        else:
+            result = searcher.search(query, max_tokens=max_tokens)
         by_id = {v.id: v for v in result.visited}
-        ids = list(result.document_order)
-        texts = [by_id[i].text for i in ids]
-        # Leaves first, then by the search's own a_i: summaries are the first to go.
-        top = 1.0 + max((abs(v.attention) for v in result.visited), default=0.0)
-        scores = [top * (by_id[i].level == 0) + by_id[i].attention for i in ids]
-        try:
-            text = fill_budget(
-                texts, scores, self.counter, max_tokens, order=range(len(ids)), separator=SEPARATOR
-            )
-        except BudgetTooSmallError:  # not one node fits: the start of the visited text
-            text = truncate_to_tokens(SEPARATOR.join(texts), self.counter, max_tokens)
+        kept = fit_to_budget(result, max_tokens, self.counter, SEPARATOR)
+        # a join can count a token more than its parts: the cut keeps it within the budget
+        joined = SEPARATOR.join(by_id[i].text for i in kept or result.document_order)
+        text = truncate_to_tokens(joined, self.counter, max_tokens)
         if self.keep_records:
             self.records.append(
                 GarlicCall(

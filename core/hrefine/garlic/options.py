@@ -70,6 +70,11 @@ class GarlicOptions(Options):
     max_tokens: int | None = setting(
         None, help="Most tokens of visited nodes (budget tokenizer); None: no limit."
     )
+    fill: bool = setting(
+        True,
+        help="Compressors: read on past the LLM's Yes until leaf chunks fill the budget "
+        "(False: the first Yes stops the search, as in the paper).",
+    )
     k: int | None = setting(
         None,
         help="Most nodes a retriever returns: the k most relevant the search read, in "
@@ -111,5 +116,8 @@ class GarlicOptions(Options):
         check_int("max_steps", self.max_steps, minimum=1)
         check_int("max_tokens", self.max_tokens, minimum=1, none=True)
         check_int("k", self.k, minimum=1, none=True)
+        if not isinstance(self.fill, bool):
+            msg = f"fill must be True or False, got {self.fill!r}"
+            raise InputTypeError(msg)
         check_number("embedding_weight", self.embedding_weight, minimum=0.0)
         check_int("seed", self.seed, minimum=0)

@@ -10,6 +10,14 @@ query-node cosine similarity (negative values at 0), and both are normalised to 
 the unvisited nodes. The search stops after ``patience`` Yes answers, at ``max_steps`` added
 nodes, at ``max_tokens`` tokens of visited nodes, or when every node has been visited.
 
+**Filling a budget** (``fill_tokens``, what a compressor asks for): a Yes before the visited
+leaf chunks hold ``fill_tokens`` tokens is recorded in the trace but does not stop the search;
+it stops when the next node it would read is a leaf that no longer fits (``"filled"``). The
+LLM's attention still steers which nodes are read; its Yes/No no longer decides when to stop.
+A small model that says Yes after reading only the top-level summaries (the embedded
+SmolLM2-135M does on most HotpotQA questions) would otherwise hand a compressor a few
+summary points and no source text.
+
 Two modes, picked from the LLM:
 
 - **Attention mode** (a :class:`~hrefine.models.LocalLM`): one
@@ -70,9 +78,9 @@ __all__ = [
 ]
 
 #: Why a search stopped: the LLM said Yes ``patience`` times, ``max_steps`` nodes were added,
-#: the next node would pass ``max_tokens`` (or the LocalLM's context window), or no unvisited
-#: node was left.
-STOP_REASONS = ("patience", "max_steps", "max_tokens", "exhausted")
+#: the next node would pass ``max_tokens`` (or the LocalLM's context window), the next leaf would
+#: pass ``fill_tokens``, or no unvisited node was left.
+STOP_REASONS = ("patience", "max_steps", "max_tokens", "filled", "exhausted")
 #: Stands in for the user turn when the chat template is split around it.
 _MARK = "\u2063GARLIC-USER-TURN\u2063"
 _QUESTION = "\n\nQuestion:\n"
@@ -572,6 +580,7 @@ class GarlicSearcher:
         patience: int | None = None,
         max_steps: int | None = None,
         max_tokens: int | None = None,
+        fill_tokens: int | None = None,
     ) -> SearchResult:
         """Search the graph for what answers ``query``.
 
@@ -588,6 +597,10 @@ class GarlicSearcher:
             options'). The top level is always read; a node that would pass the limit stops the
             search. In attention mode a node that would overflow the LM's context window
             (``max_position_embeddings``) stops it the same way, with a note.
+        fill_tokens:
+            Read on past Yes answers until the visited leaf chunks hold this many tokens: the
+            search stops (``"filled"``) when the next node is a leaf that would pass it. None
+            (default): the LLM's Yes stops the search, as in the paper.
 
         Returns
         -------
@@ -608,6 +621,7 @@ class GarlicSearcher:
             msg = "query is empty; pass the question to search for"
             raise EmptyInputError(msg)
         limits = self._limits(patience, max_steps, max_tokens)
+        check_int("fill_tokens", fill_tokens, minimum=1, none=True)
         started = time.perf_counter()
         tree: Tree = self.graph.tree
         top = tree.sort_by_order(dict.fromkeys(int(i) for i in self.graph.top_level()))
@@ -620,7 +634,7 @@ class GarlicSearcher:
         for node_id in top:
             run.read(node_id, step=0, score=None)
         run.ask(None)
-        stopped_by = run.walk(*limits)
+        stopped_by = run.walk(*limits, fill_tokens)
         order = tree.sort_by_order(v.id for v in run.visited)
         return SearchResult(
             query=query,
@@ -664,6 +678,7 @@ class _Run:
         self.trace: list[SearchStep] = []
         self.notes: list[str] = []
         self.tokens = 0
+        self.leaf_tokens = 0
         self.recompute_tokens = 0
         self.document_order = tree.sort_by_order(range(len(tree)))
         self._step_start = time.perf_counter()
@@ -676,7 +691,10 @@ class _Run:
         value = raw * position if self.reader.positional else raw
         self.attention[node_id] = value
         self.seen.add(node_id)
-        self.tokens += self.searcher.counter.count(node.text)
+        cost = self.searcher.counter.count(node.text)
+        self.tokens += cost
+        if node.level == 0:
+            self.leaf_tokens += cost
         self.visited.append(
             VisitedNode(
                 node_id,
@@ -716,13 +734,15 @@ class _Run:
         self.recompute_tokens += verdict.recompute_tokens
         return said_yes
 
-    def walk(self, patience: int, max_steps: int, max_tokens: int | None) -> str:
+    def walk(
+        self, patience: int, max_steps: int, max_tokens: int | None, fill_tokens: int | None
+    ) -> str:
         """Add nodes until a stop rule holds; return which one."""
         yes = sum(s.said_yes for s in self.trace)
         steps = 0
         opts = self.searcher.options
         while True:
-            if yes >= patience:
+            if yes >= patience and fill_tokens is None:
                 return "patience"
             if steps >= max_steps:
                 return "max_steps"
@@ -741,6 +761,13 @@ class _Run:
             cost = self.searcher.counter.count(self.tree[node_id].text)
             if max_tokens is not None and self.tokens + cost > max_tokens:
                 return "max_tokens"
+            is_leaf = self.tree[node_id].level == 0
+            if fill_tokens is not None and is_leaf and self.leaf_tokens + cost > fill_tokens:
+                if yes:
+                    self.notes.append(
+                        f"read on past {yes} Yes answer(s) to fill {fill_tokens} tokens of leaves"
+                    )
+                return "filled"
             if not self.reader.fits(self.tree[node_id].text):
                 self.notes.append(
                     f"stopped before node {node_id}: it does not fit the LM's context window"

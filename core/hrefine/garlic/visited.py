@@ -11,10 +11,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from hrefine.budget import TokenCounter, select
 from hrefine.garlic.search import SearchResult, VisitedNode
 from hrefine.tree import NodeKind, Tree
 
-__all__ = ["METADATA_KEYS", "Described", "relevance", "visited_with_metadata"]
+__all__ = ["METADATA_KEYS", "Described", "fit_to_budget", "relevance", "visited_with_metadata"]
 
 #: The keys :func:`visited_with_metadata` adds (beside ``relevance_score``); adapters hide them
 #: from an LLM's view of the text.
@@ -155,6 +156,49 @@ def visited_with_metadata(
         )
         out.append(Described(visited, str(node.kind.value), score, meta, sources))
     return out
+
+
+def fit_to_budget(
+    result: SearchResult, budget: int, counter: TokenCounter, separator: str = ""
+) -> list[int]:
+    """The visited ids a compressor returns: whole nodes within ``budget`` tokens.
+
+    Leaf chunks come first (they are the source text; a summary point only restates it), each
+    kind in the order the search read it (the search's own ranking); the kept ids are returned
+    in document order. Nodes are counted one by one, each with one ``separator`` but the first.
+
+    Parameters
+    ----------
+    result:
+        The search's result.
+    budget:
+        Most tokens of the kept nodes' texts.
+    counter:
+        The budget's token counter.
+    separator:
+        What the caller joins the kept texts with (its tokens are counted between nodes).
+
+    Returns
+    -------
+    list[int]
+        Node ids in document order; empty when not one node fits.
+    """
+    visited = result.visited
+    gap = counter.count(separator) if separator else 0
+    costs = [c + gap for c in counter.count_many([v.text for v in visited])]
+    n = len(visited)
+    # a leaf read at any step outranks every summary point; within a kind, read earlier wins
+    scores = [float(n - i) + (n if v.level == 0 else 0) for i, v in enumerate(visited)]
+    order = {node_id: k for k, node_id in enumerate(result.document_order)}
+    choice = select(
+        costs,
+        scores,
+        budget + gap,
+        order=[order[v.id] for v in visited],
+        candidates=list(range(n)),
+        allow_empty=True,
+    )
+    return [visited[i].id for i in choice.selected]
 
 
 def _source_id(index: int, source_ids: Sequence[Any]) -> str | int:

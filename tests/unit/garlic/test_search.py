@@ -308,6 +308,52 @@ def test_a_model_that_never_says_yes_stops_at_max_tokens(graph: HandGraph, embed
     assert sum(searcher.counter.count(v.text) for v in result.visited) <= limit
 
 
+def test_fill_reads_on_past_yes_until_the_next_leaf_would_not_fit(
+    graph: HandGraph, embedder: Any
+) -> None:
+    llm = ScriptedLM(["Yes"], cycle=True)
+    searcher = GarlicSearcher(graph, lm=llm, embedder=embedder)
+    free = GarlicSearcher(graph, lm=ScriptedLM(["No"], cycle=True), embedder=embedder).search(
+        QUERY
+    )
+    count = searcher.counter.count
+    read_leaves = [v for v in free.visited if v.level == 0]
+    fill = count(read_leaves[0].text) + count(read_leaves[1].text)  # exactly two leaves
+    result = searcher.search(QUERY, fill_tokens=fill)
+    assert result.stopped_by == "filled"
+    assert all(s.said_yes for s in result.trace)  # every Yes was recorded, none stopped it
+    leaves = [v.id for v in result.visited if v.level == 0]
+    assert leaves == [v.id for v in read_leaves[:2]]  # the same walk, cut at the fill
+    assert [v.id for v in result.visited] == [v.id for v in free.visited[: len(result.visited)]]
+    assert any("read on past" in note for note in result.notes)
+    # without fill the first Yes (after the top level) stops it
+    assert searcher.search(QUERY).stopped_by == "patience"
+    with pytest.raises(ConfigError):
+        searcher.search(QUERY, fill_tokens=0)
+
+
+def test_fit_to_budget_keeps_leaves_before_summaries_in_reading_order(
+    graph: HandGraph, embedder: Any
+) -> None:
+    from hrefine.garlic.visited import fit_to_budget
+
+    searcher = GarlicSearcher(graph, lm=ScriptedLM(["No"], cycle=True), embedder=embedder)
+    result = searcher.search(QUERY)
+    count = searcher.counter.count
+    leaves = [v for v in result.visited if v.level == 0]
+    points = [v for v in result.visited if v.level > 0]
+    budget = count(leaves[0].text) + count(leaves[1].text) + count(points[0].text)
+    kept = fit_to_budget(result, budget, searcher.counter)
+    # the two leaves read first, then the summary point read first; document order
+    expected = {leaves[0].id, leaves[1].id, points[0].id}
+    assert set(kept) == expected
+    assert kept == graph.tree.sort_by_order(expected)
+    # with separators counted the same budget holds one node fewer
+    sep = fit_to_budget(result, budget, searcher.counter, separator="\n\n")
+    assert set(sep) == {leaves[0].id, leaves[1].id}
+    assert fit_to_budget(result, 1, searcher.counter) == []
+
+
 def test_an_exhausted_graph_stops(graph: HandGraph, embedder: Any) -> None:
     searcher = GarlicSearcher(graph, lm=ScriptedLM(["No"], cycle=True), embedder=embedder)
     result = searcher.search(QUERY)
