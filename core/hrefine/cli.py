@@ -38,6 +38,7 @@ from hrefine.garlic.cli import garlic_app
 from hrefine.html.options import DEFAULT_BUDGET
 from hrefine.longrefiner.cli import refine as refine_command
 from hrefine.raptor.cli import raptor_app
+from hrefine.train.cli import train_app
 
 __all__ = ["app", "main"]
 
@@ -297,6 +298,7 @@ def html_prune(
 app.add_typer(eval_app, name="eval")
 app.add_typer(raptor_app, name="raptor")
 app.add_typer(garlic_app, name="garlic")
+app.add_typer(train_app, name="train")
 app.command("refine")(refine_command)
 
 
