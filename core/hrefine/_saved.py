@@ -23,7 +23,11 @@ import numpy as np
 
 from hrefine.errors import PersistenceError
 
-__all__ = ["Manifest", "read_array", "read_manifest"]
+__all__ = ["CONTENT_FIELDS", "Manifest", "content_digest", "read_array", "read_manifest"]
+
+#: The manifest fields :func:`content_digest` covers: everything but the format header and the
+#: digest itself (the arrays have their own sha256 each).
+CONTENT_FIELDS = ("kind", "config", "tree", "arrays", "sha256")
 
 # Names the tree's own arrays are saved under.
 EMBEDDINGS = "embeddings"
@@ -78,6 +82,17 @@ def _open_plain(file: Path) -> IO[bytes]:
     return os.fdopen(fd, "rb")
 
 
+def content_digest(manifest: dict[str, Any]) -> str:
+    """SHA-256 of the manifest's content fields as canonical JSON (sorted keys, ASCII).
+
+    JSON numbers and strings read back to the same values, so the digest of a loaded manifest
+    equals the one computed at save time unless a field was edited.
+    """
+    content = {key: manifest.get(key) for key in CONTENT_FIELDS}
+    canonical = json.dumps(content, sort_keys=True, ensure_ascii=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("ascii")).hexdigest()
+
+
 def read_manifest(src: Path, name: str, newest: int, fmt: str) -> Manifest:
     """Read and check the manifest ``src/name`` (format ``fmt``, versions 1 to ``newest``).
 
@@ -110,6 +125,9 @@ def read_manifest(src: Path, name: str, newest: int, fmt: str) -> Manifest:
             f"this hrefine reads 1 to {newest} (a newer hrefine wrote it?)"
         )
         raise PersistenceError(msg)
+    recorded = data.get("content_sha256")
+    if recorded is not None and recorded != content_digest(data):
+        raise _fail(path, "was edited after it was saved (its content checksum does not match)")
     config = data.get("config", {})
     if not isinstance(config, dict):
         raise _fail(path, f"holds a config of type {type(config).__name__}; expected an object")

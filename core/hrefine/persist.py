@@ -4,12 +4,13 @@ Layout of a saved directory::
 
     tree.json           {"format": "hrefine.tree", "format_version": 2, "hrefine_version": ...,
                          "kind": ..., "config": {...}, "tree": Tree.to_dict(), "arrays": [...],
-                         "sha256": {...}}
+                         "sha256": {...}, "content_sha256": ...}
     embeddings.npy      the (n_nodes, dim) float32 matrix, when the tree has one
     embedding_mask.npy  (n_nodes,) booleans: which rows of it were set
     <name>.npy          any extra arrays a method saves (e.g. GARLIC's attention edges)
 
-Each array's sha256 is recorded, so a tampered or truncated file is caught on load. Everything
+Each array's sha256 is recorded, and one of the manifest's own content (the tree's texts,
+edges, metadata and the config), so a tampered or truncated file is caught on load. Everything
 is checked and written to temporary files first; they replace the old files only once all were
 written, the manifest last, so a failed save leaves the previous one readable.
 
@@ -35,7 +36,7 @@ import numpy as np
 from hrefine._atomic import discard, new_temp, replace_all
 from hrefine._saved import EMBEDDINGS as _EMBEDDINGS
 from hrefine._saved import MASK as _MASK
-from hrefine._saved import read_array, read_manifest
+from hrefine._saved import content_digest, read_array, read_manifest
 from hrefine.errors import ConfigError, HrefineError, PersistenceError
 from hrefine.tree import Tree
 
@@ -112,6 +113,7 @@ def save_tree(
             "arrays": sorted(to_write),
             "sha256": sums,
         }
+        manifest["content_sha256"] = content_digest(manifest)
         data = _manifest_bytes(manifest)
         final = out / _MANIFEST
         tmp = new_temp(final)

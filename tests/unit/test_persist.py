@@ -3,10 +3,12 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from hrefine import ConfigError, NodeKind, PersistenceError, Tree
+from hrefine._saved import content_digest
 from hrefine.persist import FORMAT_VERSION, load_tree, save_tree
 
 
@@ -197,11 +199,18 @@ def test_format_1_directory_still_loads(tmp_path: Path) -> None:
     _same_tree(t, load_tree(tmp_path / "v2")[0])
 
 
+def _forge(folder: Path, manifest: dict[str, Any]) -> None:
+    """Write an edited manifest with its content checksum made anew (as a forger would), so
+    the checks behind the checksums are the ones under test."""
+    manifest["content_sha256"] = content_digest(manifest)
+    (folder / "tree.json").write_text(json.dumps(manifest))
+
+
 def _rewrite_array(folder: Path, name: str, arr: np.ndarray) -> None:
     np.save(folder / f"{name}.npy", arr, allow_pickle=False)
     manifest = json.loads((folder / "tree.json").read_text())
     manifest["sha256"][name] = hashlib.sha256((folder / f"{name}.npy").read_bytes()).hexdigest()
-    (folder / "tree.json").write_text(json.dumps(manifest))
+    _forge(folder, manifest)
 
 
 def test_load_rejects_embeddings_or_mask_that_do_not_fit(tmp_path: Path) -> None:
@@ -215,7 +224,7 @@ def test_load_rejects_embeddings_or_mask_that_do_not_fit(tmp_path: Path) -> None
         load_tree(tmp_path)
     manifest = json.loads((tmp_path / "tree.json").read_text())
     manifest["arrays"].remove("embedding_mask")
-    (tmp_path / "tree.json").write_text(json.dumps(manifest))
+    _forge(tmp_path, manifest)
     with pytest.raises(PersistenceError, match=r"no embedding_mask\.npy"):
         load_tree(tmp_path)
 
@@ -238,7 +247,7 @@ def test_pickled_array_is_refused(tmp_path: Path) -> None:
     manifest["sha256"]["embeddings"] = hashlib.sha256(
         (tmp_path / "embeddings.npy").read_bytes()
     ).hexdigest()
-    (tmp_path / "tree.json").write_text(json.dumps(manifest))
+    _forge(tmp_path, manifest)
     with pytest.raises(PersistenceError, match=r"plain \.npy"):
         load_tree(tmp_path)
 

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 from hrefine import PersistenceError, Tree
+from hrefine._saved import content_digest
 from hrefine.persist import load_tree, save_tree
 
 
@@ -33,6 +34,10 @@ def _manifest(folder: Path) -> dict[str, Any]:
 
 
 def _write_manifest(folder: Path, manifest: object) -> None:
+    """Write an edited manifest as a forger would: with its content checksum made anew, so the
+    checks behind the checksum are the ones under test."""
+    if isinstance(manifest, dict) and "content_sha256" in manifest:
+        manifest = {**manifest, "content_sha256": content_digest(manifest)}
     (folder / "tree.json").write_text(json.dumps(manifest), encoding="utf-8")
 
 
@@ -52,6 +57,37 @@ def _refused(folder: Path, *matches: str, mmap: bool = False) -> str:
 def test_the_untouched_folder_loads(tmp_path: Path) -> None:
     tree, _, arrays = load_tree(_saved(tmp_path / "t"))
     assert len(tree) == 3 and arrays["extra"].tolist() == [0, 1, 2, 3, 4]
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda m: m["tree"]["nodes"][1].__setitem__("text", "forged"),
+        lambda m: m["tree"]["metadata"].__setitem__("source", "elsewhere"),
+        lambda m: m["config"].__setitem__("chunk_tokens", 7),
+        lambda m: m["tree"]["edges"][0].__setitem__(2, 0.5),
+    ],
+    ids=["node text", "tree metadata", "config", "edge weight"],
+)
+def test_an_edited_manifest_is_refused_by_its_content_checksum(
+    tmp_path: Path, edit: Callable[[dict[str, Any]], None]
+) -> None:
+    folder = _saved(tmp_path / "t")
+    manifest = _manifest(folder)
+    assert manifest["content_sha256"] == content_digest(manifest)
+    edit(manifest)
+    (folder / "tree.json").write_text(json.dumps(manifest), encoding="utf-8")
+    _refused(folder, "tree.json", "edited after it was saved")
+
+
+def test_a_manifest_without_a_content_checksum_still_loads(tmp_path: Path) -> None:
+    # manifests written before the checksum existed (hrefine 0.1 caches) carry none
+    folder = _saved(tmp_path / "t")
+    manifest = _manifest(folder)
+    del manifest["content_sha256"]
+    (folder / "tree.json").write_text(json.dumps(manifest), encoding="utf-8")
+    tree, _, _ = load_tree(folder)
+    assert [n.text for n in tree] == ["root", "a", "b"]
 
 
 @pytest.mark.parametrize("escape", ["../outside", "/abs/outside", "sub/extra", "a.b", "", "x\0"])

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hrefine._saved import content_digest
 from hrefine.budget import get_counter
 from hrefine.errors import (
     ConfigError,
@@ -361,12 +362,21 @@ def test_a_tampered_save_is_a_persistence_error(tmp_path: Path, embedder: Any) -
     array.write_bytes(bytes(data))
     with pytest.raises(PersistenceError):
         GarlicGraph.load(folder)
-    # Edited edge weights no longer sum to 1.
+    # An edited text or weight fails the manifest's content checksum.
     folder = graph.save(tmp_path / "h")
     manifest = folder / "tree.json"
     saved = json.loads(manifest.read_text())
-    saved["tree"]["edges"][0][2] = 0.5
-    manifest.write_text(json.dumps(saved))
+    for path, value in ((("nodes", 0, "text"), "forged text"), (("edges", 0, 2), 0.5)):
+        edited = json.loads(json.dumps(saved))
+        edited["tree"][path[0]][path[1]][path[2]] = value
+        manifest.write_text(json.dumps(edited))
+        with pytest.raises(PersistenceError, match="edited after it was saved"):
+            GarlicGraph.load(folder)
+    # A forger who also rewrites the checksum still meets the graph's own checks.
+    edited = json.loads(json.dumps(saved))
+    edited["tree"]["edges"][0][2] = 0.5
+    edited["content_sha256"] = content_digest(edited)
+    manifest.write_text(json.dumps(edited))
     with pytest.raises(PersistenceError, match="do not sum to 1"):
         GarlicGraph.load(folder)
 
