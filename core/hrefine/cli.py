@@ -33,6 +33,7 @@ from hrefine._cli_support import (
     write_output,
 )
 from hrefine._encodable import encodable
+from hrefine.distributed.cli import distributed_app
 from hrefine.eval.cli import eval_app
 from hrefine.garlic.cli import garlic_app
 from hrefine.html.options import DEFAULT_BUDGET
@@ -298,6 +299,7 @@ def html_prune(
 app.add_typer(eval_app, name="eval")
 app.add_typer(raptor_app, name="raptor")
 app.add_typer(garlic_app, name="garlic")
+app.add_typer(distributed_app, name="distributed")
 app.add_typer(train_app, name="train")
 app.command("refine")(refine_command)
 

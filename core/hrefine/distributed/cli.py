@@ -1,0 +1,348 @@
+"""``hrefine distributed``: run a stage over a JSONL/Parquet corpus on a Ray cluster.
+
+``hrefine distributed html|structure|raptor|garlic|refine --input IN --output OUT`` reads the
+corpus, skips every id ``OUT`` holds already, runs the stage in an actor pool (``--workers``;
+GPUs per actor when the cluster has them) and writes Parquet to ``OUT/status=ok/`` and the
+failed records, with their reasons, to ``OUT/status=error/``. ``--address auto`` joins the cluster
+``ray start`` made; without it a local Ray instance runs the stage. Ray Data's progress bars
+show while it runs (``--quiet``: only the closing line).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from hrefine._cli_support import say
+from hrefine._encodable import encodable
+from hrefine.errors import ConfigError
+
+__all__ = ["distributed_app", "summary_line"]
+
+distributed_app = typer.Typer(
+    help="Run a stage over a JSONL/Parquet corpus on a Ray cluster (extra 'distributed').",
+    no_args_is_help=True,
+)
+
+# Error lines shown at the end of a run (the rest are in the error output).
+_SHOWN_ERRORS = 5
+
+InputOpt = Annotated[
+    list[str],
+    typer.Option(
+        "--input", "-i", help="JSONL or Parquet file or folder (local or a URI Ray reads)."
+    ),
+]
+OutputOpt = Annotated[
+    str,
+    typer.Option(
+        "--output", "-o", help="Output folder: status=ok/ and status=error/ Parquet files."
+    ),
+]
+AddressOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Ray cluster: auto (the one `ray start` made here), ray://host:10001, or "
+        "nothing for a local instance."
+    ),
+]
+WorkersOpt = Annotated[
+    int | None,
+    typer.Option(
+        help="Actors in the pool (default: one per GPU on GPUs, else one per CPU but two)."
+    ),
+]
+FormatOpt = Annotated[
+    str | None, typer.Option("--format", help="jsonl or parquet (default: by the suffix).")
+]
+IdOpt = Annotated[
+    str, typer.Option("--id-column", help="Column of row ids (none: a hash of the row).")
+]
+TextOpt = Annotated[str | None, typer.Option("--text-column", help="Column of the text.")]
+BatchOpt = Annotated[int, typer.Option("--batch-size", help="Rows per batch of an actor.")]
+GpusOpt = Annotated[
+    float,
+    typer.Option("--gpus-per-worker", help="GPUs per actor when the cluster has GPUs."),
+]
+RetryOpt = Annotated[
+    bool,
+    typer.Option("--retry-errors", help="Process again the rows that failed in earlier runs."),
+]
+QuietOpt = Annotated[bool, typer.Option("--quiet", help="No progress bars, only the last line.")]
+TokenizerOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Tokenizer of the token counts: llama-3.2 (default), a tokenizer.json or model "
+        "folder, a cached model name, a tiktoken name, or regex."
+    ),
+]
+
+
+def summary_line(report: Any) -> str:
+    """The closing line of a run: results, failures, ids skipped, pool and time."""
+    where = f"{report.output.rstrip('/')}/status=error"
+    failed = f"{report.errors} errors" + (f" (in {where})" if report.errors else "")
+    gpus = f", {report.num_gpus:g} GPU each" if report.num_gpus else ""
+    return encodable(
+        f"{report.stage}: {report.ok} done, {failed}, {report.skipped} finished before and "
+        f"skipped; {report.workers} worker{'' if report.workers == 1 else 's'}{gpus}; "
+        f"{report.seconds:.1f} s; "
+        f"output {report.output}"
+    )
+
+
+def _error_lines(output: str, run_id: str) -> list[str]:
+    from hrefine.distributed import read_output
+
+    table = read_output(output, ["id", "status", "error", "run_id"])
+    if table is None:
+        return []
+    rows = [r for r in table.to_pylist() if r["run_id"] == run_id and r["status"] == "error"]
+    lines = [encodable(f"  {r['id']}: {r['error']}") for r in rows[:_SHOWN_ERRORS]]
+    if len(rows) > _SHOWN_ERRORS:
+        lines.append(f"  ... and {len(rows) - _SHOWN_ERRORS} more")
+    return lines
+
+
+def _check_local_output(output: str) -> None:
+    """Fail before Ray starts when a local output folder could not be made."""
+    if "://" in output:
+        return
+    path = Path(output)
+    if path.exists() and not path.is_dir():
+        msg = f"the output {output} is a file; give a folder"
+        raise ConfigError(msg)
+    if not path.parent.is_dir():
+        msg = f"could not write to {output}: folder {path.parent} does not exist"
+        raise ConfigError(msg)
+
+
+def _run(stage: str, common: dict[str, Any], **stage_args: Any) -> None:
+    from hrefine.distributed import run_stage
+
+    _check_local_output(common["output"])
+    quiet = common.pop("quiet")
+    where = common["address"] or "a local Ray instance"
+    if not quiet:
+        say(encodable(f"{stage}: reading {', '.join(common['input'])} on {where}..."))
+    report = run_stage(stage, progress=not quiet, **common, **stage_args)
+    for line in _error_lines(report.output, report.run_id):
+        say(line)
+    say(summary_line(report))
+
+
+def _common(**values: Any) -> dict[str, Any]:
+    values["input_format"] = values.pop("fmt")
+    values["input"] = list(values["input"])
+    return values
+
+
+@distributed_app.command("html")
+def html(
+    input: InputOpt,
+    output: OutputOpt,
+    address: AddressOpt = None,
+    workers: WorkersOpt = None,
+    fmt: FormatOpt = None,
+    id_column: IdOpt = "id",
+    text_column: TextOpt = None,
+    batch_size: BatchOpt = 8,
+    retry_errors: RetryOpt = False,
+    quiet: QuietOpt = False,
+    keep_boilerplate: Annotated[
+        bool, typer.Option("--keep-boilerplate", help="Keep navigation, footers and sidebars.")
+    ] = False,
+    max_words: Annotated[
+        int, typer.Option("--max-words", help="Most words of one block of the block tree.")
+    ] = 256,
+) -> None:
+    """Clean HTML pages and build their block trees (column html)."""
+    common = _common(**{k: v for k, v in locals().items() if k not in _HTML_OWN})
+    settings = {"boilerplate": not keep_boilerplate, "max_words": max_words}
+    _run("html", common, settings=settings)
+
+
+_HTML_OWN = frozenset({"keep_boilerplate", "max_words"})
+
+
+@distributed_app.command("structure")
+def structure(
+    input: InputOpt,
+    output: OutputOpt,
+    address: AddressOpt = None,
+    workers: WorkersOpt = None,
+    fmt: FormatOpt = None,
+    id_column: IdOpt = "id",
+    text_column: TextOpt = None,
+    batch_size: BatchOpt = 8,
+    gpus_per_worker: GpusOpt = 1.0,
+    retry_errors: RetryOpt = False,
+    quiet: QuietOpt = False,
+    source: Annotated[
+        str,
+        typer.Option(
+            "--structure", help="auto (markup, else the model), markup, model or paragraphs."
+        ),
+    ] = "auto",
+    lm: Annotated[
+        str | None,
+        typer.Option(help="A local LM folder or cached name that structures plain text."),
+    ] = None,
+    tokenizer: TokenizerOpt = None,
+) -> None:
+    """Structure long documents into sections and paragraphs (column text; title optional)."""
+    common = _common(**{k: v for k, v in locals().items() if k not in _STRUCTURE_OWN})
+    settings: dict[str, Any] = {"structure": source}
+    if lm is not None:
+        settings["lm"] = lm
+    if tokenizer is not None:
+        settings["tokenizer"] = tokenizer
+    _run("structure", common, settings=settings)
+
+
+_STRUCTURE_OWN = frozenset({"source", "lm", "tokenizer"})
+
+
+@distributed_app.command("raptor")
+def raptor(
+    input: InputOpt,
+    output: OutputOpt,
+    address: AddressOpt = None,
+    workers: WorkersOpt = None,
+    fmt: FormatOpt = None,
+    id_column: IdOpt = "id",
+    text_column: TextOpt = None,
+    gpus_per_worker: GpusOpt = 1.0,
+    retry_errors: RetryOpt = False,
+    quiet: QuietOpt = False,
+    group_column: Annotated[
+        str | None,
+        typer.Option(help="Rows with the same value share a tree (default: a tree per row)."),
+    ] = None,
+    llm: Annotated[
+        str | None,
+        typer.Option(help="Summariser: a local model folder or cached name (default: SmolLM2)."),
+    ] = None,
+    embedder: Annotated[
+        str | None,
+        typer.Option(help="A sentence-transformers folder or cached name (default: MiniLM)."),
+    ] = None,
+    chunk_tokens: Annotated[int, typer.Option(help="Leaf size in tokens.")] = 100,
+    summary_tokens: Annotated[int, typer.Option(help="Most new tokens per summary.")] = 100,
+    max_layers: Annotated[int, typer.Option(help="Most summary layers above the leaves.")] = 5,
+    seed: Annotated[int, typer.Option(help="Seed of UMAP and the Gaussian mixtures.")] = 224,
+    tokenizer: TokenizerOpt = None,
+) -> None:
+    """Build a RAPTOR tree per group of documents (column text), saved in the Parquet rows."""
+    common = _common(**{k: v for k, v in locals().items() if k not in _RAPTOR_OWN})
+    settings: dict[str, Any] = {
+        "chunk_tokens": chunk_tokens,
+        "summary_tokens": summary_tokens,
+        "max_layers": max_layers,
+        "seed": seed,
+    }
+    for name, value in (("llm", llm), ("embedder", embedder), ("tokenizer", tokenizer)):
+        if value is not None:
+            settings[name] = value
+    from hrefine.raptor import RaptorOptions
+
+    RaptorOptions.build(**{k: v for k, v in settings.items() if k != "llm"})
+    _run("raptor", common, settings=settings)
+
+
+_RAPTOR_OWN = frozenset(
+    {"llm", "embedder", "chunk_tokens", "summary_tokens", "max_layers", "seed", "tokenizer"}
+)
+
+
+@distributed_app.command("garlic")
+def garlic(
+    input: InputOpt,
+    output: OutputOpt,
+    address: AddressOpt = None,
+    workers: WorkersOpt = None,
+    fmt: FormatOpt = None,
+    id_column: IdOpt = "id",
+    text_column: TextOpt = None,
+    gpus_per_worker: GpusOpt = 1.0,
+    retry_errors: RetryOpt = False,
+    quiet: QuietOpt = False,
+    group_column: Annotated[
+        str | None,
+        typer.Option(help="Rows with the same value share a graph (default: a graph per row)."),
+    ] = None,
+    lm: Annotated[
+        str | None,
+        typer.Option(help="The LM: a local model folder or cached name (default: SmolLM2)."),
+    ] = None,
+    embedder: Annotated[
+        str | None,
+        typer.Option(help="A sentence-transformers folder or cached name (default: MiniLM)."),
+    ] = None,
+    chunk_tokens: Annotated[int, typer.Option(help="Leaf size in tokens.")] = 300,
+    max_levels: Annotated[int, typer.Option(help="Most summary levels above the leaves.")] = 8,
+    edges: Annotated[
+        str | None, typer.Option(help="Edge weights: attention or embedding (default: auto).")
+    ] = None,
+    tokenizer: TokenizerOpt = None,
+) -> None:
+    """Build a GARLIC graph per group of documents (column text), saved in the Parquet rows."""
+    common = _common(**{k: v for k, v in locals().items() if k not in _GARLIC_OWN})
+    settings: dict[str, Any] = {"chunk_tokens": chunk_tokens, "max_levels": max_levels}
+    named = (("lm", lm), ("embedder", embedder), ("tokenizer", tokenizer), ("edges", edges))
+    settings.update({name: value for name, value in named if value is not None})
+    from hrefine.garlic import GarlicOptions
+
+    GarlicOptions.build(**{k: v for k, v in settings.items() if k != "lm"})
+    _run("garlic", common, settings=settings)
+
+
+_GARLIC_OWN = frozenset({"lm", "embedder", "chunk_tokens", "max_levels", "edges", "tokenizer"})
+
+
+@distributed_app.command("refine")
+def refine(
+    input: InputOpt,
+    output: OutputOpt,
+    address: AddressOpt = None,
+    workers: WorkersOpt = None,
+    fmt: FormatOpt = None,
+    id_column: IdOpt = "id",
+    text_column: TextOpt = None,
+    batch_size: BatchOpt = 8,
+    gpus_per_worker: GpusOpt = 1.0,
+    retry_errors: RetryOpt = False,
+    quiet: QuietOpt = False,
+    method: Annotated[
+        str, typer.Option(help="longrefiner (text) or htmlrag (prune HTML pages).")
+    ] = "longrefiner",
+    query_column: Annotated[str, typer.Option(help="Column of the queries.")] = "query",
+    max_tokens: Annotated[
+        int,
+        typer.Option(
+            "--max-tokens", "-n", help="Budget of rows without a max_tokens column of their own."
+        ),
+    ] = 1024,
+    scorer: Annotated[str, typer.Option(help="embedding, bm25 or cross-encoder:<model>.")] = (
+        "embedding"
+    ),
+    tokenizer: TokenizerOpt = None,
+) -> None:
+    """Refine (query, documents) pairs to a token budget (columns query and documents)."""
+    common = _common(**{k: v for k, v in locals().items() if k not in _REFINE_OWN})
+    settings: dict[str, Any] = {"scorer": scorer}
+    if tokenizer is not None:
+        settings["tokenizer"] = tokenizer
+    _run(
+        "refine",
+        common,
+        settings=settings,
+        method=method,
+        query_column=query_column,
+        max_tokens=max_tokens,
+    )
+
+
+_REFINE_OWN = frozenset({"method", "query_column", "max_tokens", "scorer", "tokenizer"})

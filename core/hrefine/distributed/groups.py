@@ -1,0 +1,246 @@
+"""The group stages: one RAPTOR tree (:meth:`RaptorTree.build`) or one GARLIC graph
+(:meth:`GarlicGraph.build`) per group of documents.
+
+Rows are grouped by a column (``group``; without one each document is its own group) and Ray
+hands each actor one whole group at a time. The actor loads the embedder and the LLM once, in
+``__init__``, and passes them to every build. The graph goes into the output row as JSON and
+``.npy`` bytes (never pickle), so it lives wherever the Parquet output lives;
+:func:`raptor_tree_from_row` and :func:`garlic_graph_from_row` make it an object again.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from hrefine.distributed.stages import Stage
+from hrefine.errors import ConfigError, EmptyInputError
+
+__all__ = [
+    "GarlicStage",
+    "GroupStage",
+    "RaptorStage",
+    "garlic_graph_from_row",
+    "raptor_tree_from_row",
+]
+
+
+def _npy(array: Any) -> bytes:
+    import numpy as np
+
+    buf = io.BytesIO()
+    np.save(buf, np.ascontiguousarray(array), allow_pickle=False)
+    return buf.getvalue()
+
+
+def _from_npy(data: bytes) -> Any:
+    import numpy as np
+
+    return np.load(io.BytesIO(data), allow_pickle=False)
+
+
+def _llm(value: Any) -> Any:
+    """The actor's LLM: a callable as given, a model name or folder loaded (None: SmolLM2)."""
+    if value is not None and not isinstance(value, str):
+        return value
+    from hrefine.models._lm_name import local_lm_from
+    from hrefine.models.smollm2 import default_lm
+
+    return default_lm() if value is None else local_lm_from(value)
+
+
+class GroupStage(Stage):
+    """Base of the stages that build one graph per group of rows.
+
+    Output columns: ``members`` (JSON list of the group's row ids, in id order), ``leaves``,
+    ``levels`` (summary layers above the leaves), ``nodes``, ``tree``
+    (:meth:`~hrefine.tree.Tree.to_dict` JSON), ``config`` (the options' JSON),
+    ``embeddings`` and ``embedding_mask`` (``.npy`` bytes).
+    """
+
+    uses_model = True
+    fields = (
+        ("members", "string"),
+        ("leaves", "int64"),
+        ("levels", "int64"),
+        ("nodes", "int64"),
+        ("tree", "string"),
+        ("config", "string"),
+        ("embeddings", "binary"),
+        ("embedding_mask", "binary"),
+    )
+
+    def __call__(self, batch: Any) -> Any:
+        """Build the graph of one group (a Table of its rows) into a one-row Table."""
+        rows = sorted(batch.to_pylist(), key=lambda r: str(r["id"]))
+        group = {"id": str(rows[0]["group"]), "input_path": rows[0].get("input_path")}
+        started = time.perf_counter()
+        try:
+            sources = self.sources(rows)
+            built = self.build(sources)
+            result: Any = self.result(sources, built)
+        except Exception as exc:  # a bad group is recorded, never fatal
+            result = exc
+        return self.table([(group, result, time.perf_counter() - started)])
+
+    def sources(self, rows: Sequence[Mapping[str, Any]]) -> list[Any]:
+        """The group's documents (ordered by id, so a rerun builds the same graph)."""
+        from hrefine.raptor import Source
+
+        sources = [
+            Source(self.text(r), metadata={"id": str(r["id"])}, id=str(r["id"])) for r in rows
+        ]
+        if not any(s.text.strip() for s in sources):
+            msg = f"all {len(sources)} documents of the group are empty"
+            raise EmptyInputError(msg)
+        return sources
+
+    def build(self, sources: list[Any]) -> Any:
+        """The method's graph object over ``sources``."""
+        raise NotImplementedError
+
+    @staticmethod
+    def result(sources: Sequence[Any], built: Any) -> dict[str, Any]:
+        """The output columns of a built RaptorTree or GarlicGraph."""
+        inner = built.tree
+        if inner.embeddings is None:
+            msg = "the built graph has no embeddings"
+            raise ConfigError(msg)
+        levels = max((n.level for n in inner.nodes), default=0)
+        return {
+            "members": json.dumps([s.id for s in sources]),
+            "leaves": len(inner.at_level(0)),
+            "levels": int(levels),
+            "nodes": len(inner),
+            "tree": json.dumps(inner.to_dict(), ensure_ascii=False),
+            "config": json.dumps(built.options.plain(), ensure_ascii=False),
+            "embeddings": _npy(inner.embeddings),
+            "embedding_mask": _npy(inner.embedding_mask),
+        }
+
+
+class RaptorStage(GroupStage):
+    """Build a RAPTOR tree over each group of documents.
+
+    Settings: any :class:`~hrefine.raptor.RaptorOptions` field. ``llm`` may be None (the
+    embedded SmolLM2), a local model folder or cached name (loaded once per actor), or any
+    picklable ``str -> str`` callable; ``embedder`` likewise a name or None.
+    """
+
+    name = "raptor"
+
+    def __init__(
+        self, settings: Mapping[str, Any], provenance: Mapping[str, str], text_column: str
+    ) -> None:
+        super().__init__(settings, provenance, text_column)
+        from hrefine.models import get_embedder
+        from hrefine.raptor import RaptorOptions
+
+        settings = dict(self.settings)
+        self.llm = _llm(settings.pop("llm", None))
+        self.embedder = get_embedder(settings.pop("embedder", None))
+        self.options = RaptorOptions.build(**settings)
+
+    def build(self, sources: list[Any]) -> Any:
+        """One RAPTOR tree over the group."""
+        from hrefine.raptor import RaptorTree
+
+        return RaptorTree.build(sources, self.options, llm=self.llm, embedder=self.embedder)
+
+
+class GarlicStage(GroupStage):
+    """Build a GARLIC graph over each group of documents.
+
+    Settings: any :class:`~hrefine.garlic.GarlicOptions` field. ``lm`` may be None (the
+    embedded SmolLM2, attention edges), a local model folder or cached name, or any picklable
+    ``str -> str`` callable (embedding edges); ``embedder`` a name or None.
+    """
+
+    name = "garlic"
+
+    def __init__(
+        self, settings: Mapping[str, Any], provenance: Mapping[str, str], text_column: str
+    ) -> None:
+        super().__init__(settings, provenance, text_column)
+        from hrefine.garlic.options import GarlicOptions
+        from hrefine.models import get_embedder
+
+        settings = dict(self.settings)
+        self.lm = _llm(settings.pop("lm", None))
+        self.embedder = get_embedder(settings.pop("embedder", None))
+        self.options = GarlicOptions.build(**settings)
+
+    def build(self, sources: list[Any]) -> Any:
+        """One GARLIC graph over the group."""
+        from hrefine.garlic import GarlicGraph
+
+        return GarlicGraph.build(sources, lm=self.lm, embedder=self.embedder, options=self.options)
+
+
+def raptor_tree_from_row(row: Mapping[str, Any], **models: Any) -> Any:
+    """The :class:`~hrefine.raptor.RaptorTree` an output row of the RAPTOR stage holds.
+
+    Parameters
+    ----------
+    row:
+        One ``status="ok"`` row of the output (as a dict: ``table.to_pylist()[i]``).
+    **models:
+        ``llm``, ``embedder`` or ``tokenizer`` for the loaded tree (as
+        :meth:`~hrefine.raptor.RaptorTree.load` takes them).
+
+    Raises
+    ------
+    ConfigError
+        The row is an error row, or not from the RAPTOR stage.
+    PersistenceError
+        Its tree is not shaped as a RAPTOR tree.
+    """
+    from hrefine.raptor import RaptorOptions, RaptorTree
+
+    tree = _tree_of(row, "raptor")
+    options = RaptorOptions.build(**json.loads(row["config"]))
+    return RaptorTree.from_tree(tree, options, where=f"row {row['id']!r}", **models)
+
+
+def garlic_graph_from_row(row: Mapping[str, Any], *, embedder: Any = None) -> Any:
+    """The :class:`~hrefine.garlic.GarlicGraph` an output row of the GARLIC stage holds.
+
+    Parameters
+    ----------
+    row:
+        One ``status="ok"`` row of the output (as a dict).
+    embedder:
+        The embedder of the loaded graph (None: the one its options name).
+
+    Raises
+    ------
+    ConfigError
+        The row is an error row, or not from the GARLIC stage.
+    PersistenceError
+        Its graph is not shaped as a GARLIC graph.
+    """
+    from hrefine.garlic import GarlicGraph
+    from hrefine.garlic.options import GarlicOptions
+
+    tree = _tree_of(row, "garlic")
+    options = GarlicOptions.build(**json.loads(row["config"]))
+    return GarlicGraph.from_tree(tree, options, embedder=embedder, where=f"row {row['id']!r}")
+
+
+def _tree_of(row: Mapping[str, Any], stage: str) -> Any:
+    from hrefine.tree import Tree
+
+    if row.get("status") != "ok" or not row.get("tree") or row.get("stage") != stage:
+        msg = (
+            f"row {row.get('id')!r} holds no {stage} graph "
+            f"(stage {row.get('stage')!r}, status {row.get('status')!r})"
+        )
+        raise ConfigError(msg)
+    return Tree.from_dict(
+        json.loads(row["tree"]),
+        embeddings=_from_npy(row["embeddings"]),
+        embedding_mask=_from_npy(row["embedding_mask"]),
+    )

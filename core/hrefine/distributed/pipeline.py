@@ -1,0 +1,369 @@
+"""One pipeline run: read, skip what is finished, run a stage in an actor pool, write Parquet.
+
+The plan Ray Data executes is ``read_json/read_parquet -> map_batches(prepare) ->
+map_batches(Stage) (or groupby().map_groups(RaptorStage)) -> write_parquet``, streamed: no
+stage waits for the whole corpus, and nothing is gathered on the driver but the finished ids.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from hrefine.distributed import io as _io
+from hrefine.distributed.cluster import IO_CPUS, connect, offline_runtime_env, plan_actors
+from hrefine.distributed.groups import GarlicStage, GroupStage, RaptorStage
+from hrefine.distributed.stages import STAGES, Stage
+from hrefine.errors import ConfigError
+
+__all__ = ["DEFAULT_TEXT_COLUMNS", "RunReport", "run_stage"]
+
+#: The input column each stage reads its text from, unless told otherwise.
+DEFAULT_TEXT_COLUMNS: dict[str, str] = {
+    "html": "html",
+    "structure": "text",
+    "raptor": "text",
+    "garlic": "text",
+    "refine": "documents",
+}
+_ALL_STAGES: dict[str, type[Stage]] = {**STAGES, "raptor": RaptorStage, "garlic": GarlicStage}
+
+
+@dataclasses.dataclass(frozen=True)
+class RunReport:
+    """What one run did.
+
+    Attributes
+    ----------
+    stage:
+        ``"html"``, ``"structure"``, ``"raptor"``, ``"garlic"`` or ``"refine"``.
+    output:
+        The output folder (results under ``status=ok/``, failures under ``status=error/``).
+    run_id:
+        This run's id (the ``run_id`` column of the rows it wrote).
+    ok:
+        Rows (groups, for RAPTOR and GARLIC) this run processed into a result.
+    errors:
+        Rows this run recorded as failed.
+    skipped:
+        Ids the output held already, left out before any work.
+    options_hash:
+        The settings hash written in every row.
+    workers, num_gpus:
+        The actor pool: actors, and GPUs per actor.
+    seconds:
+        Wall time of the run.
+    """
+
+    stage: str
+    output: str
+    run_id: str
+    ok: int
+    errors: int
+    skipped: int
+    options_hash: str
+    workers: int
+    num_gpus: float
+    seconds: float
+
+    @property
+    def processed(self) -> int:
+        """Rows (or groups) this run did work on."""
+        return self.ok + self.errors
+
+
+def _describe(value: Any) -> Any:
+    """A stable stand-in of a setting for the settings hash (a callable by its name)."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_describe(v) for v in value]
+    kind = value if isinstance(value, type) or callable(value) else type(value)
+    return f"{getattr(kind, '__module__', '?')}.{getattr(kind, '__qualname__', repr(kind))}"
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if isinstance(value, bytes):
+        return hashlib.sha256(value).hexdigest()
+    return str(value)
+
+
+def prepare(
+    batch: Any,
+    *,
+    id_column: str,
+    group_column: str | None,
+    done: Sequence[str],
+    group_key: bool,
+) -> Any:
+    """Give each row ``id``, ``input_path`` (and ``group``), and drop the finished ones.
+
+    Runs as a Ray task on every input batch, before any stage, so finished rows cost nothing.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    names = batch.column_names
+    paths = batch.column("path") if "path" in names else pa.nulls(batch.num_rows, pa.string())
+    rest = batch.drop_columns([n for n in ("path", "id", "input_path", "group") if n in names])
+    raw = batch.column(id_column).to_pylist() if id_column in names else [None] * batch.num_rows
+    missing = [i for i, v in enumerate(raw) if v is None]
+    rows = rest.to_pylist() if missing else []
+    ids = [
+        str(v)
+        if v is not None
+        else hashlib.sha256(
+            json.dumps(rows[i], sort_keys=True, default=_json_default).encode("utf-8")
+        ).hexdigest()[:24]
+        for i, v in enumerate(raw)
+    ]
+    out = rest.append_column("id", pa.array(ids, pa.string()))
+    out = out.append_column("input_path", pc.cast(paths, pa.string()))
+    if group_key:
+        if group_column is not None:
+            if group_column not in names:
+                msg = f"the input has no group column {group_column!r}; it has {names}"
+                raise ConfigError(msg)
+            groups = pc.cast(batch.column(group_column), pa.string())
+        else:
+            groups = out.column("id")
+        out = out.append_column("group", groups)
+    key = out.column("group" if group_key else "id")
+    if not done:
+        return out
+    finished = pc.is_in(key, value_set=pa.array(list(done), pa.string()))
+    return out.filter(pc.invert(pc.fill_null(finished, False)))
+
+
+def run_stage(
+    stage: str,
+    input: str | Sequence[str],
+    output: str,
+    *,
+    settings: Mapping[str, Any] | None = None,
+    method: str | None = None,
+    text_column: str | None = None,
+    id_column: str = "id",
+    group_column: str | None = None,
+    query_column: str = "query",
+    max_tokens: int = 1024,
+    input_format: str | None = None,
+    workers: int | None = None,
+    gpus_per_worker: float = 1.0,
+    batch_size: int = 8,
+    address: str | None = None,
+    retry_errors: bool = False,
+    progress: bool = False,
+) -> RunReport:
+    """Run one hrefine stage over a JSONL/Parquet corpus on Ray Data, into a Parquet folder.
+
+    Parameters
+    ----------
+    stage:
+        ``"html"`` (clean + block tree), ``"structure"`` (LongRefiner's section trees),
+        ``"raptor"`` (a RAPTOR tree per group), ``"garlic"`` (a GARLIC graph per group) or
+        ``"refine"`` (LongRefiner or HtmlRAG on (query, documents) pairs).
+    input:
+        JSONL or Parquet files or folders, local or any URI Ray reads.
+    output:
+        Output folder (local or URI): ``status=ok/`` and ``status=error/`` Parquet files.
+    settings:
+        The core object's settings (:class:`~hrefine.longrefiner.LongRefinerOptions`,
+        :class:`~hrefine.html.HtmlPrunerOptions`, :class:`~hrefine.raptor.RaptorOptions` or
+        :class:`~hrefine.garlic.GarlicOptions` fields; ``boilerplate`` and ``max_words`` for
+        ``html``).
+    method:
+        For ``refine``: ``"longrefiner"`` (default) or ``"htmlrag"``.
+    text_column:
+        The column holding each row's text (default: ``html`` for ``html``, ``documents``
+        for ``refine``, else ``text``).
+    id_column:
+        The column of row ids; a row without one gets a hash of its content.
+    group_column:
+        For ``raptor`` and ``garlic``: rows with the same value share a graph (default: one
+        per row).
+    query_column, max_tokens:
+        For ``refine``: the query column, and the budget of rows without a ``max_tokens``.
+    input_format:
+        ``"jsonl"`` or ``"parquet"`` (default: by the input's suffix).
+    workers:
+        Actors in the pool (default: one per GPU for a model stage on GPUs, else one per CPU
+        but two, which the reads, the block splitting and the writes keep).
+    gpus_per_worker:
+        GPUs per actor on a cluster with GPUs (a fraction packs several actors on one GPU).
+    batch_size:
+        Rows per batch handed to an actor (and per block, so that every actor gets work).
+    address:
+        The Ray cluster (``"auto"``, ``"ray://host:10001"``); None: this process's Ray, or a
+        local instance.
+    retry_errors:
+        Process the rows that failed in an earlier run again (by default they count as
+        finished, like the rows with a result).
+    progress:
+        Show Ray Data's progress bars.
+
+    Returns
+    -------
+    RunReport
+        Counts of this run's results and failures, the rows skipped, the pool and the time.
+
+    Raises
+    ------
+    ConfigError
+        An unknown stage or method, a bad path, or an output folder written with other
+        settings (a rerun must use the same ones, or a new folder).
+    MissingDependencyError
+        Ray is not installed (extra ``distributed``).
+    """
+    started = time.perf_counter()
+    if stage not in _ALL_STAGES:
+        msg = f"unknown stage {stage!r}; use one of {sorted(_ALL_STAGES)}"
+        raise ConfigError(msg)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        msg = f"batch_size must be a positive int, got {batch_size!r}"
+        raise ConfigError(msg)
+    cls = _ALL_STAGES[stage]
+    grouped = issubclass(cls, GroupStage)
+    values = dict(settings or {})
+    how = method or ("longrefiner" if stage == "refine" else stage)
+    column = text_column or DEFAULT_TEXT_COLUMNS[stage]
+    shown = {k: _describe(v) for k, v in values.items()}
+    shown.update(text_column=column, query_column=query_column, max_tokens=max_tokens)
+    options_hash = _io.settings_hash(stage, how, shown)
+
+    state = _io.output_state(output)
+    others = state.hashes - {options_hash}
+    if others:
+        msg = (
+            f"the output {output!r} holds results made with other settings (hash "
+            f"{', '.join(sorted(others))}, now {options_hash}); rerun with the same settings "
+            "to finish it, or give a new --output"
+        )
+        raise ConfigError(msg)
+    done = state.ok if retry_errors else state.ok | state.errors
+
+    connect(address)
+    from hrefine import __version__
+    from hrefine.distributed.cluster import ray
+
+    rd = ray().data
+    plan = plan_actors(workers, uses_model=cls.needs_model(values), gpus_per_worker=gpus_per_worker)
+    run_id = f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:8]}"
+    provenance = {
+        "method": how,
+        "hrefine_version": __version__,
+        "options_hash": options_hash,
+        "run_id": run_id,
+    }
+    kwargs: dict[str, Any] = {
+        "settings": values,
+        "provenance": provenance,
+        "text_column": column,
+    }
+    if stage == "refine":
+        kwargs.update(method=how, query_column=query_column, max_tokens=max_tokens)
+
+    context = rd.DataContext.get_current()
+    shown_bars = context.enable_progress_bars
+    context.enable_progress_bars = progress
+    try:
+        source = _io.read_corpus(input, input_format=input_format)
+        needed = [column, group_column] if grouped else [column]
+        if stage == "refine":
+            needed.append(query_column)
+        _check_columns(source, [c for c in needed if c is not None])
+        ds = source.map_batches(
+            prepare,
+            batch_format="pyarrow",
+            num_cpus=IO_CPUS,
+            fn_kwargs={
+                "id_column": id_column,
+                "group_column": group_column,
+                "done": sorted(done),
+                "group_key": grouped,
+            },
+        )
+        if grouped:
+            ds = ds.groupby("group").map_groups(
+                cls,
+                batch_format="pyarrow",
+                fn_constructor_kwargs=kwargs,
+                # offline even when the caller started Ray without our runtime_env
+                runtime_env=offline_runtime_env(),
+                **plan.remote_args(),
+            )
+        else:
+            if plan.split_blocks:
+                ds = _small_blocks(ds, batch_size)
+            ds = ds.map_batches(
+                cls,
+                batch_format="pyarrow",
+                batch_size=batch_size,
+                fn_constructor_kwargs=kwargs,
+                # offline even when the caller started Ray without our runtime_env
+                runtime_env=offline_runtime_env(),
+                **plan.remote_args(),
+            )
+        ds.write_parquet(output, partition_cols=["status"], ray_remote_args={"num_cpus": IO_CPUS})
+    finally:
+        context.enable_progress_bars = shown_bars
+
+    ok, errors = _counts(output, run_id)
+    return RunReport(
+        stage=stage,
+        output=output,
+        run_id=run_id,
+        ok=ok,
+        errors=errors,
+        skipped=len(done),
+        options_hash=options_hash,
+        workers=plan.workers,
+        num_gpus=plan.num_gpus,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _check_columns(ds: Any, needed: Sequence[str]) -> None:
+    """Fail before any work when the input lacks a column the stage reads (Ray reads the
+    first file for its schema)."""
+    schema = ds.schema()
+    names = set(getattr(schema, "names", None) or [])
+    missing = [c for c in needed if c not in names]
+    if names and missing:
+        msg = (
+            f"the input has no column {', '.join(map(repr, missing))}; its columns are "
+            f"{sorted(names - {'path'})}; name the right one with --text-column, "
+            "--group-column or --query-column"
+        )
+        raise ConfigError(msg)
+
+
+def _small_blocks(ds: Any, rows: int) -> Any:
+    """``ds`` in blocks of at most ``rows`` rows, streamed: the pool hands out whole blocks, so
+    a file read as one big block would otherwise keep every actor but one idle."""
+    try:
+        return ds.repartition(target_num_rows_per_block=rows)
+    except TypeError:  # Ray before streaming repartition: the blocks stay as read
+        return ds
+
+
+def _counts(output: str, run_id: str) -> tuple[int, int]:
+    """Results and failures the run ``run_id`` wrote into ``output``."""
+    table = _io.read_output(output, ["status", "run_id"])
+    if table is None:
+        return 0, 0
+    ok = errors = 0
+    for status, run in zip(
+        table.column("status").to_pylist(), table.column("run_id").to_pylist(), strict=True
+    ):
+        if run == run_id:
+            ok += status == _io.OK
+            errors += status == _io.ERROR
+    return ok, errors
