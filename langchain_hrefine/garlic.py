@@ -108,9 +108,10 @@ class GarlicRetriever(_GarlicRetrieverFields):
     Every :class:`~hrefine.garlic.GarlicOptions` setting but the models is a field of the same
     name, type, default and description: ``chunk_tokens``, ``batch_tokens``,
     ``summary_tokens``, ``max_levels``, ``summary_prompt``, ``search_prompt``, ``edges``,
-    ``retries``, ``patience``, ``max_steps``, ``max_tokens``, ``embedding_weight``, ``seed``.
-    The building settings are used when the graph is built (:meth:`load` sets the fields from
-    the saved graph); the search settings are read at each call, and ``invoke(query,
+    ``retries``, ``patience``, ``max_steps``, ``max_tokens``, ``fill`` (read by
+    :class:`GarlicCompressor` only), ``k``, ``embedding_weight``, ``seed``. The building
+    settings are used when the graph is built (:meth:`load` sets the fields from the saved
+    graph); the search settings are read at each call, and ``invoke(query,
     patience=..., max_steps=..., max_tokens=...)`` changes them for one call.
 
     Attributes

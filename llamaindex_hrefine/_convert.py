@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 __all__ = [
     "METADATA_KEYS",
     "HrefineEmbedding",
+    "answer_llm",
     "nodes_to_html",
     "nodes_to_raptor_tree",
     "nodes_to_texts",
@@ -71,6 +72,34 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+
+def answer_llm(llm: Any, index_llm: Any, callback_manager: Any = None) -> LLM:
+    """The LLM an index's query or chat engine answers with: ``llm``, else the index's own when
+    it is a LlamaIndex LLM, else ``Settings.llm`` when the caller set one; never LlamaIndex's
+    OpenAI default (it needs a key and the network).
+
+    Raises
+    ------
+    ConfigError
+        No LLM to answer with.
+    """
+    from llama_index.core.llms.utils import resolve_llm
+    from llama_index.core.settings import Settings
+
+    if llm is not None:
+        return resolve_llm(llm, callback_manager=callback_manager)
+    if isinstance(index_llm, LLM):
+        return index_llm
+    if getattr(Settings, "_llm", None) is not None:
+        return Settings.llm
+    msg = (
+        "no LLM to answer with: pass llm= (a LlamaIndex LLM) to as_query_engine, or build "
+        "the index with a LlamaIndex LLM (hrefine never falls back to the default "
+        "Settings.llm, which needs an OpenAI key)"
+    )
+    raise ConfigError(msg)
+
 
 #: Metadata keys written on every returned node; they are excluded from the LLM and embed views.
 METADATA_KEYS = (

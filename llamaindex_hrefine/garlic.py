@@ -14,9 +14,11 @@ from hrefine.errors import ConfigError, InputTypeError, NotSupportedError, Persi
 from hrefine.garlic import GarlicGraph, GarlicOptions, GarlicSearcher, SearchResult
 from hrefine.models import Embedder
 from hrefine.options import check_int
+from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks import CallbackManager
+from llama_index.core.chat_engine.types import BaseChatEngine, ChatMode
 from llama_index.core.data_structs.data_structs import IndexStruct
 from llama_index.core.data_structs.registry import INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS
 from llama_index.core.indices.base import BaseIndex
@@ -34,6 +36,7 @@ from llama_index.core.storage.docstore.types import RefDocInfo
 from llama_index.core.storage.storage_context import StorageContext
 
 from llamaindex_hrefine._convert import (
+    answer_llm,
     nodes_to_raptor_tree,
     raptor_nodes,
     to_embedder,
@@ -42,6 +45,9 @@ from llamaindex_hrefine._convert import (
     visited_to_nodes,
 )
 from llamaindex_hrefine.raptor import RaptorIndexStruct, _check_struct, _digest
+
+#: ``as_query_engine`` arguments that go to the retriever.
+_RETRIEVER_KEYS = ("patience", "max_steps", "max_tokens")
 
 __all__ = ["GarlicIndex", "GarlicIndexStruct", "GarlicRetriever"]
 
@@ -301,6 +307,35 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         kwargs.setdefault("llm", self._llm)
         kwargs.setdefault("embed_model", self._embed_model)
         return GarlicRetriever(self.garlic_graph, **kwargs)
+
+    def as_query_engine(self, llm: Any = None, **kwargs: Any) -> BaseQueryEngine:
+        """A ``RetrieverQueryEngine`` over :meth:`as_retriever`.
+
+        ``patience``, ``max_steps``, ``max_tokens`` and ``search_llm`` (the LLM that searches;
+        default the index's) go to the retriever, the other arguments to
+        ``RetrieverQueryEngine.from_args``. The answering LLM is ``llm``, else the index's own
+        if it is a LlamaIndex LLM, else ``Settings.llm`` if you set it.
+
+        Raises
+        ------
+        ConfigError
+            No LLM to answer with.
+        """
+        from llama_index.core.query_engine.retriever_query_engine import RetrieverQueryEngine
+
+        limits = {key: kwargs.pop(key) for key in _RETRIEVER_KEYS if key in kwargs}
+        if "search_llm" in kwargs:
+            limits["llm"] = kwargs.pop("search_llm")
+        answer = answer_llm(llm, self._llm, self._callback_manager)
+        return RetrieverQueryEngine.from_args(self.as_retriever(**limits), llm=answer, **kwargs)
+
+    def as_chat_engine(
+        self, chat_mode: ChatMode = ChatMode.BEST, llm: Any = None, **kwargs: Any
+    ) -> BaseChatEngine:
+        """A chat engine over this index, answering with the LLM :meth:`as_query_engine`
+        would use."""
+        answer = answer_llm(llm, self._llm, self._callback_manager)
+        return super().as_chat_engine(chat_mode=chat_mode, llm=answer, **kwargs)
 
     def _not_supported(self, what: str) -> NotSupportedError:
         msg = (

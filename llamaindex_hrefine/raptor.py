@@ -35,7 +35,6 @@ from llama_index.core.indices.base import BaseIndex
 from llama_index.core.indices.registry import INDEX_STRUCT_TYPE_TO_INDEX_CLASS
 from llama_index.core.ingestion import arun_transformations, run_transformations
 from llama_index.core.llms import LLM
-from llama_index.core.llms.utils import resolve_llm
 from llama_index.core.schema import (
     BaseNode,
     Document,
@@ -48,6 +47,7 @@ from llama_index.core.storage.docstore.types import RefDocInfo
 from llama_index.core.storage.storage_context import StorageContext
 
 from llamaindex_hrefine._convert import (
+    answer_llm,
     nodes_to_raptor_tree,
     raptor_nodes,
     retrieved_to_nodes,
@@ -624,20 +624,7 @@ class RaptorIndex(BaseIndex[RaptorIndexStruct]):
         )
 
     def _answer_llm(self, llm: Any) -> LLM:
-        """The LLM that answers: ``llm``, else the index's LlamaIndex LLM, else ``Settings.llm``
-        when the caller set one; never the OpenAI default."""
-        if llm is not None:
-            return resolve_llm(llm, callback_manager=self._callback_manager)
-        if isinstance(self._llm, LLM):
-            return self._llm
-        if getattr(Settings, "_llm", None) is not None:
-            return Settings.llm
-        msg = (
-            "no LLM to answer with: pass llm= (a LlamaIndex LLM) to as_query_engine, or build "
-            "the index with a LlamaIndex LLM (hrefine never falls back to the default "
-            "Settings.llm, which needs an OpenAI key)"
-        )
-        raise ConfigError(msg)
+        return answer_llm(llm, self._llm, self._callback_manager)
 
     def as_query_engine(self, llm: Any = None, **kwargs: Any) -> BaseQueryEngine:
         """A ``RetrieverQueryEngine`` over :meth:`as_retriever`.

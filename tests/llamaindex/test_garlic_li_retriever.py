@@ -161,3 +161,25 @@ def test_an_edited_store_is_refused(shared_data: Path, tmp_path: Path) -> None:
         GarlicIndex(index_struct=struct, storage_context=index.storage_context)
     with pytest.raises(ConfigError, match="needs nodes"):
         GarlicIndex()
+
+
+def test_query_engine_answers_with_the_given_llm_and_never_falls_back_to_openai(
+    shared_data: Path, question: str
+) -> None:
+    from llama_index.core.settings import Settings
+
+    index = GarlicIndex.from_documents(
+        make_documents(shared_data), llm=ScriptedLM(garlic_llm), **SMALL
+    )
+    assert Settings._llm is None  # type: ignore[attr-defined]
+    with pytest.raises(ConfigError, match="llm="):
+        index.as_query_engine()
+    with pytest.raises(ConfigError, match="llm="):
+        index.as_chat_engine()
+    answerer = GarlicLLM()
+    engine = index.as_query_engine(llm=answerer, max_steps=3)
+    response = engine.query(question)
+    assert answerer.calls >= 1 and response.source_nodes
+    # the search stopped within the limit given to the engine: the top level and 3 nodes at most
+    steps = {n.node.metadata["hrefine_step"] for n in response.source_nodes}
+    assert max(steps) <= 3
