@@ -67,7 +67,7 @@ class HtmlRagCompressor(_HtmlRagFields):
 
     Every :class:`~hrefine.html.HtmlPrunerOptions` setting but ``embedder`` is a field of the
     same name, type, default and description: ``scorer``, ``tokenizer`` (pass the reader LLM's
-    tokenizer), ``max_words``, ``generative``, ``lm``, ``fine_max_words``,
+    tokenizer), ``max_words``, ``generative``, ``lm``, ``generative_adapter``, ``fine_max_words``,
     ``stage1_max_tokens``, ``boilerplate``, ``omit_end_tags``, ``lexical_weight``,
     ``narrow_tables``, ``split_paragraphs``, ``demote_back_matter``, ``read_words``,
     ``embed_max_tokens``, ``cleaned_cache``, ``input_format``, ``max_input_bytes``,

@@ -179,9 +179,20 @@ def eval_command(
     all_questions: Annotated[
         bool, typer.Option("--all-questions", help="WTQ: keep non-strict questions too.")
     ] = False,
+    half: Annotated[
+        str,
+        typer.Option(
+            help="Documents to ask on: all, tune or check (the half `hrefine train` leaves "
+            "out by default, to check an adapter on documents it never saw)."
+        ),
+    ] = "all",
     option: Annotated[
         list[str] | None,
-        typer.Option("--option", help="Method constructor option key=value (repeatable)."),
+        typer.Option(
+            "--option",
+            help="Method constructor option key=value (repeatable), e.g. a trained adapter: "
+            "generative_adapter=DIR, query_analysis_adapter=DIR.",
+        ),
     ] = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
     list_all: Annotated[
@@ -200,6 +211,9 @@ def eval_command(
     methods = _methods(methods)
     _check_datasets(datasets, data_dir)
     options = _parse_options(option or [])
+    if half not in ("all", "tune", "check"):
+        msg = f"--half must be all, tune or check, got {half!r}"
+        raise ConfigError(msg)
 
     from hrefine.budget import get_counter
     from hrefine.eval.report import markdown_tables, results_to_json, write_report
@@ -217,6 +231,7 @@ def eval_command(
         strict_only=False if all_questions else None,
         method_options=options,
         progress=progress,
+        half=None if half == "all" else half,  # type: ignore[arg-type]
     )
     for r in results:
         if r.skipped:

@@ -513,6 +513,7 @@ def load_dataset(
     *,
     strict_only: bool = False,
     limit: int | None = None,
+    half: Half | None = None,
 ) -> list[EvalItem]:
     """Load a dataset of the shared evaluation data, or a JSONL file.
 
@@ -528,6 +529,9 @@ def load_dataset(
         Keep only items whose ``extra["strict"]`` is true (WTQ's verbatim-answer questions).
     limit:
         Keep a deterministic subset of this many items (see :func:`subset`).
+    half:
+        Keep only the items of one half of the documents (:func:`half_of`): ``"check"`` for
+        the documents an adapter trained on the default ``"tune"`` half never saw. None: all.
 
     Returns
     -------
@@ -556,6 +560,11 @@ def load_dataset(
         items = spec.loader(folder)
     if strict_only:
         items = [it for it in items if it.extra.get("strict", False)]
+    if half is not None:
+        if half not in ("tune", "check"):
+            msg = f"half must be 'tune', 'check' or None (all), got {half!r}"
+            raise ConfigError(msg)
+        items = [it for it in items if half_of(it.doc_id) == half]
     if limit is not None:
         items = subset(items, limit)
     return items

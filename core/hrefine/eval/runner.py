@@ -27,6 +27,7 @@ from hrefine.eval.loaders import (
     DATASETS,
     DatasetUnavailableError,
     EvalItem,
+    Half,
     data_sha256,
     load_dataset,
     resolve_dataset_name,
@@ -230,6 +231,7 @@ def run_eval(
     fail_fast: bool = False,
     out_dir: str | os.PathLike[str] | None = None,
     name: str = "eval",
+    half: Half | None = None,
 ) -> EvalResult:
     """Evaluate one method on one dataset at several budgets.
 
@@ -264,6 +266,9 @@ def run_eval(
         When given, write ``<name>.json``, ``<name>.md`` and ``<name>.png`` there.
     name:
         Base name of the report files.
+    half:
+        Only the questions on one half of the documents (``"tune"`` or ``"check"``, see
+        :func:`hrefine.eval.half_of`); None: all.
 
     Returns
     -------
@@ -282,6 +287,7 @@ def run_eval(
         method_options=method_options,
         progress=progress,
         fail_fast=fail_fast,
+        half=half,
     )
     if out_dir is not None:
         from hrefine.eval.report import write_report
@@ -309,6 +315,7 @@ def run_many(
     method_options: dict[str, Any] | None = None,
     progress: bool = False,
     fail_fast: bool = False,
+    half: Half | None = None,
 ) -> list[EvalResult]:
     """Evaluate every method on every dataset; missing datasets and methods are skipped.
 
@@ -322,7 +329,7 @@ def run_many(
         Token budgets.
     limit:
         Items per dataset: one number for all, or a dict by dataset name (missing: all).
-    data_dir, tokenizer, strict_only, reader, method_options, progress, fail_fast:
+    data_dir, tokenizer, strict_only, reader, method_options, progress, fail_fast, half:
         As in :func:`run_eval`.
 
     Returns
@@ -351,7 +358,7 @@ def run_many(
             n = limit.get(label) if isinstance(limit, dict) else limit
             strict = strict_only if strict_only is not None else label == "wtq"
             try:
-                items = load_dataset(dataset, data_dir, strict_only=strict, limit=n)
+                items = load_dataset(dataset, data_dir, strict_only=strict, limit=n, half=half)
                 skipped: str | None = None
             except DatasetUnavailableError as exc:
                 if fail_fast:
@@ -365,6 +372,8 @@ def run_many(
                 "strict_only": strict,
                 "data_sha256": None if skipped else data_sha256(dataset, data_dir),
             }
+            if half is not None:
+                meta["half"] = half
             for i, method in enumerate(methods):
                 comp = built[i]
                 result = EvalResult(

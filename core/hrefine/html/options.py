@@ -58,6 +58,11 @@ class HtmlPrunerOptions(Options):
         The :class:`~hrefine.models.LocalLM` for stage 2 (default: ``default_lm()``), or a
         local model folder or a name in the Hugging Face cache, which the pruner loads as a
         ``LocalLM`` (looked for when the pruner is made; never downloaded).
+    generative_adapter:
+        Folder of a LoRA adapter of ``lm`` that stage 2 runs under, e.g. one trained by
+        ``hrefine train html-pruner`` on the same base model; None: the base model. It is
+        loaded into the LM on first use (the LM's default adapter stays as it was), and needs
+        ``generative=True``.
     fine_max_words:
         Stage-2 block granularity in words (paper: 128).
 
@@ -167,6 +172,13 @@ class HtmlPrunerOptions(Options):
         None,
         help="LocalLM, model folder or cached name for the generative stage; None: the default.",
     )
+    generative_adapter: str | None = setting(
+        None,
+        help=(
+            "Folder of a LoRA adapter of lm (from `hrefine train html-pruner`) the generative "
+            "stage runs under; None: the base model."
+        ),
+    )
     fine_max_words: int = setting(128, help="Largest block of the generative stage, in words.")
     stage1_max_tokens: int | None = setting(
         None, help="Budget of the first stage; None: the budget, or 4x it when generative."
@@ -245,6 +257,9 @@ class HtmlPrunerOptions(Options):
             )
             raise ConfigError(msg)
         _check_lm(self.lm)
+        _check_adapter(self.generative_adapter, self.generative)
+        if isinstance(self.generative_adapter, os.PathLike):
+            object.__setattr__(self, "generative_adapter", os.fspath(self.generative_adapter))
         check_int("max_words", self.max_words, minimum=1)
         check_int("fine_max_words", self.fine_max_words, minimum=1)
         check_int("stage1_max_tokens", self.stage1_max_tokens, minimum=MIN_BUDGET, none=True)
@@ -288,3 +303,24 @@ def _check_lm(lm: Any) -> None:
         "score tag paths"
     )
     raise InputTypeError(msg)
+
+
+def _check_adapter(adapter: Any, generative: Any) -> None:
+    """``generative_adapter`` is None, or a folder path given with ``generative=True``."""
+    if adapter is None:
+        return
+    if not isinstance(adapter, (str, os.PathLike)):
+        msg = (
+            "generative_adapter must be the folder of a LoRA adapter (a path) or None, got "
+            f"{type(adapter).__name__} {adapter!r}"
+        )
+        raise InputTypeError(msg)
+    if not str(os.fspath(adapter)).strip():
+        msg = "generative_adapter is an empty string; give an adapter folder, or None"
+        raise ConfigError(msg)
+    if generative is not True:
+        msg = (
+            f"generative_adapter={os.fspath(adapter)!r} was given with generative=False, which "
+            "runs no LM; set generative=True to prune with the adapter, or leave it out"
+        )
+        raise ConfigError(msg)

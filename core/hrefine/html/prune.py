@@ -11,6 +11,7 @@ while a next-best block still fits.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import logging
 import numbers
@@ -88,10 +89,10 @@ class HtmlPruner:
     **settings:
         Any :class:`~hrefine.html.HtmlPrunerOptions` field, overriding ``options``:
         ``scorer``, ``embedder``, ``tokenizer``, ``max_words``, ``generative``, ``lm``,
-        ``fine_max_words``, ``stage1_max_tokens``, ``boilerplate``, ``omit_end_tags``,
-        ``lexical_weight``, ``narrow_tables``, ``split_paragraphs``, ``demote_back_matter``,
-        ``read_words``, ``embed_max_tokens``, ``record_tables``, ``keep_last_rows``,
-        ``neighbour_rows``, ``cleaned_cache``, ``input_format``. An unknown
+        ``generative_adapter``, ``fine_max_words``, ``stage1_max_tokens``, ``boilerplate``,
+        ``omit_end_tags``, ``lexical_weight``, ``narrow_tables``, ``split_paragraphs``,
+        ``demote_back_matter``, ``read_words``, ``embed_max_tokens``, ``record_tables``,
+        ``keep_last_rows``, ``neighbour_rows``, ``cleaned_cache``, ``input_format``. An unknown
         name raises :class:`~hrefine.errors.ConfigError` listing them.
 
     Examples
@@ -106,6 +107,7 @@ class HtmlPruner:
         self._scoring = BlockScorer(self.options)
         self._counter: TokenCounter | None = None
         self._default_lm: Any = None
+        self._adapter_name: str | None = None  # generative_adapter's name in the LM, once loaded
         self._cleaned = CleanedCache(max_pages=self.options.cleaned_cache)
         self._warm = False
         # Names are resolved now, so that a tokenizer, cross-encoder or LM that is not on disk
@@ -113,6 +115,10 @@ class HtmlPruner:
         # in warmup().
         _ = self.counter
         _ = self._scoring.scorer
+        if self.options.generative_adapter is not None:
+            from hrefine.models._adapter_folder import check_adapter_folder
+
+            check_adapter_folder(self.options.generative_adapter, "generative_adapter")
         if isinstance(self.options.lm, (str, os.PathLike)):
             self._lm()
 
@@ -121,7 +127,11 @@ class HtmlPruner:
         # default LM are resolved again on first use, and the caches start empty.
         state = dict(self.__dict__)
         state.update(
-            _scoring=BlockScorer(self.options), _counter=None, _default_lm=None, _warm=False
+            _scoring=BlockScorer(self.options),
+            _counter=None,
+            _default_lm=None,
+            _adapter_name=None,
+            _warm=False,
         )
         return state
 
@@ -148,20 +158,37 @@ class HtmlPruner:
         return self._counter
 
     def _lm(self) -> Any:
-        """The generative stage's LM: the one given, the one named, or the embedded SmolLM2."""
+        """The generative stage's LM: the one given, the one named, or the embedded SmolLM2,
+        with ``generative_adapter`` loaded into it (see :attr:`generative_adapter_name`)."""
         lm = self.options.lm
-        if lm is not None and not isinstance(lm, (str, os.PathLike)):
-            return lm
-        if self._default_lm is None:
-            if lm is None:
-                from hrefine.models import default_lm
+        if lm is None or isinstance(lm, (str, os.PathLike)):
+            if self._default_lm is None:
+                if lm is None:
+                    from hrefine.models import default_lm
 
-                self._default_lm = default_lm()
-            else:
-                from hrefine.models._lm_name import local_lm_from
+                    self._default_lm = default_lm()
+                else:
+                    from hrefine.models._lm_name import local_lm_from
 
-                self._default_lm = local_lm_from(lm)
-        return self._default_lm
+                    self._default_lm = local_lm_from(lm)
+            lm = self._default_lm
+        path = self.options.generative_adapter
+        if path is not None and self._adapter_name is None:
+            from hrefine.models._adapter_folder import load_adapter_once
+
+            # The LM may be shared (the embedded one is): the adapter is loaded beside any
+            # others under a name of its own, and stage 2 selects it only for its own calls.
+            self._adapter_name = load_adapter_once(lm, path, "html_pruner", "generative_adapter")
+        return lm
+
+    @property
+    def generative_adapter_name(self) -> str | None:
+        """The name ``generative_adapter`` runs under in the LM (``lm.adapters`` lists it), or
+        None without one. Asking loads the adapter, and so the LM's weights."""
+        if self.options.generative_adapter is None:
+            return None
+        self._lm()
+        return self._adapter_name
 
     def warmup(self) -> HtmlPruner:
         """Load the models now and run one tiny call, so that the first real call is fast.
@@ -269,7 +296,7 @@ class HtmlPruner:
         narrowed = self._narrow(roots, query, stage1_budget, record_order)
         pieces = self._split(roots, stage1_budget, order, record_order)
         cleaned_order = order or None
-        forest, costs, groups = self._forest(roots, doc_ids, opts.max_words, stage1_budget)
+        forest, costs, groups = self.block_forest(roots, doc_ids, opts.max_words, stage1_budget)
         ids = forest.block_ids()
         scoring = self._scoring
         # BM25 alone: a single page's title opens every block's context, where it tells the
@@ -318,21 +345,24 @@ class HtmlPruner:
         )
         fit = fit1
         if opts.generative and fit1.tokens > max_tokens and not fit1.truncated:
-            fit, reports2, cost = refine(
-                self._lm(),
-                fit1,
-                forest,
-                ids,
-                scores1,
-                query,
-                max_tokens,
-                fine_max_words=opts.fine_max_words,
-                build_forest=self._forest,
-                counter=counter,
-                omit_optional_end_tags=opts.omit_end_tags,
-                cleaned_order=cleaned_order,
-            )
-            stats.update(cost)
+            lm = self._lm()
+            adapter = self._adapter_name
+            with lm.using(adapter) if adapter is not None else contextlib.nullcontext():
+                fit, reports2, cost = refine(
+                    lm,
+                    fit1,
+                    forest,
+                    ids,
+                    scores1,
+                    query,
+                    max_tokens,
+                    fine_max_words=opts.fine_max_words,
+                    build_forest=self.block_forest,
+                    counter=counter,
+                    omit_optional_end_tags=opts.omit_end_tags,
+                    cleaned_order=cleaned_order,
+                )
+            stats.update(cost, generative_adapter=adapter)
             block_reports = [r for r in block_reports if not r.kept] + reports2
         block_reports.extend(
             BlockReport(-1, d, "", "", 0, None, None, -1, False, FAILED if d in failed else EMPTY)
@@ -490,11 +520,36 @@ class HtmlPruner:
         html = serialize_element(el)
         return omit_end_tags(html) if self.options.omit_end_tags else html
 
-    def _forest(
+    def block_forest(
         self, roots: Sequence[Any], doc_ids: Sequence[int], max_words: int, budget: int
     ) -> tuple[BlockForest, dict[int, int], dict[int, int]]:
-        """The block tree of ``roots`` with each block's token cost, and the cost of each table
-        or list that fits ``budget`` whole."""
+        """The block tree the pruner scores, built as either stage builds it.
+
+        Stage 1 builds it over the cleaned pages with ``max_words`` and its budget; stage 2
+        over the stage-1 output with ``fine_max_words`` and the final budget. The pruner's
+        token counter prices the blocks, and its ``omit_end_tags`` and ``record_tables``
+        settings apply. :mod:`hrefine.train` builds the pruner's training targets on it, so
+        that they name the blocks stage 2 scores.
+
+        Parameters
+        ----------
+        roots:
+            Parsed, cleaned pages (lxml roots, e.g. from
+            :func:`hrefine.html.clean.clean_document`).
+        doc_ids:
+            The index of each page among the inputs (the block reports' ``doc``).
+        max_words:
+            Largest block, in words.
+        budget:
+            The token budget of the stage: a block over a quarter of it (at least 64 tokens)
+            is split into its children, a row, item or paragraph only when over all of it.
+
+        Returns
+        -------
+        forest, costs, groups
+            The :class:`~hrefine.html.blocks.BlockForest`; each block's token cost by node
+            id; the cost of each table or list that fits ``budget`` whole, by node id.
+        """
         counter = self.counter
         limit = max(int(budget * _BLOCK_SHARE), _MIN_SPLIT_TOKENS)
         counted: dict[str, int] = {}

@@ -48,7 +48,7 @@ from hrefine.longrefiner.select import (
 )
 from hrefine.longrefiner.spans import Span, fill_gaps
 
-__all__ = ["USED_FOR", "LongRefiner", "RefineResult", "RefinedDocument"]
+__all__ = ["USED_FOR", "LongRefiner", "RefineResult", "RefinedDocument", "lift_single_root"]
 
 #: What an empty query's error says LongRefiner needs the query for.
 USED_FOR = "LongRefiner scores the document's sections against the query"
@@ -204,6 +204,7 @@ class LongRefiner:
         self._counter: TokenCounter | None = None
         self._scorer: Any = None
         self._lm_obj: Any = None
+        self._adapter_names: dict[str, str] = {}
         self._generator: Any = None
         self._lock = threading.Lock()
         self._memory: OrderedDict[str, StructuredDocument] = OrderedDict()
@@ -215,7 +216,12 @@ class LongRefiner:
         # Pickled as its settings: models and caches are resolved again on first use.
         state = dict(self.__dict__)
         state.update(
-            _counter=None, _scorer=None, _lm_obj=None, _generator=None, _memory=OrderedDict()
+            _counter=None,
+            _scorer=None,
+            _lm_obj=None,
+            _adapter_names={},
+            _generator=None,
+            _memory=OrderedDict(),
         )
         del state["_lock"]
         return state
@@ -263,22 +269,24 @@ class LongRefiner:
                         from hrefine.models._lm_name import local_lm_from
 
                         lm = local_lm_from(lm)
+                names: dict[str, str] = {}
                 for step, field in _ADAPTERS.items():
                     path = getattr(self.options, field)
-                    if path is not None and step not in lm.adapters:
-                        if not Path(path).is_dir():
-                            from hrefine.errors import ModelNotFoundError
+                    if path is not None:
+                        from hrefine.models._adapter_folder import load_adapter_once
 
-                            msg = f"{field} {path!r} is not a folder with a LoRA adapter"
-                            raise ModelNotFoundError(msg)
-                        lm.load_adapter(path, step)
-                        # Loading makes it the default; calls name their adapter anyway.
-                        lm.set_adapter(None)
+                        # The LM may be shared: each folder gets a name of its own there.
+                        names[step] = load_adapter_once(lm, path, step, field)
+                self._adapter_names = names
                 self._lm_obj = lm
             return self._lm_obj
 
     def _adapter(self, step: str) -> str | None:
-        return step if getattr(self.options, _ADAPTERS[step]) is not None else None
+        """The name the step's adapter runs under in the LM (None: the base model)."""
+        if getattr(self.options, _ADAPTERS[step]) is None:
+            return None
+        self._lm()
+        return self._adapter_names[step]
 
     def _text_llm(self) -> Any:
         """The prompt-only LLM as a TextGenerator (None without one)."""
@@ -485,7 +493,7 @@ class LongRefiner:
         if not plain.strip():
             msg = "the document has no text (only whitespace or markup)"
             raise EmptyInputError(msg)
-        spans, found_title = _lift_single_root(plain, spans)
+        spans, found_title = lift_single_root(plain, spans)
         doc_title = title or found_title or _first_title(plain, spans)
         mode = self.options.structure
         if mode == "paragraphs" or (mode == "markup" and source == "paragraphs"):
@@ -934,25 +942,51 @@ def _structure_prompt(window: str, options: LongRefinerOptions, *, tuned: bool) 
     return (options.structure_system if tuned else prompts.STRUCTURE_INSTRUCTIONS), user
 
 
-def _lift_single_root(text: str, spans: Sequence[Span]) -> tuple[list[Span], str]:
-    """Spans without their one top-level section when it holds every other section (a page's
-    ``<h1>``, a Markdown file's single ``#``): that heading is the document's title, and the
-    text before its sub-sections is the lead. Other spans are returned as they are."""
+def lift_single_root(text: str, spans: Sequence[Span]) -> tuple[list[Span], str]:
+    """Read a document's one top-level heading as its title, as the pipeline does.
+
+    When one top-level section holds every other section (a page's ``<h1>``, a Markdown
+    file's single ``#``), that heading is the document's title rather than a section: the
+    spans lose the first step of their path, and the text before its sub-sections is the
+    lead. Used by :meth:`LongRefiner.structure` and by the training data builders
+    (:mod:`hrefine.train`), so both see the same sections.
+
+    Parameters
+    ----------
+    text:
+        The document's plain text (as :func:`hrefine.longrefiner.markup.markup_spans`
+        returns it).
+    spans:
+        The spans of ``text``.
+
+    Returns
+    -------
+    tuple[list[Span], str]
+        The spans (unchanged when there is no such heading) and the title, as the heading's
+        section title (markup such as ``#`` left out; at most 200 characters), or ``""``.
+    """
     tops = {s.path[0] for s in spans if s.path}
     if len(tops) != 1 or not any(len(s.path) > 1 for s in spans):
         return list(spans), ""
     heads = [s for s in spans if s.heading and len(s.path) == 1]
     if len(heads) != 1:
         return list(spans), ""
-    title = " ".join(text[heads[0].start : heads[0].end].split())[:200]
+    title = _heading_title(text, heads[0])
     return [Span(s.start, s.end, s.path[1:], s.heading and len(s.path) > 1) for s in spans], title
 
 
 def _first_title(text: str, spans: Sequence[Span]) -> str:
     for s in spans:
         if s.heading:
-            return " ".join(text[s.start : s.end].split())[:200]
+            return _heading_title(text, s)
     return ""
+
+
+def _heading_title(text: str, span: Span) -> str:
+    """A heading span's title: the title its section is known by (the markup parsers strip
+    ``## `` and ``====`` underlines), else the heading's text, on one line."""
+    title = span.path[-1] if span.path and span.path[-1].strip() else text[span.start : span.end]
+    return " ".join(title.split())[:200]
 
 
 def _check_query(query: object) -> str:

@@ -3,7 +3,8 @@
 ``hrefine train build-data TASK -o examples.jsonl`` builds a task's examples from the evaluation
 data (the tuning half by default) or from a user's question JSONL (``--from mine.jsonl``).
 ``hrefine train TASK --data examples.jsonl --out DIR`` trains an adapter on them (or on examples
-built on the fly with ``--from``), with a progress bar on stderr and a closing line. Malformed
+built on the fly with ``--from``), with a progress bar on stderr, a closing line and the
+``hrefine eval`` command that evaluates the adapter (:func:`~hrefine.train.eval_command`). Malformed
 rows are skipped and counted; an existing output folder is refused without ``--overwrite``;
 ``--resume`` goes on from the folder's last checkpoint. Mistakes are one line, as everywhere in
 the CLI.
@@ -161,6 +162,10 @@ def _run(
     if as_json:
         echo(json.dumps(result.to_dict(), indent=2))
     say(result_line(result))
+    if not result.interrupted:
+        from hrefine.train.checking import eval_command
+
+        say(encodable(f"evaluate it with: {eval_command(task, out, lm=lm)}"))
 
 
 def _command(task: str) -> None:

@@ -80,7 +80,7 @@ def html_pruner_examples(
             continue
         root = parse_document(kept[0])
         # The pruner's own block builder, so the blocks are the ones stage 2 scores.
-        forest, _, _ = pruner._forest([root], [0], fine_max_words, max_tokens)
+        forest, _, _ = pruner.block_forest([root], [0], fine_max_words, max_tokens)
         ids = forest.block_ids()
         nodes = forest.tree.nodes
         hits = [

@@ -125,7 +125,7 @@ def structuring_examples(
         The windows' examples, document by document.
     """
     from hrefine.longrefiner.markup import markup_spans
-    from hrefine.longrefiner.pipeline import _lift_single_root
+    from hrefine.longrefiner.pipeline import lift_single_root
     from hrefine.longrefiner.skeleton import skeleton_from_spans, windows
 
     opts = options or LongRefinerOptions()
@@ -142,7 +142,7 @@ def structuring_examples(
             skipped["no_sections_in_markup"] += 1
             continue
         # The pipeline reads a single top-level heading as the title, not as a section.
-        spans, _ = _lift_single_root(plain, spans)
+        spans, _ = lift_single_root(plain, spans)
         cuts = windows(plain, lambda t: len(encode(t)), opts.window_tokens)
         for w, (a, b) in enumerate(cuts):
             text = plain[a:b]

@@ -507,13 +507,20 @@ def train(
         seconds=time.perf_counter() - started,
     )
     if not interrupted:
+        tasks = sorted({e.task for e in examples})
         report = {
             **result.to_dict(),
             "base_model": base_lm.model_name_or_path,
             "device": device,
             "options": {**opts.plain(), "target_modules": list(opts.target_modules)},
             "fingerprint": fingerprint,
-            "tasks": sorted({e.task for e in examples}),
+            "tasks": tasks,
         }
+        if len(tasks) == 1:
+            from hrefine.train.checking import eval_command
+
+            # How to check the adapter in the method that loads it (docs/train.md).
+            base = None if lm is None else base_lm.model_name_or_path
+            report["eval_command"] = eval_command(tasks[0], out, lm=base)
         write_text(out / REPORT, json.dumps(report, indent=2) + "\n")
     return result

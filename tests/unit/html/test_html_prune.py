@@ -94,7 +94,7 @@ def test_no_room_left_that_the_next_best_block_would_fit(wtq: dict) -> None:
         # Rebuild the same forest the pruner used, and try adding every dropped block.
         root2 = clean_document(wtq["page"](q["doc"]))
         pruner._split([root2], budget, document_order(root2), lambda: None)
-        forest2, _, _ = pruner._forest([root2], [0], 256, budget)
+        forest2, _, _ = pruner.block_forest([root2], [0], 256, budget)
         r2 = Renderer(forest2)
         for b in result.blocks:
             if b.kept:

@@ -345,3 +345,35 @@ def test_async_refine_awaits_an_async_llm(cuad: list[EvalItem], embedder: Embedd
     assert result.analysis.source == "llm" and result.analysis.label == "local"
     assert result.documents[0].selection.source == "llm" and len(calls) == 2
     assert result.tokens <= 600
+
+
+def test_markdown_headings_name_the_structure_without_their_markup() -> None:
+    from hrefine.longrefiner.markup import markup_spans
+    from hrefine.longrefiner.options import LongRefinerOptions
+    from hrefine.longrefiner.pipeline import lift_single_root
+    from hrefine.longrefiner.select import selection_prompt
+
+    refiner = LongRefiner(structure="markup")
+    sections = (
+        "## Alpha\n\nThe alpha river rises in the hills and runs east to the sea.\n\n"
+        "## Beta\n\nThe beta river is shorter and joins the alpha at the old mill.\n"
+    )
+    # No single top heading: the first heading names the document, as its section does.
+    doc = refiner.structure(sections)
+    assert doc.title == "Alpha" and [t for _, t, _ in doc.outline()] == ["Alpha", "Beta"]
+    _, user = selection_prompt(
+        "Where does the alpha river rise?", doc, LongRefinerOptions(), tuned=True
+    )
+    assert "Title: Alpha\nSection1: Alpha\nSection2: Beta\n" in user and "#" not in user
+    # One top heading holding the others is the title (its closing hashes go too).
+    lifted = refiner.structure("# Rivers of the Vale ##\n\nA short guide.\n\n" + sections)
+    assert lifted.title == "Rivers of the Vale"
+    assert [t for _, t, _ in lifted.outline()] == ["Alpha", "Beta"]
+    # An HTML page's <h1> the same way, and a title given by the caller wins.
+    page = "<html><body><h1>Rivers  of the <b>Vale</b></h1><h2>Alpha</h2><p>Hills.</p>"
+    page += "<h2>Beta</h2><p>Mill.</p></body></html>"
+    assert refiner.structure(page).title == "Rivers of the Vale"
+    assert refiner.structure(sections, title="Guide").title == "Guide"
+    plain, spans, _ = markup_spans("# Top\n\nLead.\n\n## A\n\nText a.\n\n## B\n\nText b.\n")
+    lifted_spans, title = lift_single_root(plain, spans)
+    assert title == "Top" and {s.path for s in lifted_spans if s.path} == {("A",), ("B",)}

@@ -62,6 +62,9 @@ def test_train_skips_malformed_rows_and_refuses_an_existing_folder(
     assert res.exit_code == 0, res.output
     assert "skipped 2 of 10 rows" in res.output and "line 4: not JSON" in res.output
     assert "trained 2 steps on" in res.output
+    # The command that checks the adapter, with the base model it was trained on.
+    assert "evaluate it with: hrefine eval --method longrefiner-lm" in res.output
+    assert f"selection_adapter={out}" in res.output and f"lm={lm}" in res.output
     assert (out / "adapter_config.json").is_file()
     res = runner.invoke(app, [*args, *fast])
     assert res.exit_code == 2 and "exists and is not empty" in res.output
