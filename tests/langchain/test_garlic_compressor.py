@@ -36,9 +36,7 @@ async def test_what_the_search_read_comes_back_in_document_order(
 ) -> None:
     docs = make_documents(shared_data)
     before = [d.model_copy(deep=True) for d in docs]
-    compressor = GarlicCompressor(
-        max_tokens=4000, fill=False, llm=ScriptedLM(garlic_llm), **SMALL
-    )
+    compressor = GarlicCompressor(max_tokens=4000, fill=False, llm=ScriptedLM(garlic_llm), **SMALL)
     out = await compress(compressor, docs, str(hotpot(shared_data).question))
     assert docs == before
     steps = [d.metadata["hrefine_step"] for d in out]

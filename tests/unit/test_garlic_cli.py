@@ -139,6 +139,19 @@ def test_query_prints_the_library_search(runner: CliRunner, saved: Path, item: A
     assert "attention mode" in res.stderr
 
 
+def test_query_fill_tokens_reads_on_to_the_leaf_budget(
+    runner: CliRunner, saved: Path, item: Any
+) -> None:
+    args = ["garlic", "query", str(saved), "-q", item.question, "--json", "--fill-tokens", "60"]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    expected = GarlicSearcher(GarlicGraph.load(saved)).search(item.question, fill_tokens=60)
+    assert out["stopped_by"] == expected.stopped_by
+    assert [v["id"] for v in out["visited"]] == [v.id for v in expected.visited]
+    assert out["stopped_by"] in {"filled", "exhausted", "max_steps", "max_tokens"}
+
+
 def test_query_json_and_report(runner: CliRunner, saved: Path, item: Any, tmp_path: Path) -> None:
     folder = saved
     report = tmp_path / "search.html"

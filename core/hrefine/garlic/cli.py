@@ -194,6 +194,14 @@ def query(
         int | None,
         typer.Option("--max-tokens", "-n", help="Most tokens of visited nodes; 0: no limit."),
     ] = None,
+    fill_tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--fill-tokens",
+            help="Read on past Yes answers until leaf chunks hold this many tokens (what a "
+            "compressor does); default: the first Yes stops the search, as in the paper.",
+        ),
+    ] = None,
     lm: Annotated[
         str | None,
         typer.Option(
@@ -232,7 +240,9 @@ def query(
     model = _lm(lm)
     say(encodable(f"loading {_models(lm)}..."))
     searcher = GarlicSearcher(graph, lm=model, **settings)
-    result = searcher.search(question, patience=patience, max_steps=max_steps)
+    result = searcher.search(
+        question, patience=patience, max_steps=max_steps, fill_tokens=fill_tokens
+    )
     if as_json:
         echo(json.dumps(result_dict(result), ensure_ascii=False, indent=1) + "\n")
     else:
