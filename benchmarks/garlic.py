@@ -11,6 +11,10 @@ paragraphs kept, and containment) and L-Eval Qasper and NQ (answer containment),
   search), on the first ``QUICK_LM_ITEMS`` HotpotQA questions only (a graph takes some 30 s per
   small document on 2 CPU cores): a block of its own, every other method beside it on the same
   questions;
+
+Both GARLIC rows use 128-token leaves (the chunk baselines' size, the eval method's default)
+and fill the budget (``GarlicOptions.fill``): the search reads on past the LLM's Yes until leaf
+chunks fill it; the LLM's Yes answers are still recorded (the "said Yes" column).
 - ``raptor`` (collapsed tree, SmolLM2 summaries; trees come from the RAPTOR benchmark's cache,
   ``benchmarks/.cache/raptor-trees/``, built on a miss), ``chunks-bm25``, ``chunks-embedding``.
 
@@ -20,8 +24,10 @@ step would have run (the KV cache's saving; equal in prompt-only mode), nodes vi
 the share of searches the LLM ended with Yes, search and build seconds.
 
 Quick mode: whole documents in subset order (SHA-1 of the document id), ``QUICK_DOCS`` per
-dataset, documents over ``QUICK_MAX_DOC_TOKENS`` skipped. No floors are pinned (the result has
-no ``metrics`` key). Writes ``results/garlic.{json,md,png}`` (``garlic-full.*`` in full mode).
+dataset, documents over ``QUICK_MAX_DOC_TOKENS`` skipped. Floors are pinned on the GARLIC rows'
+``metrics/<block>/<method>/<budget>/<metric>`` leaves (the extractive rows are deterministic;
+the SmolLM2 rows are few questions, so their floors allow one question to flip). Writes
+``results/garlic.{json,md,png}`` (``garlic-full.*`` in full mode).
 """
 
 from __future__ import annotations
@@ -49,10 +55,9 @@ GARLIC_LM = "garlic (SmolLM2-135M)"
 LM_BLOCK, LM_DATASET = "hotpotqa (SmolLM2 subset)", "hotpotqa"
 #: Documents per dataset in quick mode (every question on each is asked).
 QUICK_DOCS = {"hotpotqa": 12, "leval-qasper": 3, "leval-nq": 2}
-#: Questions of ``LM_DATASET`` the SmolLM2 GARLIC rows run on in quick mode: one, until its
-#: cost on 2 CPU cores is measured on an idle machine (a graph build took 32 s alone, and runs
-#: beside other work did not finish in 4 minutes).
-QUICK_LM_ITEMS = 1
+#: Questions of ``LM_DATASET`` the SmolLM2 GARLIC rows run on in quick mode (a graph build is
+#: some 30-60 s on 2 idle CPU cores).
+QUICK_LM_ITEMS = 6
 QUICK_MAX_DOC_TOKENS = 8000
 METRICS = {
     "hotpotqa": ("support_recall", "both_kept", "containment"),
@@ -228,10 +233,7 @@ def main(quick: bool = True) -> dict[str, Any]:
     block = run_block(lm_items, {GARLIC_LM: smol, **methods}, METRICS[LM_DATASET], counter)
     block["n_documents"] = len({it.doc_id for it in lm_items})
     block["ceiling"] = ceiling(lm_items, METRICS[LM_DATASET])
-    block["graphs"] = [
-        {k: v for k, v in smol.graph_for(doc).stats.items() if k != "llm"}
-        for doc in dict.fromkeys(it.document for it in lm_items)
-    ]
+    block["graphs"] = list(smol.graph_stats.values())  # kept past the compressor's graph cache
     blocks[LM_BLOCK] = block
     res: dict[str, Any] = {
         "benchmark": "garlic",
@@ -246,12 +248,13 @@ def main(quick: bool = True) -> dict[str, Any]:
             GARLIC_EXTRACTIVE: "GarlicOptions defaults; stand-in LLM (no model): a summary "
             "point = the first sentences of two consecutive inputs, embedding edges, Yes when "
             "every content word of the question is in the visited text; prompt-only search",
-            GARLIC_LM: "GarlicOptions defaults with the embedded SmolLM2-135M-Instruct: "
-            "attention edges, KV-cached search, patience 1",
+            GARLIC_LM: "GarlicOptions defaults with the embedded SmolLM2-135M-Instruct and "
+            "128-token leaves: attention edges, KV-cached search, filling the budget",
             RAPTOR: "collapsed tree, SmolLM2-135M summaries (cached trees of the RAPTOR "
             "benchmark), budget only",
             "garlic output": "the visited nodes in document order, joined by blank lines, "
-            "fitted to the budget (leaves kept first); the search stops at the budget",
+            "fitted to the budget (leaves first, each kind in reading order); the search reads "
+            "on past Yes until leaves fill the budget",
         },
         "selection": f"whole documents in subset order; quick: {QUICK_DOCS} documents under "
         f"{QUICK_MAX_DOC_TOKENS} tokens; SmolLM2 rows: the first {QUICK_LM_ITEMS} HotpotQA "
@@ -261,8 +264,33 @@ def main(quick: bool = True) -> dict[str, Any]:
         "data_sha256": {d: data_sha256(d) for d in DATASETS},
         "datasets": blocks,
     }
+    res["metrics"] = floor_values(blocks)
     write_outputs(res)
     return res
+
+
+def floor_values(blocks: dict[str, Any]) -> dict[str, Any]:
+    """The GARLIC rows' metrics, the leaves ``benchmarks.run`` pins as floors.
+
+    The SmolLM2 rows run on ``QUICK_LM_ITEMS`` questions: their values are lowered by one
+    question's worth, so one flip of a borderline question does not fail the suite.
+    """
+    out: dict[str, Any] = {}
+    for ds, block in blocks.items():
+        slack = 1.0 / max(1, int(block.get("n_questions", 1))) if ds == LM_BLOCK else 0.0
+        for name in (GARLIC_EXTRACTIVE, GARLIC_LM):
+            entry = block["table"].get(name)
+            if entry is None:
+                continue
+            for metric in block["metrics"]:
+                for budget, value in entry[metric].items():
+                    if value is None:
+                        continue
+                    floor = round(max(0.0, float(value) - slack), 4)
+                    out.setdefault(ds, {}).setdefault(name, {}).setdefault(budget, {})[metric] = (
+                        floor
+                    )
+    return out
 
 
 def write_outputs(res: dict[str, Any]) -> None:

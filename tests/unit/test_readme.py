@@ -45,6 +45,8 @@ def test_readme_shows_the_core_and_both_frameworks() -> None:
         "RaptorTree",
         "RaptorRetriever",
         "RaptorIndex",
+        "GarlicGraph",
+        "GarlicSearcher",
         "LongRefiner",
         "LongRefinerCompressor",
         "LongRefinerNodePostprocessor",
