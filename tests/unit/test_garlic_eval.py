@@ -11,12 +11,11 @@ from hrefine.budget import get_counter
 from hrefine.errors import ConfigError
 from hrefine.eval import evaluate_items
 from hrefine.eval.garlic_method import ExtractiveGarlicLM, GarlicCall, GarlicCompressor
-from hrefine.garlic.search import STOP_REASONS
 from hrefine.eval.loaders import load_dataset
 from hrefine.eval.methods import available_methods, get_method
 from hrefine.eval.text import SEPARATOR
 from hrefine.garlic import SEARCH_PROMPT, SUMMARY_PROMPT
-from hrefine.garlic.search import search_prompt
+from hrefine.garlic.search import STOP_REASONS, search_prompt
 from hrefine.garlic.summarise import summary_prompt
 from hrefine.raptor.build import START
 

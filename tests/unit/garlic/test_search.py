@@ -313,9 +313,7 @@ def test_fill_reads_on_past_yes_until_the_next_leaf_would_not_fit(
 ) -> None:
     llm = ScriptedLM(["Yes"], cycle=True)
     searcher = GarlicSearcher(graph, lm=llm, embedder=embedder)
-    free = GarlicSearcher(graph, lm=ScriptedLM(["No"], cycle=True), embedder=embedder).search(
-        QUERY
-    )
+    free = GarlicSearcher(graph, lm=ScriptedLM(["No"], cycle=True), embedder=embedder).search(QUERY)
     count = searcher.counter.count
     read_leaves = [v for v in free.visited if v.level == 0]
     fill = count(read_leaves[0].text) + count(read_leaves[1].text)  # exactly two leaves
