@@ -83,10 +83,10 @@ def names(item: Any) -> dict[str, Any]:
     }
 
 
-def test_the_guide_has_python_bash_and_the_lead_s_table_marker() -> None:
+def test_the_guide_has_python_bash_and_the_picture() -> None:
     assert len(PYTHON) >= 4
     assert blocks("bash")
-    assert "<!-- numbers: lead fills from benchmarks/results/garlic.json -->" in TEXT
+    assert "<!--" not in TEXT  # no note left for a later edit
     assert "(img/garlic-graph.png)" in TEXT
     assert (REPO / "docs" / "img" / "garlic-graph.png").is_file()
 
@@ -202,3 +202,22 @@ def test_prompt_only_section_matches_the_search_module() -> None:
     for dropped in ("attention", "position", "P(Yes)", "KV cache"):
         assert dropped in doc
         assert dropped in section, f"the guide's prompt-only section does not mention {dropped}"
+
+
+def test_the_measured_section_quotes_the_committed_benchmark() -> None:
+    import json
+
+    result = json.loads((REPO / "benchmarks" / "results" / "garlic.json").read_text("utf-8"))
+    block = result["datasets"]["hotpotqa (SmolLM2 subset)"]
+    measured = TEXT.split("## Measured", 1)[1]
+    row = block["table"]["garlic (SmolLM2-135M)"]
+    kept = [f"{row['both_kept'][b]:.2f}" for b in ("512", "1024")]
+    assert f"| garlic (SmolLM2-135M) | {kept[0]} | {kept[1]} |" in measured
+    assert f"on the first {block['n_questions']} HotpotQA questions" in measured
+    for budget, cost in block["costs"]["garlic (SmolLM2-135M)"]["search"].items():
+        if not budget.isdigit():
+            continue
+        pre, full = cost["prefilled_tokens"], cost["recompute_tokens"]
+        assert f"| {int(budget)} | {pre:,} | {full:,} | {round(100 * (1 - pre / full))}% |" in (
+            measured
+        )
