@@ -32,7 +32,32 @@ from hrefine.train.answers import contains_answers
 from hrefine.train.examples import Example
 from hrefine.train.labels import label_of, paragraphs_of
 
-__all__ = ["global_selection_examples", "query_analysis_examples", "structuring_examples"]
+__all__ = [
+    "global_selection_examples",
+    "query_analysis_example",
+    "query_analysis_examples",
+    "structuring_examples",
+]
+
+
+def query_analysis_example(
+    question: str,
+    local: bool,
+    group: str,
+    opts: LongRefinerOptions | None = None,
+    meta: dict[str, Any] | None = None,
+) -> Example:
+    """One step-1 example: the analysis prompt LongRefiner writes for ``question`` (with
+    ``opts``' prompts; default the published ones) and ``[Local]`` or ``[Global]`` as target."""
+    opts = opts or LongRefinerOptions()
+    return Example(
+        task="query-analysis",
+        system=opts.analysis_system,
+        user=opts.analysis_user.format(question=question),
+        target=prompts.CHOICES[0] if local else prompts.CHOICES[1],
+        group=group,
+        meta=dict(meta or {}),
+    )
 
 
 def _group(item: EvalItem) -> str:
@@ -74,13 +99,12 @@ def query_analysis_examples(
             skipped[rule.replace(" ", "_")] += 1
             continue
         out.append(
-            Example(
-                task="query-analysis",
-                system=opts.analysis_system,
-                user=opts.analysis_user.format(question=item.question),
-                target=prompts.CHOICES[0] if label == "local" else prompts.CHOICES[1],
-                group=key,
-                meta={"dataset": item.dataset, "id": item.id, "label": label, "rule": rule},
+            query_analysis_example(
+                item.question,
+                label == "local",
+                key,
+                opts,
+                {"dataset": item.dataset, "id": item.id, "label": label, "rule": rule},
             )
         )
     return out

@@ -21,6 +21,7 @@ from hrefine.longrefiner.options import LongRefinerOptions
 from hrefine.models import LocalLM
 from hrefine.train import Example, train
 from hrefine.train.checking import EVAL_TARGETS, eval_command
+from hrefine.train.refiner_data import query_analysis_example
 from hrefine.train.trainer import REPORT
 
 pytestmark = pytest.mark.lm
@@ -91,13 +92,7 @@ def qa_adapter(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ("compare the careers of both writers over their lives", "[Global]"),
     ]
     examples = [
-        Example(
-            task="query-analysis",
-            system=opts.analysis_system,
-            user=opts.analysis_user.format(question=q),
-            target=label,
-            group=f"g{i}",
-        )
+        query_analysis_example(q, label == "[Local]", f"g{i}", opts)
         for i, (q, label) in enumerate(questions)
     ]
     out = tmp_path_factory.mktemp("qa") / "adapter"

@@ -10,7 +10,8 @@ import pytest
 from hrefine.longrefiner import prompts
 from hrefine.longrefiner.options import LongRefinerOptions
 from hrefine.models import LocalLM
-from hrefine.train import Example, train
+from hrefine.train import train
+from hrefine.train.refiner_data import query_analysis_example
 
 pytestmark = [pytest.mark.gpu, pytest.mark.lm]
 
@@ -23,13 +24,7 @@ def test_mixed_precision_steps_on_cuda_lower_the_loss(tmp_path: Path) -> None:
 
     opts = LongRefinerOptions()
     examples = [
-        Example(
-            task="query-analysis",
-            system=opts.analysis_system,
-            user=opts.analysis_user.format(question=q),
-            target=label,
-            group=f"g{i}",
-        )
+        query_analysis_example(q, label == "[Local]", f"g{i}", opts)
         for i, (q, label) in enumerate(
             [
                 ("what year did the bridge open?", "[Local]"),

@@ -15,6 +15,7 @@ from hrefine.longrefiner import prompts
 from hrefine.longrefiner.options import LongRefinerOptions
 from hrefine.models import LocalLM
 from hrefine.train import Example, train
+from hrefine.train.refiner_data import query_analysis_example
 from hrefine.train.trainer import REPORT
 from lm_fixture import TINY_WORDS, build_tiny_lm
 
@@ -170,13 +171,7 @@ def qa_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Example
         ("compare the careers of both writers over their lives", "[Global]"),
     ]
     examples = [
-        Example(
-            task="query-analysis",
-            system=opts.analysis_system,
-            user=opts.analysis_user.format(question=q),
-            target=label,
-            group=f"g{i}",
-        )
+        query_analysis_example(q, label == "[Local]", f"g{i}", opts)
         for i, (q, label) in enumerate(questions)
     ]
     out = tmp_path_factory.mktemp("qa") / "adapter"
