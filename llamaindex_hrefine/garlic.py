@@ -266,13 +266,7 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         if _digest(tree, struct.options) != struct.digest:
             msg = f"{where}: the stored graph does not match its checksum (edited or truncated)"
             raise PersistenceError(msg)
-        known = set(GarlicOptions.names())
-        try:
-            saved = GarlicOptions.build(**{k: v for k, v in struct.options.items() if k in known})
-            options = saved.replace(**self._settings) if self._settings else saved
-        except (ValueError, TypeError) as exc:
-            msg = f"{where}: the saved settings are not valid GARLIC settings: {exc}"
-            raise PersistenceError(msg) from exc
+        options = GarlicOptions.from_saved(struct.options, where).replace(**self._settings)
         self._options = options
         return GarlicGraph.from_tree(
             tree, options, embedder=to_embedder(self._embed_model), where=where

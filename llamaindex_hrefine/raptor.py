@@ -499,12 +499,7 @@ class RaptorIndex(BaseIndex[RaptorIndexStruct]):
         if _digest(tree, struct.options) != struct.digest:
             msg = f"{where}: the stored tree does not match its checksum (edited or truncated)"
             raise PersistenceError(msg)
-        known = set(RaptorOptions.names())
-        try:
-            saved = RaptorOptions.build(**{k: v for k, v in struct.options.items() if k in known})
-        except (ValueError, TypeError) as exc:
-            msg = f"{where}: the saved settings are not valid RAPTOR settings: {exc}"
-            raise PersistenceError(msg) from exc
+        saved = RaptorOptions.from_saved(struct.options, where)
         base = self._given_options if self._given_options is not None else saved
         options = base.replace(**self._settings) if self._settings else base
         self._options = options

@@ -20,7 +20,7 @@ import numbers
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, Generic, TypeVar, get_type_hints
 
-from hrefine.errors import ConfigError, InputTypeError
+from hrefine.errors import ConfigError, InputTypeError, PersistenceError
 
 __all__ = [
     "Options",
@@ -76,6 +76,24 @@ class Options:
             if f.name == name:
                 return str(f.metadata.get("help", ""))
         raise cls._unknown([name])
+
+    @classmethod
+    def from_saved(cls: type[_O], config: Mapping[str, Any], where: str, /) -> _O:
+        """The options a saved tree, graph or index recorded.
+
+        Names this class does not know are left out (a save by another hrefine version).
+
+        Raises
+        ------
+        PersistenceError
+            A saved value is out of range or of the wrong type (``where`` names the save).
+        """
+        known = set(cls.names())
+        try:
+            return cls.build(**{name: v for name, v in config.items() if name in known})
+        except (ValueError, TypeError) as exc:
+            msg = f"{where}: the saved settings are not valid {cls.__name__} settings: {exc}"
+            raise PersistenceError(msg) from exc
 
     @classmethod
     def build(cls: type[_O], options: _O | None = None, /, **settings: Any) -> _O:

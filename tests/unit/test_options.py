@@ -110,3 +110,15 @@ def test_rebuilt_makes_the_object_again_only_when_a_field_changed() -> None:
     owner.max_words = 0  # type: ignore[attr-defined]
     with pytest.raises(ConfigError, match="max_words"):
         built.get(owner, {"embedder": (owner.embedder, convert)})
+
+
+def test_options_from_a_save_skip_unknown_names_and_refuse_bad_values() -> None:
+    from hrefine.errors import PersistenceError
+    from hrefine.garlic import GarlicOptions
+
+    opts = GarlicOptions.from_saved({"chunk_tokens": 128, "from_a_newer_hrefine": 1}, "g")
+    assert opts.chunk_tokens == 128 and opts == GarlicOptions(chunk_tokens=128)
+    with pytest.raises(PersistenceError, match="g: the saved settings are not valid GarlicOptions"):
+        GarlicOptions.from_saved({"chunk_tokens": 3}, "g")
+    with pytest.raises(PersistenceError, match="not valid"):
+        GarlicOptions.from_saved({"patience": "often"}, "g")

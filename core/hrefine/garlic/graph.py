@@ -211,13 +211,7 @@ class GarlicGraph:
             The folder is not a saved GARLIC graph, or a file in it was edited or truncated.
         """
         tree, config, _ = load_tree(path, kind=KIND)
-        known = set(GarlicOptions.names())
-        saved = {name: v for name, v in config.items() if name in known}
-        try:
-            options = GarlicOptions.build(**{**saved, **settings})
-        except (ValueError, TypeError) as exc:
-            msg = f"{path}: the saved settings are not valid GARLIC settings: {exc}"
-            raise PersistenceError(msg) from exc
+        options = GarlicOptions.from_saved(config, str(path)).replace(**settings)
         return cls.from_tree(tree, options, embedder=embedder, where=str(path))
 
     @classmethod

@@ -376,13 +376,7 @@ class RaptorTree:
             The folder is not a saved RAPTOR tree, or a file in it was edited or truncated.
         """
         tree, config, _ = load_tree(path, kind=KIND)
-        known = set(RaptorOptions.names())
-        saved = {name: v for name, v in config.items() if name in known}
-        try:
-            options = RaptorOptions.build(**{**saved, **settings})
-        except (ValueError, TypeError) as exc:
-            msg = f"{path}: the saved settings are not valid RAPTOR settings: {exc}"
-            raise PersistenceError(msg) from exc
+        options = RaptorOptions.from_saved(config, str(path)).replace(**settings)
         return cls.from_tree(
             tree, options, llm=llm, embedder=embedder, tokenizer=tokenizer, where=str(path)
         )
