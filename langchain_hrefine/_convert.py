@@ -41,6 +41,8 @@ from langchain_core.runnables import Runnable, RunnableLambda
 
 __all__ = [
     "HrefineEmbeddings",
+    "as_list",
+    "document_list",
     "documents_to_html",
     "documents_to_sources",
     "documents_to_texts",
@@ -338,6 +340,26 @@ def _copied(metadata: Mapping[str, Any]) -> dict[str, Any]:
         return dict(metadata)
 
 
+def as_list(items: object, what: str) -> list[Any]:
+    """``items`` as a list; InputTypeError (``what``, and the type got) when not iterable."""
+    if not isinstance(items, Iterable) or isinstance(items, (bytes, Mapping)):
+        msg = f"{what}, got {type(items).__name__}"
+        raise InputTypeError(msg)
+    return list(items)
+
+
+def document_list(documents: object) -> list[Any]:
+    """``documents`` as a list: InputTypeError for None, a str, a mapping or one Document (a
+    pydantic model iterates over its fields). The items are checked by the conversion."""
+    if isinstance(documents, (str, Document)):
+        msg = (
+            f"documents must be a list of LangChain Documents, got one {type(documents).__name__}"
+            "; wrap it in a list"
+        )
+        raise InputTypeError(msg)
+    return as_list(documents, "documents must be a list of LangChain Documents")
+
+
 def texts_to_sources(
     texts: Iterable[str],
     metadatas: Sequence[Mapping[str, Any]] | None = None,
@@ -355,7 +377,7 @@ def texts_to_sources(
     if isinstance(texts, str):
         msg = "texts must be a list of strings, got one str; wrap it in a list"
         raise InputTypeError(msg)
-    items = list(texts)
+    items = as_list(texts, "texts must be a list of strings")
     for name, values in (("metadatas", metadatas), ("ids", ids)):
         if values is not None and len(values) != len(items):
             msg = f"got {len(values)} {name} for {len(items)} texts; pass one per text or None"
@@ -379,9 +401,9 @@ def documents_to_sources(documents: Iterable[Document]) -> list[Source]:
     Raises
     ------
     InputTypeError
-        An item is not a LangChain ``Document``.
+        ``documents`` is not a list, or an item is not a LangChain ``Document``.
     """
-    docs = list(documents)
+    docs = document_list(documents)
     for i, doc in enumerate(docs):
         if not isinstance(doc, Document):
             msg = f"document {i} is a {type(doc).__name__}; pass LangChain Documents"

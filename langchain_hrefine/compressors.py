@@ -20,6 +20,7 @@ from langchain_core.embeddings import Embeddings
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from langchain_hrefine._convert import (
+    document_list,
     documents_to_html,
     outcomes_to_documents,
     to_embedder,
@@ -185,7 +186,7 @@ class HtmlRagCompressor(_HtmlRagFields):
             nothing kept are left out and counted in each output's
             ``hrefine_dropped_documents``. All inputs empty: ``[]`` (unless ``strict``).
         """
-        docs = list(documents)
+        docs = document_list(documents)
         job = self._job(docs, query)
         return self._finish(docs, job.run()) if docs else []
 
@@ -197,6 +198,6 @@ class HtmlRagCompressor(_HtmlRagFields):
     ) -> Sequence[Document]:
         """:meth:`compress_documents` on the core's async path (the event loop is not blocked);
         same parameters and result."""
-        docs = list(documents)
+        docs = document_list(documents)
         job = self._job(docs, query)
         return self._finish(docs, await job.arun()) if docs else []

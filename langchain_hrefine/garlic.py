@@ -28,6 +28,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from langchain_hrefine._convert import (
+    document_list,
     documents_to_sources,
     texts_to_sources,
     to_embedder,
@@ -490,5 +491,6 @@ class GarlicCompressor(_GarlicCompressorFields):
         """:meth:`compress_documents` in the default executor (the event loop is not
         blocked); same parameters and result."""
         loop = asyncio.get_running_loop()
-        call = functools.partial(self.compress_documents, list(documents), query)
+        docs = document_list(documents)
+        call = functools.partial(self.compress_documents, docs, query)
         return await loop.run_in_executor(None, call)

@@ -16,6 +16,7 @@ from langchain_core.embeddings import Embeddings
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from langchain_hrefine._convert import (
+    document_list,
     documents_to_texts,
     refined_to_documents,
     to_embedder,
@@ -240,7 +241,7 @@ class LongRefinerCompressor(_LongRefinerFields):
         BudgetTooSmallError
             Not even one word of the best paragraph fits ``max_tokens``.
         """
-        docs = list(documents)
+        docs = document_list(documents)
         job = self._job(docs, query)
         return self._finish(docs, job.run())
 
@@ -252,6 +253,6 @@ class LongRefinerCompressor(_LongRefinerFields):
     ) -> Sequence[Document]:
         """:meth:`compress_documents` on the core's async path (the event loop is not blocked);
         same parameters and result."""
-        docs = list(documents)
+        docs = document_list(documents)
         job = self._job(docs, query)
         return self._finish(docs, await job.arun())

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import logging
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -41,6 +42,7 @@ from llama_index.core.schema import (
     MetadataMode,
     NodeRelationship,
     NodeWithScore,
+    QueryBundle,
     RelatedNodeInfo,
     TextNode,
 )
@@ -54,6 +56,9 @@ __all__ = [
     "METADATA_KEYS",
     "HrefineEmbedding",
     "answer_llm",
+    "check_query_type",
+    "json_problem",
+    "node_list",
     "nodes_to_html",
     "nodes_to_raptor_tree",
     "nodes_to_texts",
@@ -495,21 +500,64 @@ def to_sources(nodes: Sequence[BaseNode]) -> list[Source]:
     from hrefine.raptor import Source
 
     out: list[Source] = []
-    for i, node in enumerate(nodes):
+    for i, node in enumerate(node_list(nodes)):
         if not isinstance(node, BaseNode):
             msg = (
                 f"item {i} is a {type(node).__name__}; pass LlamaIndex Documents or nodes "
                 "(llama_index.core.schema.BaseNode)"
             )
             raise InputTypeError(msg)
+        try:
+            metadata = copy.deepcopy(dict(node.metadata))
+        except Exception as exc:  # a lock, a client: the docstore could not hold it either
+            msg = (
+                f"the metadata of item {i} ({node.node_id}) cannot be copied ({exc}); keep "
+                "metadata to plain values (strings, numbers, lists, dicts)"
+            )
+            raise InputTypeError(msg) from exc
         out.append(
             Source(
                 text=node.get_content(metadata_mode=MetadataMode.NONE),
-                metadata=copy.deepcopy(dict(node.metadata)),
+                metadata=metadata,
                 id=node.ref_doc_id or node.node_id,
             )
         )
     return out
+
+
+def node_list(nodes: object) -> list[Any]:
+    """``nodes`` as a list; InputTypeError when it is not a collection of items (None, one
+    node, a string)."""
+    one = isinstance(nodes, (BaseNode, NodeWithScore))  # pydantic models iterate their fields
+    if one or isinstance(nodes, (str, bytes, Mapping)) or not isinstance(nodes, Iterable):
+        msg = f"pass a list of LlamaIndex Documents or nodes, got {type(nodes).__name__}" + (
+            "; wrap it in a list" if one else ""
+        )
+        raise InputTypeError(msg)
+    return list(nodes)
+
+
+def check_query_type(query: object) -> None:
+    """Raise InputTypeError unless ``query`` is a str or a QueryBundle holding one.
+
+    A retriever's ``retrieve`` checks this first: LlamaIndex's own would fail on its event
+    model with a pydantic ValidationError before the query reached hrefine.
+    """
+    text = query.query_str if isinstance(query, QueryBundle) else query
+    if not isinstance(text, str):
+        msg = f"query must be a str or a QueryBundle, got {type(query).__name__}"
+        raise InputTypeError(msg)
+
+
+def json_problem(tree: Tree) -> str | None:
+    """What in ``tree``'s node metadata JSON cannot store (a LlamaIndex docstore is JSON), or
+    None when every value can be written."""
+    for node in tree:
+        try:
+            json.dumps(node.metadata, allow_nan=True)
+        except (TypeError, ValueError) as exc:
+            return f"the metadata of node {node.id} holds a value JSON cannot store ({exc})"
+    return None
 
 
 def to_raptor_llm(llm: Any, options: RaptorOptions) -> Any:

@@ -29,6 +29,7 @@ from llama_index.core.schema import (
     Document,
     NodeWithScore,
     QueryBundle,
+    QueryType,
     TransformComponent,
 )
 from llama_index.core.settings import Settings
@@ -37,6 +38,8 @@ from llama_index.core.storage.storage_context import StorageContext
 
 from llamaindex_hrefine._convert import (
     answer_llm,
+    check_query_type,
+    node_list,
     nodes_to_raptor_tree,
     raptor_nodes,
     to_embedder,
@@ -48,6 +51,8 @@ from llamaindex_hrefine.raptor import RaptorIndexStruct, _check_struct, _digest
 
 #: ``as_query_engine`` arguments that go to the retriever.
 _RETRIEVER_KEYS = ("patience", "max_steps", "max_tokens")
+#: The LlamaIndex retriever arguments GarlicRetriever takes beside them.
+_LI_KEYS = ("callback_manager", "verbose")
 
 __all__ = ["GarlicIndex", "GarlicIndexStruct", "GarlicRetriever"]
 
@@ -199,7 +204,7 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
             The constructor's arguments: ``llm``, ``embed_model``, ``options`` and
             :class:`~hrefine.garlic.GarlicOptions` fields.
         """
-        docs = list(documents)
+        docs = node_list(documents)
         storage_context = storage_context or StorageContext.from_defaults()
         callback_manager = callback_manager or Settings.callback_manager
         with callback_manager.as_trace("index_construction"):
@@ -298,6 +303,13 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
             :class:`GarlicRetriever`'s arguments (``llm``, ``patience``, ``max_steps``,
             ``max_tokens``...); ``llm`` and ``embed_model`` default to the index's.
         """
+        unknown = sorted(set(kwargs) - {"llm", "embed_model", *_RETRIEVER_KEYS, *_LI_KEYS})
+        if unknown:
+            msg = (
+                f"GarlicIndex.as_retriever got unknown argument(s) {', '.join(unknown)}; it "
+                f"takes llm, embed_model, {', '.join(_RETRIEVER_KEYS)}, {', '.join(_LI_KEYS)}"
+            )
+            raise ConfigError(msg)
         kwargs.setdefault("llm", self._llm)
         kwargs.setdefault("embed_model", self._embed_model)
         return GarlicRetriever(self.garlic_graph, **kwargs)
@@ -470,7 +482,7 @@ class GarlicRetriever(BaseRetriever):
         limits = {"patience": patience, "max_steps": max_steps, "max_tokens": max_tokens}
         given = {name: value for name, value in limits.items() if value is not None}
         graph = GarlicGraph.build(
-            to_sources(list(documents)),
+            to_sources(documents),
             lm=to_garlic_llm(llm),
             embedder=to_embedder(embed_model),
             options=options,
@@ -495,6 +507,24 @@ class GarlicRetriever(BaseRetriever):
         self._last = result
         weight = self._searcher.options.embedding_weight
         return visited_to_nodes(result, self._graph.tree, weight)
+
+    def retrieve(self, str_or_query_bundle: QueryType) -> list[NodeWithScore]:
+        """The nodes the search read, in document order.
+
+        Raises
+        ------
+        InputTypeError
+            The query is not a str (or a QueryBundle holding one).
+        EmptyInputError
+            The query is empty.
+        """
+        check_query_type(str_or_query_bundle)
+        return super().retrieve(str_or_query_bundle)
+
+    async def aretrieve(self, str_or_query_bundle: QueryType) -> list[NodeWithScore]:
+        """:meth:`retrieve` in the default executor."""
+        check_query_type(str_or_query_bundle)
+        return await super().aretrieve(str_or_query_bundle)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return self._search(query_bundle.query_str)

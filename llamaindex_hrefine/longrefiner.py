@@ -17,6 +17,7 @@ from pydantic import ConfigDict, Field, PrivateAttr
 
 from llamaindex_hrefine._convert import (
     complete_state,
+    node_list,
     nodes_to_texts,
     refined_to_nodes,
     to_embedder,
@@ -219,7 +220,7 @@ class LongRefinerNodePostprocessor(_LongRefinerFields):
         nodes: list[NodeWithScore],
         query_bundle: QueryBundle | None = None,
     ) -> list[NodeWithScore]:
-        items = list(nodes)
+        items = node_list(nodes)
         return self._finish(items, self._job(items, query_bundle).run()) if items else []
 
     async def _apostprocess_nodes(
@@ -227,5 +228,5 @@ class LongRefinerNodePostprocessor(_LongRefinerFields):
         nodes: list[NodeWithScore],
         query_bundle: QueryBundle | None = None,
     ) -> list[NodeWithScore]:
-        items = list(nodes)
+        items = node_list(nodes)
         return self._finish(items, await self._job(items, query_bundle).arun()) if items else []

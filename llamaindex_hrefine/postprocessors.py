@@ -21,6 +21,7 @@ from pydantic import ConfigDict, Field, PrivateAttr
 
 from llamaindex_hrefine._convert import (
     complete_state,
+    node_list,
     nodes_to_html,
     outcomes_to_nodes,
     to_embedder,
@@ -182,11 +183,13 @@ class HtmlRagNodePostprocessor(_HtmlRagFields):
         nodes: list[NodeWithScore],
         query_bundle: QueryBundle | None = None,
     ) -> list[NodeWithScore]:
-        return self._finish(nodes, self._job(nodes, query_bundle).run()) if nodes else []
+        items = node_list(nodes)
+        return self._finish(items, self._job(items, query_bundle).run()) if items else []
 
     async def _apostprocess_nodes(
         self,
         nodes: list[NodeWithScore],
         query_bundle: QueryBundle | None = None,
     ) -> list[NodeWithScore]:
-        return self._finish(nodes, await self._job(nodes, query_bundle).arun()) if nodes else []
+        items = node_list(nodes)
+        return self._finish(items, await self._job(items, query_bundle).arun()) if items else []

@@ -40,6 +40,7 @@ from llama_index.core.schema import (
     Document,
     NodeWithScore,
     QueryBundle,
+    QueryType,
     TransformComponent,
 )
 from llama_index.core.settings import Settings
@@ -48,6 +49,9 @@ from llama_index.core.storage.storage_context import StorageContext
 
 from llamaindex_hrefine._convert import (
     answer_llm,
+    check_query_type,
+    json_problem,
+    node_list,
     nodes_to_raptor_tree,
     raptor_nodes,
     retrieved_to_nodes,
@@ -287,7 +291,7 @@ class RaptorIndex(BaseIndex[RaptorIndexStruct]):
             The constructor's arguments: ``llm``, ``embed_model``, ``tokenizer``, ``options``
             and :class:`~hrefine.raptor.RaptorOptions` fields.
         """
-        docs = list(documents)
+        docs = node_list(documents)
         storage_context = storage_context or StorageContext.from_defaults()
         callback_manager = callback_manager or Settings.callback_manager
         with callback_manager.as_trace("index_construction"):
@@ -519,7 +523,21 @@ class RaptorIndex(BaseIndex[RaptorIndexStruct]):
         return raptor
 
     def persist(self, persist_dir: str) -> None:
-        """Save the stores (``self.storage_context.persist(persist_dir=persist_dir)``)."""
+        """Save the stores (``self.storage_context.persist(persist_dir=persist_dir)``).
+
+        Raises
+        ------
+        PersistenceError
+            A node's metadata holds a value JSON cannot store (a datetime, a set); nothing is
+            written (LlamaIndex's own writer would leave a truncated docstore behind).
+        """
+        problem = json_problem(self.raptor_tree.tree)
+        if problem:
+            msg = (
+                f"cannot persist the RAPTOR index to {persist_dir}: {problem}; keep metadata to "
+                "strings, numbers, booleans, lists and dicts"
+            )
+            raise PersistenceError(msg)
         self._storage_context.persist(persist_dir=persist_dir)
 
     @classmethod
@@ -768,6 +786,24 @@ class RaptorRetriever(BaseRetriever):
         node_ids = raptor.index_struct.node_ids if isinstance(raptor, RaptorIndex) else None
         sources = list(self._tree().tree.metadata.get("sources", []))
         return retrieved_to_nodes(results, node_ids, sources, stored)
+
+    def retrieve(self, str_or_query_bundle: QueryType) -> list[NodeWithScore]:
+        """The nodes that answer the query, best first.
+
+        Raises
+        ------
+        InputTypeError
+            The query is not a str (or a QueryBundle holding one).
+        EmptyInputError
+            The query is empty.
+        """
+        check_query_type(str_or_query_bundle)
+        return super().retrieve(str_or_query_bundle)
+
+    async def aretrieve(self, str_or_query_bundle: QueryType) -> list[NodeWithScore]:
+        """:meth:`retrieve` without blocking the event loop."""
+        check_query_type(str_or_query_bundle)
+        return await super().aretrieve(str_or_query_bundle)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         results = self._tree().retrieve(query_bundle.query_str, mode=self._mode, **self._limits)

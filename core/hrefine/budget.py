@@ -21,6 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from hrefine._encodable import encodable, encodable_all
 from hrefine._optional import available
 from hrefine._pieces import PieceCounts
 from hrefine._selection import (
@@ -139,7 +140,15 @@ class EncodeCounter:
             n = self._pieces.count(text)
             if n is not None:
                 return n
-        return len(self._ids(self._tok.encode(text, **self._kwargs)))
+        try:
+            return len(self._ids(self._tok.encode(text, **self._kwargs)))
+        except (TypeError, UnicodeEncodeError):
+            # A lone surrogate, which no tokenizer takes: counted as the U+FFFD that every
+            # model and client is sent in its place (hrefine._encodable).
+            fixed = encodable(text)
+            if fixed is text:
+                raise
+            return len(self._ids(self._tok.encode(fixed, **self._kwargs)))
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         """Token counts of ``texts`` (batched when the tokenizer supports it)."""
@@ -149,7 +158,11 @@ class EncodeCounter:
         out = [None if pieces is None else pieces.count(t) for t in texts]
         rest = [k for k, n in enumerate(out) if n is None]
         if rest:
-            encoded = self._tok.encode_batch([texts[k] for k in rest], **self._kwargs)
+            batch = [texts[k] for k in rest]
+            try:
+                encoded = self._tok.encode_batch(batch, **self._kwargs)
+            except (TypeError, UnicodeEncodeError):  # a lone surrogate: as in count()
+                encoded = self._tok.encode_batch(encodable_all(batch), **self._kwargs)
             for k, e in zip(rest, encoded, strict=True):
                 out[k] = len(e.ids)
         return [n or 0 for n in out]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import numbers
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, ClassVar, Generic, TypeVar, get_type_hints
+from typing import Any, ClassVar, Generic, TypeVar, get_args, get_type_hints
 
 from hrefine.errors import ConfigError, InputTypeError, PersistenceError
 
@@ -210,7 +210,12 @@ def adapter_model(base: type, options: type[Options], *, name: str) -> type:
         if f.name in options.adapter_excluded:
             continue
         description = str(f.metadata.get("help", ""))
-        fields[f.name] = (hints[f.name], Field(default=f.default, description=description))
+        hint = hints[f.name]
+        # Numbers and flags are strict: pydantic's lax mode would turn ``max_tokens=True`` or
+        # ``top_n="2"`` into 1 and 2 before the options class could refuse them.
+        strict = any(arg in (int, float, bool) for arg in get_args(hint) or (hint,))
+        field = Field(default=f.default, description=description, strict=strict or None)
+        fields[f.name] = (hint, field)
     model: type = create_model(name, __base__=base, __module__=base.__module__, **fields)
     return model
 

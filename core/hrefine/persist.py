@@ -37,7 +37,7 @@ from hrefine._atomic import discard, new_temp, replace_all
 from hrefine._saved import EMBEDDINGS as _EMBEDDINGS
 from hrefine._saved import MASK as _MASK
 from hrefine._saved import content_digest, read_array, read_manifest
-from hrefine.errors import ConfigError, HrefineError, PersistenceError
+from hrefine.errors import ConfigError, HrefineError, InputTypeError, PersistenceError
 from hrefine.tree import Tree
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "load_tree", "save_tree"]
@@ -84,14 +84,21 @@ def save_tree(
         An array name is not an identifier or is one of the reserved ``embeddings`` and
         ``embedding_mask``.
     PersistenceError
-        The tree's embeddings do not fit its nodes, an array holds Python objects, or the
-        metadata or config holds a value JSON cannot store. Nothing is written then.
+        The tree's embeddings do not fit its nodes, an array holds Python objects, the
+        metadata or config holds a value JSON cannot store, or the folder cannot be made
+        (a file stands there). Nothing is written then.
+    InputTypeError
+        ``path`` is not a str or path.
     """
     from hrefine import __version__
 
+    out = _folder(path)
     to_write = _arrays_to_save(tree, arrays)
-    out = Path(path)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a file in the way, no permission, a read-only disk
+        msg = f"cannot save the tree to {out}: {exc.strerror or exc}"
+        raise PersistenceError(msg) from exc
     temps: dict[Path, Path] = {}  # temporary file -> the file it becomes
     try:
         sums: dict[str, str] = {}
@@ -136,6 +143,14 @@ def save_tree(
     return out
 
 
+def _folder(path: object) -> Path:
+    """``path`` as a Path; anything but a str or path-like is an :class:`InputTypeError`."""
+    if not isinstance(path, (str, os.PathLike)):
+        msg = f"the folder must be a str or a path, got {type(path).__name__}"
+        raise InputTypeError(msg)
+    return Path(path)
+
+
 def load_tree(
     path: str | os.PathLike[str], *, kind: str | None = None, mmap: bool = False
 ) -> tuple[Tree, dict[str, Any], dict[str, np.ndarray]]:
@@ -154,7 +169,7 @@ def load_tree(
         identifier, a symbolic link, a ``.npy`` header that does not fit the tree or the
         file's size (checked before the array is read), arrays that do not fit its tree.
     """
-    src = Path(path)
+    src = _folder(path)
     manifest = read_manifest(src, _MANIFEST, FORMAT_VERSION, FORMAT)
     if kind is not None and manifest.kind != kind:
         msg = f"{src} holds a {manifest.kind!r}, expected a {kind!r}"

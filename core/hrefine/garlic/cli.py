@@ -23,7 +23,7 @@ from hrefine._atomic import echo
 from hrefine._cli_support import check_folder, check_output_folder, loading_line, say, write_output
 from hrefine._encodable import encodable
 from hrefine.errors import ConfigError, EmptyInputError
-from hrefine.raptor.cli import read_sources
+from hrefine.raptor.cli import check_no_other_save, read_sources
 
 if TYPE_CHECKING:
     from hrefine.garlic import GarlicGraph, SearchResult, SearchStep
@@ -118,6 +118,7 @@ def build(
     from hrefine.garlic import GarlicGraph, GarlicOptions
 
     check_output_folder(output, "graph")
+    check_no_other_save(output, "garlic")
     sources = read_sources(docs)
     settings: dict[str, Any] = {
         "chunk_tokens": chunk_tokens,

@@ -59,6 +59,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from hrefine._query import check_query
 from hrefine.budget import TokenCounter, get_counter
 from hrefine.errors import ConfigError, EmptyInputError, InputTypeError, TreeError
 from hrefine.garlic.options import GarlicOptions
@@ -617,9 +618,9 @@ class GarlicSearcher:
         if not isinstance(query, str):
             msg = f"query must be a string, got {type(query).__name__}"
             raise InputTypeError(msg)
-        if not query.strip():
-            msg = "query is empty; pass the question to search for"
-            raise EmptyInputError(msg)
+        # Lone surrogates become U+FFFD here: the query goes into every prompt, and no LLM
+        # client or tokenizer encodes them.
+        query = check_query(query, used_for="pass the question to search for")
         limits = self._limits(patience, max_steps, max_tokens)
         check_int("fill_tokens", fill_tokens, minimum=1, none=True)
         started = time.perf_counter()

@@ -25,15 +25,16 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence, Set
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from hrefine._encodable import encodable
 from hrefine._query import check_query
 from hrefine.budget import TokenCounter, get_counter
-from hrefine.errors import ConfigError, EmptyInputError, InputTypeError
+from hrefine.errors import ConfigError, EmptyInputError, InputTypeError, PersistenceError
 from hrefine.longrefiner import analyze as analysis
 from hrefine.longrefiner.document import StructuredDocument, build_document
 from hrefine.longrefiner.options import LongRefinerOptions
@@ -62,6 +63,8 @@ _ADAPTERS = {
 }
 # A model's skeleton that places fewer of its paragraphs than this share is not used.
 _MIN_MATCHED = 0.5
+# Most notes kept of one window's structuring answer.
+_WINDOW_NOTES = 20
 # Structures kept in memory per refiner.
 _MEMORY_CACHE = 256
 _STRUCTURE_KIND = "longrefiner_structure"
@@ -201,6 +204,11 @@ class LongRefiner:
         ):
             msg = "the *_adapter settings need lm= (the base model the adapters were trained on)"
             raise ConfigError(msg)
+        cache = None if opts.cache_dir is None else Path(opts.cache_dir)
+        if cache is not None and cache.exists() and not cache.is_dir():
+            # Found now, not after a model has structured the first document.
+            msg = f"cache_dir {opts.cache_dir!r} is a file; give a folder (or None)"
+            raise ConfigError(msg)
         self._counter: TokenCounter | None = None
         self._scorer: Any = None
         self._lm_obj: Any = None
@@ -208,6 +216,8 @@ class LongRefiner:
         self._generator: Any = None
         self._lock = threading.Lock()
         self._memory: OrderedDict[str, StructuredDocument] = OrderedDict()
+        # Cache entries found damaged, by key, until the structure is built again (its note).
+        self._damaged: dict[str, str] = {}
         _ = self.counter
         if isinstance(opts.lm, (str, os.PathLike)):
             self._lm()
@@ -222,6 +232,7 @@ class LongRefiner:
             _adapter_names={},
             _generator=None,
             _memory=OrderedDict(),
+            _damaged={},
         )
         del state["_lock"]
         return state
@@ -338,10 +349,10 @@ class LongRefiner:
                     stop=stop,
                 )
                 for k, a in zip(ks, answers, strict=True):
-                    out[k] = str(a)
+                    out[k] = _answer(a)
             return out
         llm = self._text_llm()
-        return [str(a) for a in llm.batch([f"{sy.strip()}\n\n{us}" for sy, us in prompts])]
+        return [_answer(a) for a in llm.batch([f"{sy.strip()}\n\n{us}" for sy, us in prompts])]
 
     async def _aask_many(
         self,
@@ -361,7 +372,7 @@ class LongRefiner:
             )
         llm = self._text_llm()
         answers = await llm.abatch([f"{sy.strip()}\n\n{us}" for sy, us in prompts])
-        return [str(a) for a in answers]
+        return [_answer(a) for a in answers]
 
     def _step_on(self, step: str) -> bool:
         switch = getattr(self.options, step)
@@ -392,7 +403,7 @@ class LongRefiner:
             )
             return analysis.from_probabilities(probs)
         answer = self._text_llm().generate(f"{system.strip()}\n\n{user}")
-        return analysis.parse_analysis(answer, self.options)
+        return analysis.parse_analysis(_answer(answer), self.options)
 
     async def aanalyze(self, query: str) -> analysis.QueryAnalysis:
         """:meth:`analyze` on the async path (a text LLM's native async call; a LocalLM's
@@ -403,7 +414,7 @@ class LongRefiner:
         tuned = self.options.query_analysis_adapter is not None
         system, user = analysis.analysis_prompt(query, self.options, tuned=tuned)
         answer = await self._text_llm().agenerate(f"{system.strip()}\n\n{user}")
-        return analysis.parse_analysis(answer, self.options)
+        return analysis.parse_analysis(_answer(answer), self.options)
 
     # -- step 2 ----------------------------------------------------------------------------
     def structure(self, document: str, *, title: str = "") -> StructuredDocument:
@@ -554,7 +565,13 @@ class LongRefiner:
             found, report = match_skeleton(text, parse_skeleton(raw), start=start, end=end)
             given += report.paragraphs
             matched += report.matched
-            notes.extend(f"window {start}:{end}: {p}" for p in report.problems)
+            problems = list(report.problems)
+            if len(problems) > _WINDOW_NOTES:
+                # A runaway answer can hold thousands of faults: the notes (copied into every
+                # returned document's metadata) keep the first ones and a count.
+                more = len(problems) - _WINDOW_NOTES
+                problems = [*problems[:_WINDOW_NOTES], f"... and {more} more problems"]
+            notes.extend(f"window {start}:{end}: {p}" for p in problems)
             spans.extend(found)
         if given == 0 or matched / given < _MIN_MATCHED:
             notes.append(
@@ -566,6 +583,9 @@ class LongRefiner:
         else:
             doc = self._build(text, fill_gaps(text, spans), "model", plan.title, notes, list(raws))
         self._store(plan.key, doc)
+        damaged = self._damaged.pop(plan.key, None)
+        if damaged is not None:  # said for this call only: the new entry is sound
+            doc = dataclasses.replace(doc, notes=[damaged, *doc.notes])
         return doc
 
     def _build(
@@ -614,11 +634,20 @@ class LongRefiner:
                 self._memory.move_to_end(key)
                 return doc
         folder = self.options.cache_dir
-        if folder is None or not (Path(folder) / key).is_dir():
+        if folder is None or not (Path(folder) / key).exists():
             return None
         from hrefine.persist import load_tree
 
-        tree, config, _ = load_tree(Path(folder) / key, kind=_STRUCTURE_KIND)
+        try:
+            tree, config, _ = load_tree(Path(folder) / key, kind=_STRUCTURE_KIND)
+        except (OSError, PersistenceError) as exc:
+            # A damaged entry (cut short by a crash, edited, not ours) is a miss: the model
+            # structures the document again and the entry is written again, whole.
+            entry = Path(folder) / key
+            note = f"the cached structure {entry} is unreadable ({exc}); structured again"
+            logger.warning("LongRefiner: %s", note)
+            self._damaged[key] = note
+            return None
         if (
             config.get("text_sha256")
             != hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
@@ -655,7 +684,13 @@ class LongRefiner:
             "notes": list(doc.notes),
             "raw_outputs": list(doc.raw_outputs),
         }
-        save_tree(doc.tree, Path(folder) / key, kind=_STRUCTURE_KIND, config=config)
+        try:
+            save_tree(doc.tree, Path(folder) / key, kind=_STRUCTURE_KIND, config=config)
+        except (OSError, PersistenceError) as exc:
+            # The cache only saves a model call next time: the structure is still good.
+            note = f"the structure could not be cached in {folder}: {exc}"
+            doc.notes.append(note)
+            logger.warning("LongRefiner: %s", note)
 
     # -- step 3 and selection --------------------------------------------------------------
     def select_sections(self, query: str, doc: StructuredDocument) -> GlobalSelection:
@@ -909,6 +944,13 @@ def _check_call(
     budget = _check_budget(max_tokens)
     if isinstance(documents, (str, bytes, bytearray)):
         texts: list[Any] = [documents]
+    elif isinstance(documents, (Mapping, Set)):
+        # A dict would be read as its keys, a set in no set order: neither is a list of texts.
+        msg = (
+            f"documents must be a string or a list of strings, got {type(documents).__name__}; "
+            "pass the texts in a list"
+        )
+        raise InputTypeError(msg)
     elif isinstance(documents, Sequence) or hasattr(documents, "__iter__"):
         texts = list(documents)  # type: ignore[call-overload]
     else:
@@ -989,6 +1031,12 @@ def _heading_title(text: str, span: Span) -> str:
     return " ".join(title.split())[:200]
 
 
+def _answer(raw: object) -> str:
+    """A model's answer as text every writer takes: kept as raw output (in notes, the
+    report, the JSON and the cache), so a lone surrogate in it becomes U+FFFD."""
+    return encodable(str(raw))
+
+
 def _check_query(query: object) -> str:
     return check_query(query, used_for=USED_FOR)
 
@@ -1009,6 +1057,9 @@ def _check_document(document: object, max_chars: int) -> str:
     if not isinstance(document, str):
         msg = f"a document must be a string (HTML, Markdown or text), got {type(document).__name__}"
         raise InputTypeError(msg)
+    # Lone surrogates (JSON's "\\ud800", text cut inside a pair) reach no tokenizer: each
+    # becomes U+FFFD, as in the query, so the structure still holds every other character.
+    document = encodable(document)
     if len(document) > max_chars:
         msg = (
             f"document of {len(document):,} characters is over max_input_chars "

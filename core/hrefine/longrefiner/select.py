@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -296,7 +297,8 @@ def pick(
     text, pieces that follow each other in the document joined as written (a whole section
     reads as it does in the document) and separate runs joined by ``separator``; it is counted
     as the reader sees it, the documents joined by ``separator`` too. When no unit fits, the
-    best leaf is cut at a word boundary to the budget; when not even its first word fits,
+    best leaf is cut at a word boundary to the budget (after a character, in text written
+    without spaces such as Chinese or Japanese); when not even its first word fits,
     :class:`~hrefine.errors.BudgetTooSmallError` is raised.
     """
     index: list[tuple[int, int]] = [
@@ -383,6 +385,39 @@ def pick(
     return Picked(kept, list(done.output), done.tokens, dropped)
 
 
+# Characters of an over-long first word quoted in BudgetTooSmallError's message.
+_SHOWN_CHARS = 40
+
+
+def _cut_wide(text: str, counter: TokenCounter, budget: int) -> str:
+    """The longest prefix of ``text``'s first word that ends after a wide character (CJK,
+    most emoji) and fits ``budget``; ``""`` when none does.
+
+    Chinese and Japanese are written without spaces, so a word-boundary cut finds no boundary
+    in a whole sentence; each wide character is a boundary there, as a space is elsewhere.
+    """
+    word = text.lstrip()
+    end = 0
+    while end < len(word) and not word[end].isspace():
+        end += 1
+    ends = [i + 1 for i in range(end) if unicodedata.east_asian_width(word[i]) in "WF"]
+    if not ends:
+        return ""
+    # Token counts grow with the prefix (all but always): a binary search, then a real check.
+    lo, hi = 0, len(ends)  # ends[:lo] fit; ends[hi:] do not
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if counter.count(word[: ends[mid]]) <= budget:
+            lo = mid + 1
+        else:
+            hi = mid
+    for k in range(lo - 1, -1, -1):
+        piece = word[: ends[k]]
+        if counter.count(piece) <= budget:
+            return piece
+    return ""
+
+
 def _trimmed(
     docs: Sequence[StructuredDocument],
     index: list[tuple[int, int]],
@@ -392,19 +427,26 @@ def _trimmed(
     counter: TokenCounter,
     dropped: list[dict[int, str]],
 ) -> Picked:
-    """The best-scored leaf cut at a word boundary to ``budget`` (no unit fits whole)."""
+    """The best-scored leaf cut at a word boundary (or after a wide character: see
+    :func:`_cut_wide`) to ``budget`` (no unit fits whole)."""
     from hrefine.eval.text import truncate_to_tokens
 
     leaves = [i for i, (d, n) in enumerate(index) if not docs[d].tree[n].children]
     best = max(leaves, key=lambda i: (np.nan_to_num(unit_score[i], nan=-np.inf), -i))
-    cut = truncate_to_tokens(texts[best], counter, budget)
+    cut = truncate_to_tokens(texts[best], counter, budget) or _cut_wide(
+        texts[best], counter, budget
+    )
     if not cut:
         first = texts[best].split()[0] if texts[best].split() else texts[best]
+        smallest = counter.count(first)
+        # A "word" may be a whole paragraph (no spaces): the message names its start only.
+        shown = first if len(first) <= _SHOWN_CHARS else first[:_SHOWN_CHARS] + "..."
         msg = (
             f"budget of {budget} tokens is too small for even the first word of the best "
-            f"paragraph ({first!r} is {counter.count(first)} tokens); raise the budget"
+            f"paragraph ({shown!r}, {len(first):,} characters, is {smallest} tokens); "
+            "raise the budget"
         )
-        raise BudgetTooSmallError(msg, budget=budget, smallest=counter.count(first))
+        raise BudgetTooSmallError(msg, budget=budget, smallest=smallest)
     d, n = index[best]
     out = ["" for _ in docs]
     out[d] = cut

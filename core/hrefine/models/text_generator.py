@@ -173,7 +173,7 @@ class TextGenerator:
     def generate(self, prompt: str) -> str:
         """Generate text for ``prompt``; raises :class:`GenerationError` after the last try."""
         _check_prompt(prompt)
-        return str(self._call(self._fn, prompt, is_async=self._is_async, what=""))
+        return _as_text(self._call(self._fn, prompt, is_async=self._is_async, what=""), self.name)
 
     def _chunks(self, prompts: Sequence[str]) -> list[list[str]]:
         items = list(prompts)
@@ -183,7 +183,13 @@ class TextGenerator:
         return [items[i : i + size] for i in range(0, len(items), size)]
 
     def _checked(self, chunk: list[str], out: Sequence[str]) -> list[str]:
-        texts = [str(text) for text in out]
+        if isinstance(out, (str, bytes)) or not isinstance(out, Sequence):
+            msg = (
+                f"the batch function of {self.name} returned {type(out).__name__}; it must "
+                "return one text per prompt, in order"
+            )
+            raise GenerationError(msg)
+        texts = [_as_text(text, self.name) for text in out]
         if len(texts) != len(chunk):
             msg = (
                 f"the batch function of {self.name} returned {len(texts)} texts for "
@@ -264,8 +270,8 @@ class TextGenerator:
         """
         _check_prompt(prompt)
         if self._afn is not None:
-            return str(await self._acall(self._afn, prompt, native=True, what=""))
-        return str(await self._acall(self._fn, prompt, native=False, what=""))
+            return _as_text(await self._acall(self._afn, prompt, native=True, what=""), self.name)
+        return _as_text(await self._acall(self._fn, prompt, native=False, what=""), self.name)
 
     async def _abatch_call(self, batch_fn: BatchFn, chunk: list[str]) -> list[str]:
         what = f" on a batch of {len(chunk)} prompts"
@@ -354,6 +360,18 @@ def as_text_generator(
         return TextGenerator(llm, **options)
     msg = f"cannot use {type(llm).__name__} as an LLM: pass a str -> str callable or a LocalLM"
     raise InputTypeError(msg)
+
+
+def _as_text(out: object, name: object) -> str:
+    """An LLM's answer as text: a str, or an object that prints as its text (a LlamaIndex
+    ``CompletionResponse``). None, bytes and numbers are refused: turned into "None" or "5"
+    they would be stored as a summary that looks like any other."""
+    if isinstance(out, str):
+        return out
+    if out is None or isinstance(out, (bytes, bytearray, int, float)):
+        msg = f"LLM {name} returned {type(out).__name__}, not text"
+        raise GenerationError(msg)
+    return str(out)
 
 
 def _local_text_generator(

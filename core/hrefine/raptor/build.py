@@ -11,6 +11,7 @@ layer, never with a half-made one.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import time
 from collections.abc import Callable, Generator, Mapping, Sequence
@@ -19,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from hrefine._encodable import encodable
 from hrefine.budget import TokenCounter
 from hrefine.chunk import chunks
 from hrefine.errors import EmptyInputError, InputTypeError
@@ -59,7 +61,19 @@ class Source:
 
 
 def as_sources(docs: object) -> list[Source]:
-    """``docs`` (a sequence of str or :class:`Source`) as Sources; raises InputTypeError."""
+    """``docs`` (a sequence of str or :class:`Source`) as Sources, ready for every model.
+
+    Lone surrogates in a text become U+FFFD (one code point for one, so leaf offsets still
+    index the text; only a pair held as two code points becomes its one character): no
+    tokenizer or LLM client encodes them. Such a Source is replaced by a new one; the
+    caller's is never changed.
+
+    Raises
+    ------
+    InputTypeError
+        ``docs`` is not a sequence of str or Source, or a Source's text is not a str or its
+        metadata not a mapping.
+    """
     if isinstance(docs, (str, Source)):
         docs = [docs]
     if not isinstance(docs, Sequence):
@@ -68,12 +82,18 @@ def as_sources(docs: object) -> list[Source]:
     out: list[Source] = []
     for i, doc in enumerate(docs):
         if isinstance(doc, str):
-            out.append(Source(doc))
-        elif isinstance(doc, Source) and isinstance(doc.text, str):
-            out.append(doc)
-        else:
+            doc = Source(doc)
+        elif not isinstance(doc, Source):
             msg = f"document {i} is a {type(doc).__name__}; pass str or hrefine.raptor.Source"
             raise InputTypeError(msg)
+        elif not isinstance(doc.text, str) or not isinstance(doc.metadata, Mapping):
+            msg = (
+                f"document {i} is a Source whose text is a {type(doc.text).__name__} and "
+                f"metadata a {type(doc.metadata).__name__}; give a str and a dict"
+            )
+            raise InputTypeError(msg)
+        clean = encodable(doc.text)
+        out.append(doc if clean is doc.text else dataclasses.replace(doc, text=clean))
     return out
 
 

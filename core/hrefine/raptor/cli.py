@@ -82,6 +82,35 @@ def read_sources(paths: Sequence[str]) -> list[Source]:
     return out
 
 
+#: What a saved kind is called in messages.
+_SAVED_NAMES = {"raptor": "RAPTOR tree", "garlic": "GARLIC graph"}
+
+
+def check_no_other_save(output: Path, kind: str) -> None:
+    """Refuse ``output`` when it holds an hrefine save of another kind than ``kind``: saving
+    there would silently replace it (checked before any model loads).
+
+    Raises
+    ------
+    ConfigError
+        ``output`` holds a saved tree of another kind.
+    """
+    manifest = output / "tree.json"
+    if not manifest.is_file():
+        return
+    try:
+        found = json.loads(manifest.read_bytes()).get("kind")
+    except (OSError, ValueError, AttributeError):
+        return  # not a readable save: nothing of value is replaced by this check's say-so
+    if isinstance(found, str) and found != kind:
+        what = _SAVED_NAMES.get(found, f"saved {found!r} tree")
+        msg = (
+            f"could not save the {_SAVED_NAMES.get(kind, kind)} to {output}: it holds a "
+            f"{what}; give another folder (or delete that one)"
+        )
+        raise ConfigError(msg)
+
+
 class _LayerLines(logging.Handler):
     """Turns the tree's progress log into one stderr line per step, numbered by layer."""
 
@@ -198,6 +227,7 @@ def build(
     from hrefine.raptor import RaptorOptions, RaptorTree
 
     check_output_folder(output, "tree")
+    check_no_other_save(output, "raptor")
     sources = read_sources(docs)
     settings: dict[str, Any] = {
         "chunk_tokens": chunk_tokens,

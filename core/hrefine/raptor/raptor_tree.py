@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from hrefine._query import check_query
 from hrefine.budget import TokenCounter, get_counter
 from hrefine.errors import InputTypeError, PersistenceError, TreeError
 from hrefine.models import get_embedder
@@ -285,11 +286,13 @@ class RaptorTree:
         ------
         InputTypeError
             ``query`` is not a string.
+        EmptyInputError
+            ``query`` is empty or only white space.
         BudgetTooSmallError
             ``max_tokens`` is smaller than every node.
         """
-        how, k_, budget = self._query_settings(query, mode, k, max_tokens)
-        vector = self.embedder.embed_query(query)
+        text, how, k_, budget = self._query_settings(query, mode, k, max_tokens)
+        vector = self.embedder.embed_query(text)
         return self._retrieve(how, vector, k_, budget)
 
     async def aretrieve(
@@ -301,18 +304,21 @@ class RaptorTree:
         max_tokens: int | str | None = "default",
     ) -> list[RetrievedNode]:
         """:meth:`retrieve` with the query embedded in the default executor."""
-        how, k_, budget = self._query_settings(query, mode, k, max_tokens)
+        text, how, k_, budget = self._query_settings(query, mode, k, max_tokens)
         loop = asyncio.get_running_loop()
         embedder = await loop.run_in_executor(None, lambda: self.embedder)
-        vector = await loop.run_in_executor(None, embedder.embed_query, query)
+        vector = await loop.run_in_executor(None, embedder.embed_query, text)
         return self._retrieve(how, vector, k_, budget)
 
     def _query_settings(
         self, query: object, mode: str | None, k: object, max_tokens: object
-    ) -> tuple[str, int | None, int | None]:
+    ) -> tuple[str, str, int | None, int | None]:
+        """The query ready for the embedder, the mode, ``k`` and the budget, all checked."""
         if not isinstance(query, str):
             msg = f"query must be a str, got {type(query).__name__}"
             raise InputTypeError(msg)
+        # A blank query would rank nodes on an empty embedding: refuse it, as every method does.
+        text = check_query(query, used_for="RAPTOR ranks the tree's nodes against the query")
         how = check_mode(self.options.mode if mode is None else mode)
         changes: dict[str, Any] = {}
         if k != "default":
@@ -320,7 +326,7 @@ class RaptorTree:
         if max_tokens != "default":
             changes["max_tokens"] = max_tokens
         opts = self.options.replace(**changes) if changes else self.options
-        return how, opts.k, opts.max_tokens
+        return text, how, opts.k, opts.max_tokens
 
     def _retrieve(
         self, how: str, vector: np.ndarray, k: int | None, budget: int | None

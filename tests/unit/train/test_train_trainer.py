@@ -260,6 +260,9 @@ def test_ctrl_c_during_an_update_waits_for_the_update_to_finish() -> None:
     from hrefine.train.trainer import _interrupt_deferred
 
     finished: list[str] = []
+    # What the block must put back: Python's handler, or SIG_IGN when the test process was
+    # started in the background by a shell (which ignores SIGINT there).
+    before = signal.getsignal(signal.SIGINT)
 
     def update() -> None:
         with _interrupt_deferred():
@@ -269,4 +272,4 @@ def test_ctrl_c_during_an_update_waits_for_the_update_to_finish() -> None:
     with pytest.raises(KeyboardInterrupt):
         update()
     assert finished == ["update"]
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGINT) is before
