@@ -23,7 +23,8 @@ Quick mode takes whole documents in subset order (SHA-1 of the document id, see
 :func:`hrefine.eval.subset`), skipping documents over ``QUICK_MAX_DOC_TOKENS``, ``QUICK_DOCS``
 per dataset: SmolLM2 on CPU is the cost (about 10 summaries, some 45 s on an idle 2-core machine,
 per 5,000-token paper; several times that on a busy one). Full mode takes every question
-(meant for a GPU machine).
+(meant for a GPU machine); ``--full --no-lm`` takes every question with the extractive stand-in
+only (no SmolLM2 rows: a few minutes on a CPU) and writes ``results/raptor-full-nolm.*``.
 
 Writes ``results/raptor.{json,md,png}`` (quick) or ``results/raptor-full.*``. Floors are the
 ``metrics/...`` leaves of the returned dict (RAPTOR rows only; the tables are under
@@ -157,12 +158,14 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return sum(kept) / len(kept) if kept else None
 
 
-def _compressors(counter: Any, cache: Path) -> dict[str, Any]:
+def _compressors(counter: Any, cache: Path, *, with_lm: bool = True) -> dict[str, Any]:
     from hrefine.eval.methods import get_method
     from hrefine.eval.raptor_method import RaptorCompressor
 
     out: dict[str, Any] = {name: get_method(name, tokenizer=counter) for name in BASELINES}
     for label, llm in SUMMARISERS.items():
+        if llm != "extractive" and not with_lm:
+            continue
         for mode_name, mode in MODES.items():
             name = method_name(mode_name, label)
             out[name] = RaptorCompressor(
@@ -284,13 +287,16 @@ def _seed() -> None:
         pass
 
 
-def main(quick: bool = True) -> dict[str, Any]:
+def main(quick: bool = True, *, with_lm: bool = True) -> dict[str, Any]:
     """Run the RAPTOR benchmark and write ``results/raptor*.{json,md,png}``.
 
     Parameters
     ----------
     quick:
         The quick subsets (``QUICK_DOCS``), else every question.
+    with_lm:
+        Also the SmolLM2 rows. Without them (``--no-lm``, every question on a CPU in minutes)
+        only the extractive stand-in is built, and the files are ``raptor-full-nolm.*``.
 
     Returns
     -------
@@ -307,7 +313,7 @@ def main(quick: bool = True) -> dict[str, Any]:
     counter = get_counter(None)
     cache = CACHE_DIR
     code = check_cache(cache)
-    methods = _compressors(counter, cache)
+    methods = _compressors(counter, cache, with_lm=with_lm)
     quality: dict[str, Any] = {}
     shapes: dict[str, Any] = {}
     for dataset in DATASETS:
@@ -324,7 +330,7 @@ def main(quick: bool = True) -> dict[str, Any]:
     wall = time.perf_counter() - started
     res: dict[str, Any] = {
         "benchmark": "raptor",
-        "mode": "quick" if quick else "full",
+        "mode": ("quick" if quick else "full") + ("" if with_lm else "-nolm"),
         "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "wall_s": round(wall, 1),
         "seed": SEED,
@@ -389,7 +395,7 @@ def write_outputs(res: dict[str, Any]) -> None:
     """``results/raptor[-full].{json,md,png}``."""
     from benchmarks._raptor_report import plot, render_markdown
 
-    stem = "raptor" if res["mode"] == "quick" else "raptor-full"
+    stem = "raptor" if res["mode"] == "quick" else f"raptor-{res['mode']}"
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     (RESULTS_DIR / f"{stem}.json").write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")
     (RESULTS_DIR / f"{stem}.md").write_text(render_markdown(res), encoding="utf-8")
@@ -416,6 +422,11 @@ def _cli(argv: list[str] | None = None) -> int:
     mode.add_argument("--quick", action="store_true", help="quick subsets (default)")
     mode.add_argument("--full", action="store_true", help="every question (GPU machines)")
     parser.add_argument(
+        "--no-lm",
+        action="store_true",
+        help="with --full: the extractive summaries only, no SmolLM2 (minutes on a CPU)",
+    )
+    parser.add_argument(
         "--pin", action="store_true", help="pin the floors in results/baseline.json"
     )
     parser.add_argument("--fresh", action="store_true", help="empty the tree cache first")
@@ -432,7 +443,7 @@ def _cli(argv: list[str] | None = None) -> int:
     else:
         if args.fresh:
             shutil.rmtree(CACHE_DIR, ignore_errors=True)
-        res = main(quick=not args.full)
+        res = main(quick=not args.full, with_lm=not args.no_lm)
     if args.pin:
         if res["mode"] != "quick":
             print("floors are pinned for the quick mode only", file=sys.stderr)
