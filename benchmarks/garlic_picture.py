@@ -248,7 +248,8 @@ def draw(
     ]
     axes[0].legend(handles=legend, loc="upper left", fontsize=7.5, frameon=False, ncol=2)
     fig.suptitle(f"GARLIC graph and search for {item.question!r}", fontsize=11, x=0.01, ha="left")
-    fig.text(0.01, 0.008, note, fontsize=7.5, color="#5b6776", wrap=True)
+    # Wrapped here: matplotlib's own wrap let the line run past the figure's right edge.
+    fig.text(0.01, 0.008, textwrap.fill(note, 200), fontsize=7.5, color="#5b6776")
     fig.tight_layout(rect=(0, 0.035, 1, 0.98))
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out)

@@ -35,6 +35,7 @@ from hrefine.models import (
     get_embedder,
 )
 from hrefine.tree import NodeKind, Tree
+from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms import LLM
 from llama_index.core.schema import (
@@ -43,6 +44,7 @@ from llama_index.core.schema import (
     NodeRelationship,
     NodeWithScore,
     QueryBundle,
+    QueryType,
     RelatedNodeInfo,
     TextNode,
 )
@@ -55,6 +57,7 @@ if TYPE_CHECKING:
 __all__ = [
     "METADATA_KEYS",
     "HrefineEmbedding",
+    "QueryCheckedRetriever",
     "answer_llm",
     "check_query_type",
     "json_problem",
@@ -547,6 +550,30 @@ def check_query_type(query: object) -> None:
     if not isinstance(text, str):
         msg = f"query must be a str or a QueryBundle, got {type(query).__name__}"
         raise InputTypeError(msg)
+
+
+class QueryCheckedRetriever(BaseRetriever):
+    """A LlamaIndex retriever that refuses a query which is not text with an
+    :class:`~hrefine.errors.InputTypeError` before LlamaIndex's own event model (which would
+    fail with a pydantic ValidationError) sees it; subclasses implement ``_retrieve``."""
+
+    def retrieve(self, str_or_query_bundle: QueryType) -> list[NodeWithScore]:
+        """The retrieved nodes; see the subclass for their order and scores.
+
+        Raises
+        ------
+        InputTypeError
+            The query is not a str (or a QueryBundle holding one).
+        EmptyInputError
+            The query is empty.
+        """
+        check_query_type(str_or_query_bundle)
+        return super().retrieve(str_or_query_bundle)
+
+    async def aretrieve(self, str_or_query_bundle: QueryType) -> list[NodeWithScore]:
+        """:meth:`retrieve` without blocking the event loop."""
+        check_query_type(str_or_query_bundle)
+        return await super().aretrieve(str_or_query_bundle)
 
 
 def json_problem(tree: Tree) -> str | None:

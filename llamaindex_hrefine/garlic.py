@@ -15,7 +15,6 @@ from hrefine.garlic import GarlicGraph, GarlicOptions, GarlicSearcher, SearchRes
 from hrefine.models import Embedder
 from hrefine.options import check_int
 from llama_index.core.base.base_query_engine import BaseQueryEngine
-from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.chat_engine.types import BaseChatEngine, ChatMode
@@ -29,7 +28,6 @@ from llama_index.core.schema import (
     Document,
     NodeWithScore,
     QueryBundle,
-    QueryType,
     TransformComponent,
 )
 from llama_index.core.settings import Settings
@@ -37,8 +35,8 @@ from llama_index.core.storage.docstore.types import RefDocInfo
 from llama_index.core.storage.storage_context import StorageContext
 
 from llamaindex_hrefine._convert import (
+    QueryCheckedRetriever,
     answer_llm,
-    check_query_type,
     node_list,
     nodes_to_raptor_tree,
     raptor_nodes,
@@ -363,7 +361,7 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         raise self._not_supported("deleting")
 
 
-class GarlicRetriever(BaseRetriever):
+class GarlicRetriever(QueryCheckedRetriever):
     """Retrieve by GARLIC's LLM-guided search of a graph of summary points (Wang et al., 2024).
 
     The search starts at the graph's top level and asks the LLM whether what it has read answers
@@ -507,24 +505,6 @@ class GarlicRetriever(BaseRetriever):
         self._last = result
         weight = self._searcher.options.embedding_weight
         return visited_to_nodes(result, self._graph.tree, weight)
-
-    def retrieve(self, str_or_query_bundle: QueryType) -> list[NodeWithScore]:
-        """The nodes the search read, in document order.
-
-        Raises
-        ------
-        InputTypeError
-            The query is not a str (or a QueryBundle holding one).
-        EmptyInputError
-            The query is empty.
-        """
-        check_query_type(str_or_query_bundle)
-        return super().retrieve(str_or_query_bundle)
-
-    async def aretrieve(self, str_or_query_bundle: QueryType) -> list[NodeWithScore]:
-        """:meth:`retrieve` in the default executor."""
-        check_query_type(str_or_query_bundle)
-        return await super().aretrieve(str_or_query_bundle)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return self._search(query_bundle.query_str)

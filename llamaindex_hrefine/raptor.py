@@ -25,7 +25,6 @@ from hrefine.raptor import RaptorOptions, RaptorTree, RetrievedNode
 from hrefine.raptor.options import check_mode
 from hrefine.tree import Tree
 from llama_index.core.base.base_query_engine import BaseQueryEngine
-from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.chat_engine.types import BaseChatEngine, ChatMode
@@ -40,7 +39,6 @@ from llama_index.core.schema import (
     Document,
     NodeWithScore,
     QueryBundle,
-    QueryType,
     TransformComponent,
 )
 from llama_index.core.settings import Settings
@@ -48,8 +46,8 @@ from llama_index.core.storage.docstore.types import RefDocInfo
 from llama_index.core.storage.storage_context import StorageContext
 
 from llamaindex_hrefine._convert import (
+    QueryCheckedRetriever,
     answer_llm,
-    check_query_type,
     json_problem,
     node_list,
     nodes_to_raptor_tree,
@@ -707,7 +705,7 @@ def _changed(before: Tree, after: Tree) -> list[int]:
     return out
 
 
-class RaptorRetriever(BaseRetriever):
+class RaptorRetriever(QueryCheckedRetriever):
     """Retrieve from a RAPTOR tree: summaries and chunks most similar to the query.
 
     Parameters
@@ -786,24 +784,6 @@ class RaptorRetriever(BaseRetriever):
         node_ids = raptor.index_struct.node_ids if isinstance(raptor, RaptorIndex) else None
         sources = list(self._tree().tree.metadata.get("sources", []))
         return retrieved_to_nodes(results, node_ids, sources, stored)
-
-    def retrieve(self, str_or_query_bundle: QueryType) -> list[NodeWithScore]:
-        """The nodes that answer the query, best first.
-
-        Raises
-        ------
-        InputTypeError
-            The query is not a str (or a QueryBundle holding one).
-        EmptyInputError
-            The query is empty.
-        """
-        check_query_type(str_or_query_bundle)
-        return super().retrieve(str_or_query_bundle)
-
-    async def aretrieve(self, str_or_query_bundle: QueryType) -> list[NodeWithScore]:
-        """:meth:`retrieve` without blocking the event loop."""
-        check_query_type(str_or_query_bundle)
-        return await super().aretrieve(str_or_query_bundle)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         results = self._tree().retrieve(query_bundle.query_str, mode=self._mode, **self._limits)

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_checks import one_line_error as _one_line_error
 from hrefine._cli_support import loading_line
 from hrefine.cli import app, main
 from hrefine.errors import ConfigError
@@ -45,16 +46,6 @@ def table_page(tmp_path: Path) -> Path:
         encoding="utf-8",
     )
     return page
-
-
-def _one_line_error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
-    """Run ``hrefine argv``; assert it failed with exactly one line on stderr, return it."""
-    code = main(argv)
-    err = capsys.readouterr().err
-    assert code == 2, err
-    assert "Traceback" not in err
-    assert err.count("\n") == 1 and err.startswith("hrefine: error: "), err
-    return err.strip()
 
 
 def test_html_clean_file_drops_scripts_keeps_text(runner: CliRunner, tmp_path: Path) -> None:

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hrefine.cli import app, main
+from cli_checks import one_line_error as _one_line_error
+from hrefine.cli import app
 from hrefine.garlic import GarlicGraph, GarlicSearcher
 from hrefine.raptor import Source
 from typer.testing import CliRunner
@@ -92,15 +93,6 @@ def built(docs: list[Path], tmp_path_factory: pytest.TempPathFactory) -> tuple[P
     )
     assert res.exit_code == 0, res.output
     return folder, res.stderr
-
-
-def _one_line_error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
-    code = main(argv)
-    err = capsys.readouterr().err
-    assert code == 2, err
-    assert "Traceback" not in err
-    assert err.count("\n") == 1 and err.startswith("hrefine: error: "), err
-    return err.strip()
 
 
 def test_build_saves_a_graph_and_reports_each_level(

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_checks import one_line_error as _one_line_error
 from garlic_fakes import SMALL, garlic_llm
 from hrefine.errors import ConfigError, EmptyInputError, InputTypeError, PersistenceError
 from hrefine.garlic import GarlicGraph, GarlicSearcher
@@ -265,17 +266,6 @@ def test_raptor_index_persist_refuses_metadata_json_cannot_store(
 
 
 # -- the CLI ----------------------------------------------------------------------------------
-
-
-def _one_line_error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
-    from hrefine.cli import main
-
-    code = main(argv)
-    err = capsys.readouterr().err
-    assert code == 2, err
-    assert "Traceback" not in err
-    assert err.count("\n") == 1 and err.startswith("hrefine: error: "), err
-    return err.strip()
 
 
 def test_a_build_into_a_folder_holding_the_other_methods_save_is_refused(

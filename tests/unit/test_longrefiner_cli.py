@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_checks import one_line_error as _one_line_error
 from hrefine.cli import app, main
 from hrefine.errors import ConfigError
 from typer.testing import CliRunner
@@ -43,16 +44,6 @@ def _ok(runner: CliRunner, argv: list[str], **kwargs: Any) -> Any:
     res = runner.invoke(app, argv, **kwargs)
     assert res.exit_code == 0, res.output
     return res
-
-
-def _one_line_error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
-    """Run ``hrefine argv``; assert it failed with exactly one line on stderr, return it."""
-    code = main(argv)
-    err = capsys.readouterr().err
-    assert code == 2, err
-    assert "Traceback" not in err
-    assert err.count("\n") == 1 and err.startswith("hrefine: error: "), err
-    return err.strip()
 
 
 def test_a_paper_with_the_embedded_models_prints_outline_kept_units_then_text(

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_checks import one_line_error as _one_line_error
 from hrefine.budget import default_counter
-from hrefine.cli import app, main
+from hrefine.cli import app
 from hrefine.eval import load_dataset
 from hrefine.raptor import RaptorTree, Source
 from hrefine.raptor.cli import read_sources
@@ -58,15 +59,6 @@ def saved(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> tuple[Path
     folder = tmp_path_factory.mktemp("raptor") / "tree"
     tree.save(folder)
     return folder, tree
-
-
-def _one_line_error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
-    code = main(argv)
-    err = capsys.readouterr().err
-    assert code == 2, err
-    assert "Traceback" not in err
-    assert err.count("\n") == 1 and err.startswith("hrefine: error: "), err
-    return err.strip()
 
 
 def test_query_lists_the_same_nodes_as_the_library(
