@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import copy
 import functools
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, cast
 
 from hrefine.errors import ConfigError, InputTypeError, NotSupportedError, PersistenceError
@@ -17,27 +16,18 @@ from hrefine.options import check_int
 from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks import CallbackManager
-from llama_index.core.chat_engine.types import BaseChatEngine, ChatMode
-from llama_index.core.data_structs.data_structs import IndexStruct
 from llama_index.core.data_structs.registry import INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS
-from llama_index.core.indices.base import BaseIndex
 from llama_index.core.indices.registry import INDEX_STRUCT_TYPE_TO_INDEX_CLASS
-from llama_index.core.ingestion import run_transformations
 from llama_index.core.schema import (
     BaseNode,
-    Document,
     NodeWithScore,
     QueryBundle,
     TransformComponent,
 )
-from llama_index.core.settings import Settings
-from llama_index.core.storage.docstore.types import RefDocInfo
 from llama_index.core.storage.storage_context import StorageContext
 
 from llamaindex_hrefine._convert import (
     QueryCheckedRetriever,
-    answer_llm,
-    node_list,
     nodes_to_raptor_tree,
     raptor_nodes,
     to_embedder,
@@ -45,7 +35,7 @@ from llamaindex_hrefine._convert import (
     to_sources,
     visited_to_nodes,
 )
-from llamaindex_hrefine.raptor import RaptorIndexStruct, _check_struct, _digest
+from llamaindex_hrefine._tree_index import StoredTreeIndex, TreeIndexStruct, digest, fill_struct
 
 #: ``as_query_engine`` arguments that go to the retriever.
 _RETRIEVER_KEYS = ("patience", "max_steps", "max_tokens")
@@ -56,41 +46,13 @@ __all__ = ["GarlicIndex", "GarlicIndexStruct", "GarlicRetriever"]
 
 #: The index-store type of a GARLIC index.
 STRUCT_TYPE = "hrefine_garlic"
-#: Version of the stored layout (the RAPTOR index's layout: nodes, edges, metadata, options).
-FORMAT = 1
 
 
 @dataclass
-class GarlicIndexStruct(IndexStruct):
-    """The shape of a GARLIC graph, kept in LlamaIndex's index store.
-
-    The nodes themselves (text, metadata, embedding) are in the docstore under ``node_ids``.
-
-    Attributes
-    ----------
-    node_ids:
-        Docstore id of graph node ``i`` at position ``i``.
-    layout:
-        ``[kind, level, order, order_derived]`` of each graph node.
-    edges:
-        ``[parent, child, weight]`` of each edge (graph ids; a summary point's weights sum to 1).
-    tree_metadata:
-        The graph's own metadata (document ids, edge mode, why the build stopped).
-    options:
-        The :class:`~hrefine.garlic.GarlicOptions` it was built with (plain values).
-    digest:
-        SHA-256 of the graph and options, to tell an edited or truncated store.
-    format:
-        Version of this layout.
-    """
-
-    node_ids: list[str] = field(default_factory=list)
-    layout: list[list[Any]] = field(default_factory=list)
-    edges: list[list[Any]] = field(default_factory=list)
-    tree_metadata: dict[str, Any] = field(default_factory=dict)
-    options: dict[str, Any] = field(default_factory=dict)
-    digest: str = ""
-    format: int = FORMAT
+class GarlicIndexStruct(TreeIndexStruct):
+    """The shape of a GARLIC graph, kept in LlamaIndex's index store (fields: see
+    :class:`~llamaindex_hrefine._tree_index.TreeIndexStruct`; a summary point's edge weights
+    sum to 1, ``options`` the :class:`~hrefine.garlic.GarlicOptions`)."""
 
     @classmethod
     def get_type(cls) -> Any:
@@ -98,7 +60,7 @@ class GarlicIndexStruct(IndexStruct):
         return STRUCT_TYPE
 
 
-class GarlicIndex(BaseIndex[GarlicIndexStruct]):
+class GarlicIndex(StoredTreeIndex[GarlicIndexStruct]):
     """A GARLIC graph over documents, kept in LlamaIndex's stores.
 
     The documents go in whole: GARLIC cuts them into ``chunk_tokens`` leaves itself, and the LLM
@@ -176,53 +138,6 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         if self._graph is None:  # given an index struct: load the graph from the stores
             self._graph = self._load(self._index_struct)
 
-    @classmethod
-    def from_documents(  # type: ignore[override]
-        cls,
-        documents: Sequence[Document],
-        storage_context: StorageContext | None = None,
-        show_progress: bool = False,
-        callback_manager: CallbackManager | None = None,
-        transformations: list[TransformComponent] | None = None,
-        **kwargs: Any,
-    ) -> GarlicIndex:
-        """Build an index over ``documents``.
-
-        GARLIC cuts each document into ``chunk_tokens`` leaves itself, so by default the
-        documents go in whole (``Settings.transformations`` are not applied);
-        ``transformations`` given here run first, and each resulting node is then chunked.
-
-        Parameters
-        ----------
-        documents:
-            The LlamaIndex Documents (not changed).
-        storage_context, show_progress, callback_manager, transformations:
-            As for any LlamaIndex index.
-        **kwargs:
-            The constructor's arguments: ``llm``, ``embed_model``, ``options`` and
-            :class:`~hrefine.garlic.GarlicOptions` fields.
-        """
-        docs = node_list(documents)
-        storage_context = storage_context or StorageContext.from_defaults()
-        callback_manager = callback_manager or Settings.callback_manager
-        with callback_manager.as_trace("index_construction"):
-            nodes = (
-                run_transformations(docs, transformations, show_progress=show_progress)
-                if transformations
-                else docs
-            )
-            index = cls(
-                nodes=nodes,
-                storage_context=storage_context,
-                callback_manager=callback_manager,
-                transformations=transformations,
-                show_progress=show_progress,
-                **kwargs,
-            )
-            for doc in docs:  # after the build: a failed one records no document
-                storage_context.docstore.set_document_hash(doc.id_, doc.hash)
-        return index
-
     def _build_index_from_nodes(
         self, nodes: Sequence[BaseNode], **build_kwargs: Any
     ) -> GarlicIndexStruct:
@@ -238,16 +153,8 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         sources = list(tree.metadata.get("sources", []))
         templates = dict(enumerate(nodes))
         stored = raptor_nodes(tree, range(len(tree)), node_ids, sources, templates=templates)
-        data = tree.to_dict()
-        options = graph.options.plain()
-        struct = GarlicIndexStruct(
-            node_ids=node_ids,
-            layout=[[n["kind"], n["level"], n["order"], n["order_derived"]] for n in data["nodes"]],
-            edges=[list(e) for e in data["edges"]],
-            tree_metadata=copy.deepcopy(data["metadata"]),
-            options=options,
-            digest=_digest(tree, options),
-        )
+        struct = GarlicIndexStruct()
+        fill_struct(struct, tree, node_ids, graph.options.plain())
         self._docstore.add_documents(stored, allow_update=True)
         self._graph = graph
         return struct
@@ -255,18 +162,11 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
     def _load(self, struct: GarlicIndexStruct) -> GarlicGraph:
         """The graph held by the stores for ``struct``; raises PersistenceError."""
         where = f"GARLIC index {struct.index_id!r}"
-        _check_struct(cast("RaptorIndexStruct", struct), where)
-        stored: list[BaseNode] = []
-        for node_id in struct.node_ids:
-            node = self._docstore.get_node(node_id, raise_error=False)
-            if node is None:
-                msg = f"{where}: node {node_id!r} is not in the docstore (a truncated store?)"
-                raise PersistenceError(msg)
-            stored.append(node)
+        stored = self._stored(struct, where)
         tree = nodes_to_raptor_tree(
             stored, struct.layout, struct.edges, struct.tree_metadata, where=where
         )
-        if _digest(tree, struct.options) != struct.digest:
+        if digest(tree, struct.options) != struct.digest:
             msg = f"{where}: the stored graph does not match its checksum (edited or truncated)"
             raise PersistenceError(msg)
         options = GarlicOptions.from_saved(struct.options, where).replace(**self._settings)
@@ -280,17 +180,6 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         """The core :class:`~hrefine.garlic.GarlicGraph` (its ``stats``, ``levels``, ``save``)."""
         assert self._graph is not None
         return self._graph
-
-    @property
-    def ref_doc_info(self) -> dict[str, RefDocInfo]:
-        """Each document of the graph and its chunks (docstore ids)."""
-        ours = set(self._index_struct.node_ids)
-        every = self._docstore.get_all_ref_doc_info() or {}
-        return {
-            doc_id: info
-            for doc_id, info in every.items()
-            if any(node_id in ours for node_id in info.node_ids)
-        }
 
     def as_retriever(self, **kwargs: Any) -> GarlicRetriever:  # type: ignore[override]
         """A :class:`GarlicRetriever` over this index's graph.
@@ -330,16 +219,8 @@ class GarlicIndex(BaseIndex[GarlicIndexStruct]):
         limits = {key: kwargs.pop(key) for key in _RETRIEVER_KEYS if key in kwargs}
         if "search_llm" in kwargs:
             limits["llm"] = kwargs.pop("search_llm")
-        answer = answer_llm(llm, self._llm, self._callback_manager)
+        answer = self._answer_llm(llm)
         return RetrieverQueryEngine.from_args(self.as_retriever(**limits), llm=answer, **kwargs)
-
-    def as_chat_engine(
-        self, chat_mode: ChatMode = ChatMode.BEST, llm: Any = None, **kwargs: Any
-    ) -> BaseChatEngine:
-        """A chat engine over this index, answering with the LLM :meth:`as_query_engine`
-        would use."""
-        answer = answer_llm(llm, self._llm, self._callback_manager)
-        return super().as_chat_engine(chat_mode=chat_mode, llm=answer, **kwargs)
 
     def _not_supported(self, what: str) -> NotSupportedError:
         msg = (

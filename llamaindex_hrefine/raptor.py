@@ -11,15 +11,11 @@ and the index class with LlamaIndex's loaders.
 
 from __future__ import annotations
 
-import copy
-import hashlib
-import json
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, cast
 
-import numpy as np
 from hrefine.errors import ConfigError, InputTypeError, NotSupportedError, PersistenceError
 from hrefine.raptor import RaptorOptions, RaptorTree, RetrievedNode
 from hrefine.raptor.options import check_mode
@@ -27,13 +23,9 @@ from hrefine.tree import Tree
 from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks.base import CallbackManager
-from llama_index.core.chat_engine.types import BaseChatEngine, ChatMode
-from llama_index.core.data_structs.data_structs import IndexStruct
 from llama_index.core.data_structs.registry import INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS
-from llama_index.core.indices.base import BaseIndex
 from llama_index.core.indices.registry import INDEX_STRUCT_TYPE_TO_INDEX_CLASS
 from llama_index.core.ingestion import arun_transformations, run_transformations
-from llama_index.core.llms import LLM
 from llama_index.core.schema import (
     BaseNode,
     Document,
@@ -41,15 +33,11 @@ from llama_index.core.schema import (
     QueryBundle,
     TransformComponent,
 )
-from llama_index.core.settings import Settings
-from llama_index.core.storage.docstore.types import RefDocInfo
 from llama_index.core.storage.storage_context import StorageContext
 
 from llamaindex_hrefine._convert import (
     QueryCheckedRetriever,
-    answer_llm,
     json_problem,
-    node_list,
     nodes_to_raptor_tree,
     raptor_nodes,
     retrieved_to_nodes,
@@ -57,6 +45,7 @@ from llamaindex_hrefine._convert import (
     to_raptor_llm,
     to_sources,
 )
+from llamaindex_hrefine._tree_index import StoredTreeIndex, TreeIndexStruct, digest, fill_struct
 
 __all__ = [
     "RaptorIndex",
@@ -67,8 +56,6 @@ __all__ = [
 
 #: The index-store type of a :class:`RaptorIndexStruct` (what the loaders dispatch on).
 STRUCT_TYPE = "hrefine_raptor"
-#: Version of the stored layout; a store of another version is refused.
-FORMAT = 1
 #: Keyword arguments of ``as_retriever`` (``as_query_engine`` passes the others on).
 _RETRIEVER_KEYS = ("mode", "k", "max_tokens", "similarity_top_k")
 _DEFAULT = "default"
@@ -80,55 +67,15 @@ RaptorNotSupportedError = NotSupportedError
 
 
 @dataclass
-class RaptorIndexStruct(IndexStruct):
-    """The shape of a RAPTOR tree, kept in LlamaIndex's index store.
-
-    The nodes themselves (text, metadata, embedding) are in the docstore under ``node_ids``.
-
-    Attributes
-    ----------
-    node_ids:
-        Docstore id of tree node ``i`` at position ``i``.
-    layout:
-        ``[kind, level, order, order_derived]`` of each tree node.
-    edges:
-        ``[parent, child, weight]`` of each edge (tree ids; weights are cluster memberships).
-    tree_metadata:
-        The tree's own metadata (document ids, empty documents, build statistics).
-    options:
-        The :class:`~hrefine.raptor.RaptorOptions` it was built with (plain values).
-    digest:
-        SHA-256 of the tree and options, to tell an edited or truncated store.
-    format:
-        Version of this layout.
-    """
-
-    node_ids: list[str] = field(default_factory=list)
-    layout: list[list[Any]] = field(default_factory=list)
-    edges: list[list[Any]] = field(default_factory=list)
-    tree_metadata: dict[str, Any] = field(default_factory=dict)
-    options: dict[str, Any] = field(default_factory=dict)
-    digest: str = ""
-    format: int = FORMAT
+class RaptorIndexStruct(TreeIndexStruct):
+    """The shape of a RAPTOR tree, kept in LlamaIndex's index store (fields: see
+    :class:`~llamaindex_hrefine._tree_index.TreeIndexStruct`; edge weights are cluster
+    memberships, ``options`` the :class:`~hrefine.raptor.RaptorOptions`)."""
 
     @classmethod
     def get_type(cls) -> Any:
         """The index-store type name (``"hrefine_raptor"``)."""
         return STRUCT_TYPE
-
-
-def _digest(tree: Tree, options: Mapping[str, Any]) -> str:
-    """SHA-256 of ``tree`` (graph, texts, metadata, embeddings) and ``options``."""
-    body = json.dumps(
-        {"tree": tree.to_dict(), "options": dict(options)},
-        sort_keys=True,
-        ensure_ascii=False,
-        default=str,
-    )
-    h = hashlib.sha256(body.encode("utf-8"))
-    if tree.embeddings is not None:
-        h.update(np.ascontiguousarray(tree.embeddings, dtype=np.float32).tobytes())
-    return h.hexdigest()
 
 
 def _limits(k: object, max_tokens: object) -> dict[str, Any]:
@@ -141,7 +88,7 @@ def _limits(k: object, max_tokens: object) -> dict[str, Any]:
     return out
 
 
-class RaptorIndex(BaseIndex[RaptorIndexStruct]):
+class RaptorIndex(StoredTreeIndex[RaptorIndexStruct]):
     """A RAPTOR summary tree as a LlamaIndex index.
 
     Documents are cut into ~100-token leaves, embedded and clustered, each cluster summarised by
@@ -263,53 +210,6 @@ class RaptorIndex(BaseIndex[RaptorIndexStruct]):
             self._raptor = self._load(self._index_struct)
 
     # -- building ---------------------------------------------------------------------------
-    @classmethod
-    def from_documents(  # type: ignore[override]
-        cls,
-        documents: Sequence[Document],
-        storage_context: StorageContext | None = None,
-        show_progress: bool = False,
-        callback_manager: CallbackManager | None = None,
-        transformations: list[TransformComponent] | None = None,
-        **kwargs: Any,
-    ) -> RaptorIndex:
-        """Build an index over ``documents``.
-
-        RAPTOR cuts each document into ``chunk_tokens`` leaves itself, so by default the
-        documents go in whole (``Settings.transformations`` are not applied);
-        ``transformations`` given here run first, and each resulting node is then chunked.
-
-        Parameters
-        ----------
-        documents:
-            The LlamaIndex Documents (not changed).
-        storage_context, show_progress, callback_manager, transformations:
-            As for any LlamaIndex index.
-        **kwargs:
-            The constructor's arguments: ``llm``, ``embed_model``, ``tokenizer``, ``options``
-            and :class:`~hrefine.raptor.RaptorOptions` fields.
-        """
-        docs = node_list(documents)
-        storage_context = storage_context or StorageContext.from_defaults()
-        callback_manager = callback_manager or Settings.callback_manager
-        with callback_manager.as_trace("index_construction"):
-            nodes = (
-                run_transformations(docs, transformations, show_progress=show_progress)
-                if transformations
-                else docs
-            )
-            index = cls(
-                nodes=nodes,
-                storage_context=storage_context,
-                callback_manager=callback_manager,
-                transformations=transformations,
-                show_progress=show_progress,
-                **kwargs,
-            )
-            for doc in docs:  # after the build: a failed one records no document
-                storage_context.docstore.set_document_hash(doc.id_, doc.hash)
-        return index
-
     def build_index_from_nodes(
         self, nodes: Sequence[BaseNode], **build_kwargs: Any
     ) -> RaptorIndexStruct:
@@ -347,17 +247,7 @@ class RaptorIndex(BaseIndex[RaptorIndexStruct]):
         node_ids += [str(uuid.uuid4()) for _ in range(len(tree) - len(node_ids))]
         sources = list(tree.metadata.get("sources", []))
         out = raptor_nodes(tree, list(ids), node_ids, sources, stored=stored, templates=templates)
-        data = tree.to_dict()
-        options = raptor.options.plain()
-        struct.node_ids = node_ids
-        struct.layout = [
-            [n["kind"], n["level"], n["order"], n["order_derived"]] for n in data["nodes"]
-        ]
-        struct.edges = [list(e) for e in data["edges"]]
-        struct.tree_metadata = copy.deepcopy(data["metadata"])
-        struct.options = options
-        struct.digest = _digest(tree, options)
-        struct.format = FORMAT
+        fill_struct(struct, tree, node_ids, raptor.options.plain())
         return out
 
     # -- inserting --------------------------------------------------------------------------
@@ -484,21 +374,11 @@ class RaptorIndex(BaseIndex[RaptorIndexStruct]):
     def _load(self, struct: RaptorIndexStruct) -> RaptorTree:
         """The tree held by the stores for ``struct``; raises PersistenceError."""
         where = f"RAPTOR index {struct.index_id!r}"
-        _check_struct(struct, where)
-        stored: list[BaseNode] = []
-        for node_id in struct.node_ids:
-            node = self._docstore.get_node(node_id, raise_error=False)
-            if node is None:
-                msg = (
-                    f"{where}: node {node_id!r} is not in the docstore (a truncated or "
-                    "different store?); persist and load the whole storage context"
-                )
-                raise PersistenceError(msg)
-            stored.append(node)
+        stored = self._stored(struct, where)
         tree = nodes_to_raptor_tree(
             stored, struct.layout, struct.edges, struct.tree_metadata, where=where
         )
-        if _digest(tree, struct.options) != struct.digest:
+        if digest(tree, struct.options) != struct.digest:
             msg = f"{where}: the stored tree does not match its checksum (edited or truncated)"
             raise PersistenceError(msg)
         saved = RaptorOptions.from_saved(struct.options, where)
@@ -587,17 +467,6 @@ class RaptorIndex(BaseIndex[RaptorIndexStruct]):
         assert self._raptor is not None
         return self._raptor
 
-    @property
-    def ref_doc_info(self) -> dict[str, RefDocInfo]:
-        """Each document of the tree and its leaves (docstore ids)."""
-        ours = set(self._index_struct.node_ids)
-        every = self._docstore.get_all_ref_doc_info() or {}
-        return {
-            doc_id: info
-            for doc_id, info in every.items()
-            if any(node_id in ours for node_id in info.node_ids)
-        }
-
     def as_retriever(  # type: ignore[override]
         self,
         mode: str | None = None,
@@ -634,9 +503,6 @@ class RaptorIndex(BaseIndex[RaptorIndexStruct]):
             callback_manager=self._callback_manager,
         )
 
-    def _answer_llm(self, llm: Any) -> LLM:
-        return answer_llm(llm, self._llm, self._callback_manager)
-
     def as_query_engine(self, llm: Any = None, **kwargs: Any) -> BaseQueryEngine:
         """A ``RetrieverQueryEngine`` over :meth:`as_retriever`.
 
@@ -655,35 +521,6 @@ class RaptorIndex(BaseIndex[RaptorIndexStruct]):
             **{key: kwargs.pop(key) for key in _RETRIEVER_KEYS if key in kwargs}
         )
         return RetrieverQueryEngine.from_args(retriever, llm=self._answer_llm(llm), **kwargs)
-
-    def as_chat_engine(
-        self, chat_mode: ChatMode = ChatMode.BEST, llm: Any = None, **kwargs: Any
-    ) -> BaseChatEngine:
-        """A chat engine over this index, answering with the LLM :meth:`as_query_engine`
-        would use."""
-        return super().as_chat_engine(chat_mode=chat_mode, llm=self._answer_llm(llm), **kwargs)
-
-
-def _check_struct(struct: RaptorIndexStruct, where: str) -> None:
-    """Raise PersistenceError unless ``struct``'s fields have the stored layout's shape."""
-    problem = ""
-    if struct.format != FORMAT:
-        problem = f"it is in format {struct.format!r}; this hrefine reads format {FORMAT}"
-    elif not struct.node_ids or not all(isinstance(i, str) for i in struct.node_ids):
-        problem = "its node ids are missing"
-    elif len(struct.layout) != len(struct.node_ids) or not all(
-        isinstance(row, list) and len(row) == 4 for row in struct.layout
-    ):
-        problem = "its node layout does not match its node ids"
-    elif not all(isinstance(e, list) and len(e) == 3 for e in struct.edges):
-        problem = "its edges are malformed"
-    elif not isinstance(struct.tree_metadata, dict) or not isinstance(struct.options, dict):
-        problem = "its tree metadata or settings are malformed"
-    elif not isinstance(struct.digest, str) or not struct.digest:
-        problem = "it has no checksum"
-    if problem:
-        msg = f"{where} cannot be loaded: {problem}"
-        raise PersistenceError(msg)
 
 
 def _changed(before: Tree, after: Tree) -> list[int]:

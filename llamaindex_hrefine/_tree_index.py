@@ -1,0 +1,227 @@
+"""What the RAPTOR and GARLIC indexes share: the stored layout of a built tree or graph (nodes in
+the docstore, its shape in the index store, checked by a checksum) and the parts of a LlamaIndex
+``BaseIndex`` that do not depend on the method."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+from hrefine.errors import PersistenceError
+from hrefine.tree import Tree
+from llama_index.core.callbacks import CallbackManager
+from llama_index.core.chat_engine.types import BaseChatEngine, ChatMode
+from llama_index.core.data_structs.data_structs import IndexStruct
+from llama_index.core.indices.base import BaseIndex
+from llama_index.core.ingestion import run_transformations
+from llama_index.core.llms import LLM
+from llama_index.core.schema import BaseNode, Document, TransformComponent
+from llama_index.core.settings import Settings
+from llama_index.core.storage.docstore.types import RefDocInfo
+from llama_index.core.storage.storage_context import StorageContext
+
+from llamaindex_hrefine._convert import answer_llm, node_list
+
+__all__ = [
+    "FORMAT",
+    "StoredTreeIndex",
+    "TreeIndexStruct",
+    "check_struct",
+    "digest",
+    "fill_struct",
+]
+
+#: Version of the stored layout.
+FORMAT = 1
+
+
+@dataclass
+class TreeIndexStruct(IndexStruct):
+    """The shape of a built tree or graph, kept in LlamaIndex's index store (each method's
+    struct subclasses it and names its own type).
+
+    The nodes themselves (text, metadata, embedding) are in the docstore under ``node_ids``.
+
+    Attributes
+    ----------
+    node_ids:
+        Docstore id of node ``i`` at position ``i``.
+    layout:
+        ``[kind, level, order, order_derived]`` of each node.
+    edges:
+        ``[parent, child, weight]`` of each edge (node positions).
+    tree_metadata:
+        The tree's own metadata (document ids, empty documents, build statistics).
+    options:
+        The method's options it was built with (plain values).
+    digest:
+        SHA-256 of the tree and options, to tell an edited or truncated store.
+    format:
+        Version of this layout.
+    """
+
+    node_ids: list[str] = field(default_factory=list)
+    layout: list[list[Any]] = field(default_factory=list)
+    edges: list[list[Any]] = field(default_factory=list)
+    tree_metadata: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    digest: str = ""
+    format: int = FORMAT
+
+
+def digest(tree: Tree, options: Mapping[str, Any]) -> str:
+    """SHA-256 of ``tree`` (graph, texts, metadata, embeddings) and ``options``."""
+    body = json.dumps(
+        {"tree": tree.to_dict(), "options": dict(options)},
+        sort_keys=True,
+        ensure_ascii=False,
+        default=str,
+    )
+    h = hashlib.sha256(body.encode("utf-8"))
+    if tree.embeddings is not None:
+        h.update(np.ascontiguousarray(tree.embeddings, dtype=np.float32).tobytes())
+    return h.hexdigest()
+
+
+def fill_struct(
+    struct: TreeIndexStruct, tree: Tree, node_ids: Sequence[str], options: Mapping[str, Any]
+) -> None:
+    """Write ``tree``'s shape, its docstore ids, ``options`` and their checksum into
+    ``struct``."""
+    data = tree.to_dict()
+    struct.node_ids = list(node_ids)
+    struct.layout = [[n["kind"], n["level"], n["order"], n["order_derived"]] for n in data["nodes"]]
+    struct.edges = [list(e) for e in data["edges"]]
+    struct.tree_metadata = copy.deepcopy(data["metadata"])
+    struct.options = dict(options)
+    struct.digest = digest(tree, options)
+    struct.format = FORMAT
+
+
+def check_struct(struct: TreeIndexStruct, where: str) -> None:
+    """Raise PersistenceError unless ``struct``'s fields have the stored layout's shape."""
+    problem = ""
+    if struct.format != FORMAT:
+        problem = f"it is in format {struct.format!r}; this hrefine reads format {FORMAT}"
+    elif not struct.node_ids or not all(isinstance(i, str) for i in struct.node_ids):
+        problem = "its node ids are missing"
+    elif len(struct.layout) != len(struct.node_ids) or not all(
+        isinstance(row, list) and len(row) == 4 for row in struct.layout
+    ):
+        problem = "its node layout does not match its node ids"
+    elif not all(isinstance(e, list) and len(e) == 3 for e in struct.edges):
+        problem = "its edges are malformed"
+    elif not isinstance(struct.tree_metadata, dict) or not isinstance(struct.options, dict):
+        problem = "its tree metadata or settings are malformed"
+    elif not isinstance(struct.digest, str) or not struct.digest:
+        problem = "it has no checksum"
+    if problem:
+        msg = f"{where} cannot be loaded: {problem}"
+        raise PersistenceError(msg)
+
+
+_S = TypeVar("_S", bound=TreeIndexStruct)
+_I = TypeVar("_I", bound="StoredTreeIndex[Any]")
+
+
+class StoredTreeIndex(BaseIndex[_S], Generic[_S]):
+    """A LlamaIndex index whose nodes are those of a tree or graph a method builds itself (the
+    RAPTOR and GARLIC indexes): the method-free parts of building, loading and answering.
+
+    Subclasses set ``_llm`` (the LLM the caller gave, which also answers when it is a
+    LlamaIndex LLM) before ``BaseIndex.__init__`` runs, and build their tree in
+    ``_build_index_from_nodes``.
+    """
+
+    _llm: Any
+
+    @classmethod
+    def from_documents(  # type: ignore[override]
+        cls: type[_I],
+        documents: Sequence[Document],
+        storage_context: StorageContext | None = None,
+        show_progress: bool = False,
+        callback_manager: CallbackManager | None = None,
+        transformations: list[TransformComponent] | None = None,
+        **kwargs: Any,
+    ) -> _I:
+        """Build an index over ``documents``.
+
+        The method cuts each document into its own leaves, so by default the documents go in
+        whole (``Settings.transformations`` are not applied); ``transformations`` given here
+        run first, and each resulting node is then chunked.
+
+        Parameters
+        ----------
+        documents:
+            The LlamaIndex Documents (not changed).
+        storage_context, show_progress, callback_manager, transformations:
+            As for any LlamaIndex index.
+        **kwargs:
+            The constructor's arguments: ``llm``, ``embed_model``, ``options`` and the
+            method's options fields.
+        """
+        docs = node_list(documents)
+        storage_context = storage_context or StorageContext.from_defaults()
+        callback_manager = callback_manager or Settings.callback_manager
+        with callback_manager.as_trace("index_construction"):
+            nodes = (
+                run_transformations(docs, transformations, show_progress=show_progress)
+                if transformations
+                else docs
+            )
+            index = cls(
+                nodes=nodes,
+                storage_context=storage_context,
+                callback_manager=callback_manager,
+                transformations=transformations,
+                show_progress=show_progress,
+                **kwargs,
+            )
+            for doc in docs:  # after the build: a failed one records no document
+                storage_context.docstore.set_document_hash(doc.id_, doc.hash)
+        return index
+
+    def _stored(self, struct: TreeIndexStruct, where: str) -> list[BaseNode]:
+        """The docstore nodes of a checked ``struct``, in tree order; PersistenceError when
+        one is missing."""
+        check_struct(struct, where)
+        stored: list[BaseNode] = []
+        for node_id in struct.node_ids:
+            node = self._docstore.get_node(node_id, raise_error=False)
+            if node is None:
+                msg = (
+                    f"{where}: node {node_id!r} is not in the docstore (a truncated or "
+                    "different store?); persist and load the whole storage context"
+                )
+                raise PersistenceError(msg)
+            stored.append(node)
+        return stored
+
+    @property
+    def ref_doc_info(self) -> dict[str, RefDocInfo]:
+        """Each document of the index and its nodes (docstore ids)."""
+        ours = set(self._index_struct.node_ids)
+        every = self._docstore.get_all_ref_doc_info() or {}
+        return {
+            doc_id: info
+            for doc_id, info in every.items()
+            if any(node_id in ours for node_id in info.node_ids)
+        }
+
+    def _answer_llm(self, llm: Any) -> LLM:
+        """The LLM that answers: ``llm``, else the index's own if it is a LlamaIndex LLM, else
+        ``Settings.llm`` if set (a ConfigError otherwise: never a fallback to OpenAI)."""
+        return answer_llm(llm, self._llm, self._callback_manager)
+
+    def as_chat_engine(
+        self, chat_mode: ChatMode = ChatMode.BEST, llm: Any = None, **kwargs: Any
+    ) -> BaseChatEngine:
+        """A chat engine over this index, answering with the LLM ``as_query_engine`` would
+        use."""
+        return super().as_chat_engine(chat_mode=chat_mode, llm=self._answer_llm(llm), **kwargs)
