@@ -7,9 +7,10 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 from hrefine.errors import PersistenceError
@@ -25,7 +26,7 @@ from llama_index.core.settings import Settings
 from llama_index.core.storage.docstore.types import RefDocInfo
 from llama_index.core.storage.storage_context import StorageContext
 
-from llamaindex_hrefine._convert import answer_llm, node_list
+from llamaindex_hrefine._convert import answer_llm, json_problem, node_list
 
 __all__ = [
     "FORMAT",
@@ -139,6 +140,12 @@ class StoredTreeIndex(BaseIndex[_S], Generic[_S]):
     """
 
     _llm: Any
+    #: The method's name in messages ("RAPTOR", "GARLIC").
+    method: ClassVar[str] = ""
+
+    @abstractmethod
+    def _built_tree(self) -> Tree:
+        """The core tree or graph this index holds."""
 
     @classmethod
     def from_documents(  # type: ignore[override]
@@ -186,6 +193,67 @@ class StoredTreeIndex(BaseIndex[_S], Generic[_S]):
             for doc in docs:  # after the build: a failed one records no document
                 storage_context.docstore.set_document_hash(doc.id_, doc.hash)
         return index
+
+    def persist(self, persist_dir: str) -> None:
+        """Save the stores (``self.storage_context.persist(persist_dir=persist_dir)``).
+
+        Raises
+        ------
+        PersistenceError
+            A node's metadata holds a value JSON cannot store (a datetime, a set); nothing is
+            written (LlamaIndex's own writer would leave a truncated docstore behind).
+        """
+        problem = json_problem(self._built_tree())
+        if problem:
+            msg = (
+                f"cannot persist the {self.method} index to {persist_dir}: {problem}; keep "
+                "metadata to strings, numbers, booleans, lists and dicts"
+            )
+            raise PersistenceError(msg)
+        self._storage_context.persist(persist_dir=persist_dir)
+
+    @classmethod
+    def from_persist_dir(
+        cls: type[_I],
+        persist_dir: str,
+        *,
+        index_id: str | None = None,
+        **kwargs: Any,
+    ) -> _I:
+        """Load an index saved with :meth:`persist` (or ``storage_context.persist``).
+
+        Parameters
+        ----------
+        persist_dir:
+            The folder.
+        index_id:
+            Which index, when the folder holds several.
+        **kwargs:
+            The constructor's arguments (``llm``, ``embed_model``, settings).
+
+        Raises
+        ------
+        PersistenceError
+            The folder holds no index of this kind, or its files are unreadable, edited or
+            truncated.
+        """
+        try:
+            storage = StorageContext.from_defaults(persist_dir=persist_dir)
+            structs = (
+                [storage.index_store.get_index_struct(index_id)]
+                if index_id is not None
+                else storage.index_store.index_structs()
+            )
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            msg = f"{persist_dir} is not a readable LlamaIndex store: {exc!r}"
+            raise PersistenceError(msg) from exc
+        found = [s for s in structs if isinstance(s, cls.index_struct_cls)]
+        if len(found) != 1:
+            which = f" with id {index_id!r}" if index_id is not None else ""
+            hint = "; pass index_id= to choose one" if len(found) > 1 else ""
+            msg = f"{persist_dir} holds {len(found)} {cls.method} indexes{which}{hint}"
+            raise PersistenceError(msg)
+        return cls(index_struct=found[0], storage_context=storage, **kwargs)
 
     def _stored(self, struct: TreeIndexStruct, where: str) -> list[BaseNode]:
         """The docstore nodes of a checked ``struct``, in tree order; PersistenceError when

@@ -13,6 +13,7 @@ from hrefine.errors import ConfigError, InputTypeError, NotSupportedError, Persi
 from hrefine.garlic import GarlicGraph, GarlicOptions, GarlicSearcher, SearchResult
 from hrefine.models import Embedder
 from hrefine.options import check_int
+from hrefine.tree import Tree
 from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks import CallbackManager
@@ -97,6 +98,7 @@ class GarlicIndex(StoredTreeIndex[GarlicIndexStruct]):
     """
 
     index_struct_cls = GarlicIndexStruct
+    method = "GARLIC"
 
     def __init__(
         self,
@@ -174,6 +176,9 @@ class GarlicIndex(StoredTreeIndex[GarlicIndexStruct]):
         return GarlicGraph.from_tree(
             tree, options, embedder=to_embedder(self._embed_model), where=where
         )
+
+    def _built_tree(self) -> Tree:
+        return self.garlic_graph.tree
 
     @property
     def garlic_graph(self) -> GarlicGraph:

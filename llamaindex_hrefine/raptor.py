@@ -37,7 +37,6 @@ from llama_index.core.storage.storage_context import StorageContext
 
 from llamaindex_hrefine._convert import (
     QueryCheckedRetriever,
-    json_problem,
     nodes_to_raptor_tree,
     raptor_nodes,
     retrieved_to_nodes,
@@ -150,6 +149,7 @@ class RaptorIndex(StoredTreeIndex[RaptorIndexStruct]):
     """
 
     index_struct_cls = RaptorIndexStruct
+    method = "RAPTOR"
 
     def __init__(
         self,
@@ -400,67 +400,10 @@ class RaptorIndex(StoredTreeIndex[RaptorIndexStruct]):
             self._storage_context.index_store.add_index_struct(struct)
         return raptor
 
-    def persist(self, persist_dir: str) -> None:
-        """Save the stores (``self.storage_context.persist(persist_dir=persist_dir)``).
-
-        Raises
-        ------
-        PersistenceError
-            A node's metadata holds a value JSON cannot store (a datetime, a set); nothing is
-            written (LlamaIndex's own writer would leave a truncated docstore behind).
-        """
-        problem = json_problem(self.raptor_tree.tree)
-        if problem:
-            msg = (
-                f"cannot persist the RAPTOR index to {persist_dir}: {problem}; keep metadata to "
-                "strings, numbers, booleans, lists and dicts"
-            )
-            raise PersistenceError(msg)
-        self._storage_context.persist(persist_dir=persist_dir)
-
-    @classmethod
-    def from_persist_dir(
-        cls,
-        persist_dir: str,
-        *,
-        index_id: str | None = None,
-        **kwargs: Any,
-    ) -> RaptorIndex:
-        """Load an index saved with :meth:`persist` (or ``storage_context.persist``).
-
-        Parameters
-        ----------
-        persist_dir:
-            The folder.
-        index_id:
-            Which index, when the folder holds several.
-        **kwargs:
-            The constructor's arguments (``llm``, ``embed_model``, ``tokenizer``, settings).
-
-        Raises
-        ------
-        PersistenceError
-            The folder holds no RAPTOR index, or its files are unreadable, edited or truncated.
-        """
-        try:
-            storage = StorageContext.from_defaults(persist_dir=persist_dir)
-            structs = (
-                [storage.index_store.get_index_struct(index_id)]
-                if index_id is not None
-                else storage.index_store.index_structs()
-            )
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            msg = f"{persist_dir} is not a readable LlamaIndex store: {exc!r}"
-            raise PersistenceError(msg) from exc
-        found = [s for s in structs if isinstance(s, RaptorIndexStruct)]
-        if len(found) != 1:
-            which = f" with id {index_id!r}" if index_id is not None else ""
-            hint = "; pass index_id= to choose one" if len(found) > 1 else ""
-            msg = f"{persist_dir} holds {len(found)} RAPTOR indexes{which}{hint}"
-            raise PersistenceError(msg)
-        return cls(index_struct=found[0], storage_context=storage, **kwargs)
-
     # -- queries ----------------------------------------------------------------------------
+    def _built_tree(self) -> Tree:
+        return self.raptor_tree.tree
+
     @property
     def raptor_tree(self) -> RaptorTree:
         """The core :class:`~hrefine.raptor.RaptorTree` (its ``stats``, ``layers``, ``save``)."""

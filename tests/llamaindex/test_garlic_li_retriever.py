@@ -183,3 +183,23 @@ def test_query_engine_answers_with_the_given_llm_and_never_falls_back_to_openai(
     # the search stopped within the limit given to the engine: the top level and 3 nodes at most
     steps = {n.node.metadata["hrefine_step"] for n in response.source_nodes}
     assert max(steps) <= 3
+
+
+def test_persist_and_from_persist_dir_keep_the_graph_and_refuse_what_json_cannot_store(
+    shared_data: Path, question: str, tmp_path: Path
+) -> None:
+    import datetime
+
+    docs = make_documents(shared_data)[:3]
+    index = GarlicIndex.from_documents(docs, llm=ScriptedLM(garlic_llm), **SMALL)
+    index.persist(str(tmp_path / "store"))
+    loaded = GarlicIndex.from_persist_dir(str(tmp_path / "store"), llm=ScriptedLM(garlic_llm))
+    assert loaded.garlic_graph.tree.to_dict() == index.garlic_graph.tree.to_dict()
+    with pytest.raises(PersistenceError, match="holds 0 GARLIC indexes"):
+        GarlicIndex.from_persist_dir(str(tmp_path / "store"), index_id="another")
+
+    odd = [Document(text=d.text, metadata={"when": datetime.date(2002, 1, 1)}) for d in docs]
+    dated = GarlicIndex.from_documents(odd, llm=ScriptedLM(garlic_llm), **SMALL)
+    with pytest.raises(PersistenceError, match="cannot persist the GARLIC index"):
+        dated.persist(str(tmp_path / "dated"))
+    assert not (tmp_path / "dated").exists()
