@@ -95,3 +95,41 @@ def build_tiny_adapter(base: Path, folder: Path, *, seed: int) -> Path:
     )
     get_peft_model(model, config).save_pretrained(str(folder))
     return folder
+
+
+def build_tiny_cross_encoder(folder: Path) -> Path:
+    """A random one-layer BERT cross-encoder with a word-level vocabulary, saved to ``folder``
+    (the plumbing of a cross-encoder scorer, offline and in a second)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+
+    words = [
+        "the",
+        "wolf",
+        "is",
+        "a",
+        "classic",
+        "rock",
+        "station",
+        "kk93",
+        "plays",
+        "country",
+        "music",
+        "weather",
+    ]
+    vocab = folder / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n")
+    config = BertConfig(
+        vocab_size=5 + len(words),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=128,
+        num_labels=1,
+    )
+    torch.manual_seed(0)
+    BertForSequenceClassification(config).save_pretrained(folder)
+    BertTokenizerFast(vocab_file=str(vocab)).save_pretrained(folder)
+    return folder

@@ -17,7 +17,7 @@ from hrefine.html import HtmlPruner, HtmlPrunerOptions
 from hrefine.models import LocalLM
 from hrefine.models._local_files import require_local_model
 from hrefine.models.rerank import PairScorer
-from lm_fixture import build_tiny_lm
+from lm_fixture import build_tiny_cross_encoder, build_tiny_lm
 
 PAGE = (
     "<html><head><title>Radio</title></head><body><h1>Stations</h1>"
@@ -35,40 +35,7 @@ def tiny_lm_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A random one-layer BERT cross-encoder with a word-level vocabulary, saved to a folder."""
-    import torch
-    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
-
-    folder = tmp_path_factory.mktemp("tiny-ce")
-    words = [
-        "the",
-        "wolf",
-        "is",
-        "a",
-        "classic",
-        "rock",
-        "station",
-        "kk93",
-        "plays",
-        "country",
-        "music",
-        "weather",
-    ]
-    vocab = folder / "vocab.txt"
-    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n")
-    config = BertConfig(
-        vocab_size=5 + len(words),
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=32,
-        max_position_embeddings=128,
-        num_labels=1,
-    )
-    torch.manual_seed(0)
-    BertForSequenceClassification(config).save_pretrained(folder)
-    BertTokenizerFast(vocab_file=str(vocab)).save_pretrained(folder)
-    return folder
+    return build_tiny_cross_encoder(tmp_path_factory.mktemp("tiny-ce"))
 
 
 # -- lm by name ---------------------------------------------------------------------------------

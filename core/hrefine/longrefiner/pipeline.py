@@ -219,6 +219,9 @@ class LongRefiner:
         # Cache entries found damaged, by key, until the structure is built again (its note).
         self._damaged: dict[str, str] = {}
         _ = self.counter
+        # Found now, as the HtmlRAG pruner does: a cross-encoder not on disk fails here, not at
+        # the first call (models load on first use).
+        _ = self.scorer
         if isinstance(opts.lm, (str, os.PathLike)):
             self._lm()
 
