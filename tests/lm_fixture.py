@@ -133,3 +133,21 @@ def build_tiny_cross_encoder(folder: Path) -> Path:
     BertForSequenceClassification(config).save_pretrained(folder)
     BertTokenizerFast(vocab_file=str(vocab)).save_pretrained(folder)
     return folder
+
+
+class PairsOnly:
+    """LangChain's ``HuggingFaceCrossEncoder`` surface: ``score(text_pairs) -> list[float]``
+    (a fake: the point is the plumbing; the score counts the query's words in the text, and
+    every pair asked for is recorded)."""
+
+    model_name = "fake/keyword-cross-encoder"
+
+    def __init__(self) -> None:
+        self.pairs: list[tuple[str, str]] = []
+
+    def score(self, text_pairs: list[tuple[str, str]]) -> list[float]:
+        self.pairs.extend(text_pairs)
+        return [
+            float(sum(w in text.lower() for w in query.lower().split()))
+            for query, text in text_pairs
+        ]

@@ -17,7 +17,7 @@ from hrefine.html import HtmlPruner, HtmlPrunerOptions
 from hrefine.models import LocalLM
 from hrefine.models._local_files import require_local_model
 from hrefine.models.rerank import PairScorer
-from lm_fixture import build_tiny_cross_encoder, build_tiny_lm
+from lm_fixture import PairsOnly, build_tiny_cross_encoder, build_tiny_lm
 
 PAGE = (
     "<html><head><title>Radio</title></head><body><h1>Stations</h1>"
@@ -114,23 +114,6 @@ def test_a_sentence_transformers_cross_encoder_object_is_a_scorer(
     np.testing.assert_allclose(pruner.scorer.score("classic rock", texts), expected, rtol=1e-5)
     result = pruner.prune(PAGE, "classic rock station", 30)
     assert result.tokens <= 30 and result.stats["scorer"].startswith("cross-encoder:")
-
-
-class PairsOnly:
-    """LangChain's ``HuggingFaceCrossEncoder`` surface: ``score(text_pairs) -> list[float]``
-    (a fake: the point is the plumbing; the score counts the query's words in the text)."""
-
-    model_name = "fake/keyword-cross-encoder"
-
-    def __init__(self) -> None:
-        self.pairs: list[tuple[str, str]] = []
-
-    def score(self, text_pairs: list[tuple[str, str]]) -> list[float]:
-        self.pairs.extend(text_pairs)
-        return [
-            float(sum(w in text.lower() for w in query.lower().split()))
-            for query, text in text_pairs
-        ]
 
 
 def test_a_langchain_style_cross_encoder_scores_the_blocks() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from hrefine.longrefiner import LongRefiner
-from lm_fixture import build_tiny_cross_encoder
+from lm_fixture import PairsOnly, build_tiny_cross_encoder
 
 DOC = """# Lease
 
@@ -22,23 +22,6 @@ The rent is paid monthly by the tenant to the landlord.
 ## Pets
 No pets are allowed in the building at any time.
 """
-
-
-class PairsOnly:
-    """LangChain's ``HuggingFaceCrossEncoder`` surface: ``score(text_pairs)``; the score is how
-    many of the query's words the text holds, and every pair asked for is recorded."""
-
-    model_name = "fake/keyword-cross-encoder"
-
-    def __init__(self) -> None:
-        self.pairs: list[tuple[str, str]] = []
-
-    def score(self, text_pairs: list[tuple[str, str]]) -> list[float]:
-        self.pairs.extend(text_pairs)
-        return [
-            float(sum(w in text.lower() for w in query.lower().split()))
-            for query, text in text_pairs
-        ]
 
 
 def test_the_cross_encoder_reads_every_leaf_and_its_scores_decide_what_is_kept() -> None:
