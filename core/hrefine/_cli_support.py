@@ -158,9 +158,19 @@ def read_input(source: str, what: str) -> bytes:
 
 
 def check_folder(path: Path | None, what: str) -> None:
-    """Fail before the models load when the file could not be written anyway."""
-    if path is not None and not path.parent.is_dir():
-        msg = f"could not write the {what} to {path}: folder {path.parent} does not exist"
+    """Fail before the models load (and before anything is printed) when the file could not be
+    written anyway: its folder is missing or not writable, or a folder stands at ``path``."""
+    if path is None:
+        return
+    problem = ""
+    if path.is_dir():
+        problem = "it is a folder; give a file name"
+    elif not path.parent.is_dir():
+        problem = f"folder {path.parent} does not exist"
+    elif not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        problem = "permission denied"
+    if problem:
+        msg = f"could not write the {what} to {path}: {problem}"
         raise ConfigError(msg)
 
 

@@ -128,3 +128,31 @@ def test_postprocessors_and_compressors_refuse_what_is_not_a_list() -> None:
         for bad in (None, node):
             with pytest.raises(InputTypeError, match="list of LlamaIndex"):
                 post.postprocess_nodes(bad, query)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["html", "prune", "PAGE", "-q", "capital", "--scorer", "bm25", "--report", "DIR"],
+        ["refine", "DOC", "-q", "capital", "-n", "20", "--scorer", "bm25", "--report", "DIR"],
+        ["html", "prune", "PAGE", "-q", "capital", "--scorer", "bm25", "-o", "DIR"],
+    ],
+)
+def test_a_report_or_output_path_that_is_a_folder_is_refused_before_anything_is_printed(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: list[str]
+) -> None:
+    from hrefine.cli import main
+
+    page = tmp_path / "page.html"
+    page.write_text("<p>Rome is the capital of Italy.</p>", encoding="utf-8")
+    doc = tmp_path / "doc.txt"
+    doc.write_text("Rome is the capital of Italy.", encoding="utf-8")
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    swap = {"PAGE": str(page), "DOC": str(doc), "DIR": str(folder)}
+    code = main([swap.get(a, a) for a in argv])
+    out, err = capsys.readouterr()
+    assert code == 2 and "Traceback" not in err
+    said = " ".join(err.replace("│", " ").split())  # typer draws its message in a box
+    assert "is a directory" in said or "it is a folder" in said, err
+    assert out == ""  # refused before anything was pruned or printed

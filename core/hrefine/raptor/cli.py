@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from hrefine._atomic import echo
-from hrefine._cli_support import check_output_folder, read_input, say
+from hrefine._cli_support import check_folder, check_output_folder, read_input, say
 from hrefine._encodable import encodable
 from hrefine.errors import ConfigError, EmptyInputError
 
@@ -321,9 +321,7 @@ def query(
     if not question.strip():
         msg = "the question is empty; give one with -q"
         raise EmptyInputError(msg)
-    if report is not None and not report.parent.is_dir():
-        msg = f"could not write the report to {report}: folder {report.parent} does not exist"
-        raise ConfigError(msg)
+    check_folder(report, "report")
     if not folder.is_dir():
         msg = f"no saved tree at {folder}: not a folder; build one with `hrefine raptor build`"
         raise ConfigError(msg)
