@@ -5,9 +5,7 @@ the command the trainer records runs as it is written."""
 from __future__ import annotations
 
 import json
-import os
 import shlex
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +22,7 @@ from hrefine.train.checking import EVAL_TARGETS, eval_command
 from hrefine.train.refiner_data import query_analysis_example
 from hrefine.train.trainer import REPORT
 
-pytestmark = pytest.mark.lm
+pytestmark = [pytest.mark.lm, pytest.mark.usefixtures("one_torch_thread")]
 
 _FAST = {
     "max_steps": 2,
@@ -36,18 +34,6 @@ _FAST = {
     "max_length": 256,
     "progress": False,
 }
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread() -> Iterator[None]:
-    import torch
-
-    # Two busy-waiting OpenMP threads on a shared 2-core machine run ten times slower.
-    threads = torch.get_num_threads()
-    if (os.cpu_count() or 1) <= 2:
-        torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")

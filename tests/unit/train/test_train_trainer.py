@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,17 +18,7 @@ from hrefine.train.refiner_data import query_analysis_example
 from hrefine.train.trainer import REPORT
 from lm_fixture import TINY_WORDS, build_tiny_lm
 
-
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread() -> Iterator[None]:
-    import torch
-
-    # Two busy-waiting OpenMP threads on a shared 2-core machine run ten times slower.
-    threads = torch.get_num_threads()
-    if (os.cpu_count() or 1) <= 2:
-        torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
