@@ -47,6 +47,41 @@ def _cold_table(
     return [*lines, "", *([note, ""] if note else [])]
 
 
+def _bound_tables(res: dict[str, Any], target: float) -> list[str]:
+    """The embedding model's share of each side's call, and the ratio at zero other work."""
+    lines = [
+        "## What bounds the like-for-like ratio",
+        "",
+        "| run | data | questions | p10 | median | p90 | min – max |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for cfg, per_ds in res["model_share"].items():
+        for ds, s in per_ds.items():
+            pct = {k: None if s[k] is None else 100 * s[k] for k in ("p10", "median", "p90")}
+            lo, hi = (None if s[k] is None else 100 * s[k] for k in ("min", "max"))
+            lines.append(
+                f"| {cfg}: model share of the call (%) | {DS_NAMES.get(ds, ds)} | {s['n']} "
+                f"| {_num(pct['p10'], 0)} | {_num(pct['median'], 0)} | {_num(pct['p90'], 0)} "
+                f"| {_num(lo, 0)} – {_num(hi, 0)} |"
+            )
+    lines += [
+        "",
+        "Model: the seconds inside the embedding model's calls (tokenising and forward passes): "
+        "ours `SentenceTransformerEmbedder`'s, theirs `SentenceTransformer.encode` inside "
+        "`calculate_block_rankings`.",
+        "",
+    ]
+    lines += _cold_table(
+        "Ceiling: theirs / our model seconds alone",
+        res["ceiling"],
+        target,
+        "The ratio each question would reach if everything of our call but the embedding "
+        "model's forward passes took no time: with the same blocks read to the same length, "
+        "the ratio cannot pass it without reading fewer word pieces.",
+    )
+    return lines
+
+
 def render_markdown(res: dict[str, Any]) -> str:
     """The result page: read lengths and quality, spread, floor, memory, dtype and setup."""
     t = res["target"]
@@ -119,6 +154,8 @@ def render_markdown(res: dict[str, Any]) -> str:
         res["cold_e2e"],
         t,
     )
+    if res.get("ceiling"):
+        out += _bound_tables(res, t)
     out += [
         "## The floor: a bare lxml parse of the same page",
         "",

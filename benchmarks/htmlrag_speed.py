@@ -102,14 +102,32 @@ def select(limit: int | None) -> dict[str, list[Any]]:
 
 
 # ----------------------------------------------------------------------------- our side
+def _timed_embedder_class() -> Any:
+    """SentenceTransformerEmbedder that adds up the seconds of its model calls (tokenising
+    and forward passes, as htmlrag's ``SentenceTransformer.encode`` is timed) in ``model_s``."""
+    from hrefine.models.embed import SentenceTransformerEmbedder
+
+    class TimedEmbedder(SentenceTransformerEmbedder):
+        model_s = 0.0
+
+        def _encode(self, texts: list[str], limit: int | None) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return super()._encode(texts, limit)
+            finally:
+                self.model_s += time.perf_counter() - t0
+
+    return TimedEmbedder
+
+
 class OurSide:
     """hrefine's embedding pruner in float32 at each read length, sharing one embedder."""
 
     def __init__(self) -> None:
         from hrefine.html import HtmlPruner
-        from hrefine.models.embed import SentenceTransformerEmbedder, default_embedder_path
+        from hrefine.models.embed import default_embedder_path
 
-        self.embedder = SentenceTransformerEmbedder(
+        self.embedder = _timed_embedder_class()(
             str(default_embedder_path()), name="all-MiniLM-L6-v2", precision="float32"
         )
         self.pruners = {
@@ -123,14 +141,16 @@ class OurSide:
     def dtype(self) -> str:
         return self.embedder.compute_dtype
 
-    def cold(self, html: str, question: str, read: int) -> tuple[float, str]:
-        """One cold prune (vector and page caches emptied first): seconds and output HTML."""
+    def cold(self, html: str, question: str, read: int) -> tuple[float, str, float]:
+        """One cold prune (vector and page caches emptied first): seconds, output HTML and
+        the seconds of it spent in the embedding model."""
         pruner = self.pruners[read]
         self.embedder.clear_cache()
         pruner.clear_cache()
+        self.embedder.model_s = 0.0
         t0 = time.perf_counter()
         out = pruner.prune(html, question, BUDGET).html
-        return time.perf_counter() - t0, out
+        return time.perf_counter() - t0, out, self.embedder.model_s
 
 
 def best_of(fn: Any, *args: Any, repeats: int = PARSE_REPEATS, **kw: Any) -> float:
@@ -172,13 +192,22 @@ def _ref_times(
     return cold, cold + rec["clean_tree_s"], p["html"], None
 
 
+def _ref_model_s(rec: dict[str, Any] | None, qid: str) -> float | None:
+    """Seconds of the reference's ranking spent in ``SentenceTransformer.encode``."""
+    for q in (rec or {}).get("questions", []):
+        if q.get("id") == qid and "error" not in q:
+            return q.get("model_s")
+    return None
+
+
 def _ref_question(ref: Any, doc: str, html: str, it: Any) -> dict[str, Any]:
     """The reference on one question at every read length: ``s`` (ranking + prune_HTML),
-    ``e2e_s`` (plus its clean + block tree), ``outputs`` (empty where it failed),
-    ``errors``, ``clean_tree_s``, ``dtype``."""
+    ``e2e_s`` (plus its clean + block tree), ``model_s`` (its embedding model's part of
+    ``s``), ``outputs`` (empty where it failed), ``errors``, ``clean_tree_s``, ``dtype``."""
     got: dict[str, Any] = {
         "s": {},
         "e2e_s": {},
+        "model_s": {},
         "outputs": {},
         "errors": {},
         "clean_tree_s": [],
@@ -191,6 +220,7 @@ def _ref_question(ref: Any, doc: str, html: str, it: Any) -> dict[str, Any]:
         cold, e2e, text, error = _ref_times(rec, it.id)
         key = f"{REF}@{read}"
         got["s"][key], got["e2e_s"][key] = cold, e2e
+        got["model_s"][key] = None if cold is None else _ref_model_s(rec, it.id)
         if error is not None:
             got["errors"][key] = error
         # A failed call is a miss for the quality row: its caller gets no pruned page.
@@ -232,13 +262,15 @@ def run_timing(
                 n += 1
                 theirs = _ref_question(ref, doc, html, it) if n % 2 == 0 else None
                 s: dict[str, float | None] = {}
+                model_s: dict[str, float | None] = {}
                 outputs: dict[str, str] = {}
                 for read in OUR_READS:
                     key = f"{OURS}@{read}"
-                    s[key], outputs[key] = ours.cold(html, it.question, read)
+                    s[key], outputs[key], model_s[key] = ours.cold(html, it.question, read)
                 if theirs is None:
                     theirs = _ref_question(ref, doc, html, it)
                 s.update(theirs["s"])
+                model_s.update(theirs["model_s"])
                 outputs.update(theirs["outputs"])
                 ref_ct += theirs["clean_tree_s"]
                 ref_dtype.update(theirs["dtype"])
@@ -252,6 +284,7 @@ def run_timing(
                         "id": it.id,
                         "doc": doc,
                         "s": s,
+                        "model_s": model_s,
                         "e2e_s": theirs["e2e_s"],
                         "ref_errors": theirs["errors"],
                         "hits": hits,
@@ -275,7 +308,17 @@ def _by_ds(rows: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
 
 
 def _column(rows: Sequence[dict[str, Any]], field: str, key: str) -> dict[str, float | None]:
-    return {r["id"]: r[field].get(key) for r in rows}
+    return {r["id"]: r.get(field, {}).get(key) for r in rows}
+
+
+def _shares(rows: Sequence[dict[str, Any]], config: str) -> list[float]:
+    """Model seconds over call seconds of ``config``, per question where both are known."""
+    out = []
+    for r in rows:
+        total, model = r["s"].get(config), r.get("model_s", {}).get(config)
+        if total and model is not None:
+            out.append(model / total)
+    return out
 
 
 def summarize(
@@ -306,6 +349,19 @@ def summarize(
     }
     seconds = {
         c: {ds: spread([r["s"].get(c) for r in g]) for ds, g in groups.items()} for c in configs
+    }
+    # What bounds the ratio: each side's embedding model as a share of its call, and the
+    # ratio ours would reach if everything but its model calls took no time at all.
+    model_share = {c: {ds: spread(_shares(g, c)) for ds, g in groups.items()} for c in configs}
+    ceiling = {
+        label: {
+            ds: spread(
+                list(ratios(_column(g, "s", theirs), _column(g, "model_s", mine)).values()),
+                TARGET,
+            )
+            for ds, g in groups.items()
+        }
+        for label, (theirs, mine) in PAIRS.items()
     }
     quality: dict[str, Any] = {}
     for c in configs:
@@ -344,6 +400,8 @@ def summarize(
         "cold": cold,
         "cold_e2e": e2e,
         "seconds": seconds,
+        "model_share": model_share,
+        "ceiling": ceiling,
         "quality": quality,
         "floor": floor,
         "memory": summarize_memory(memory),

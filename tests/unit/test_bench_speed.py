@@ -89,6 +89,8 @@ def _row(ds: str, qid: str, ours: float, theirs: float, hit: float | None) -> di
         "id": qid,
         "doc": qid,
         "s": s,
+        # Ours spends 90% of its call in the model, theirs half.
+        "model_s": {k: v * (0.9 if k.startswith("hrefine") else 0.5) for k, v in s.items()},
         "e2e_s": {"htmlrag@256": theirs + 1, "htmlrag@128": theirs + 1},
         "hits": {k: hit for k in s},
         "parse_s": 0.01,
@@ -114,6 +116,11 @@ def test_summarize_per_dataset_and_overall() -> None:
     shipped = res["cold"]["as shipped (htmlrag 256, hrefine 128)"]["all"]
     assert shipped["median"] == pytest.approx(6.0)  # 16x, 6x and 6x
     assert res["cold_e2e"]["like for like, 256 word pieces"]["wtq"]["median"] == pytest.approx(6.5)
+    share = res["model_share"]
+    assert share["hrefine@256"]["all"]["median"] == pytest.approx(0.9)
+    assert share["htmlrag@128"]["wtq"]["median"] == pytest.approx(0.5)
+    ceiling = res["ceiling"]["like for like, 256 word pieces"]["wtq"]
+    assert ceiling["median"] == pytest.approx(5.5 / 0.9)  # the ratio with ours at its model time
     q = res["quality"]["hrefine@256"]
     assert q["wtq"] == {"containment": 0.5, "n": 2, "errors": 0}
     assert q["leval-nq"] == {"containment": None, "n": 0, "errors": 0}
@@ -175,5 +182,7 @@ def test_report_and_summary_line_render_from_a_result() -> None:
     assert "| like for like, 256 word pieces | WTQ | 1 | 8.0× | 8.0× | 8.0× |" in page
     assert "| hrefine clean + block tree / parse | NQ | 1 | 4.0× | 4.0× | 4.0× |" in page
     assert "| hrefine | 600 | 640 / 640 / 640 | 40 / 40 / 40 |" in page
+    assert "| htmlrag@256: model share of the call (%) | WTQ | 1 | 50 | 50 | 50 | 50 – 50 |" in page
+    assert "## Ceiling: theirs / our model seconds alone" in page
     assert "Calls that raised (counted as misses above, left out of the speed rows): " in page
     assert "htmlrag@128 1 (" in page
