@@ -6,6 +6,7 @@ the Llama-3.2 tokenizer, scored by answer containment exactly as the quick suite
 (:func:`benchmarks.htmlrag.score_quality`). Baseline outputs do not depend on the pruner's
 settings, so their per-question hits are cached (``benchmarks/.cache/halves``); a pruner
 variant is a set of :class:`~hrefine.html.HtmlPrunerOptions` settings, cached by its settings.
+Every cache key also holds a digest of hrefine's source: a change to the code measures again.
 
 Use it to decide a setting on the tuning half and check it on the other::
 
@@ -69,7 +70,19 @@ def _hits(
     return out
 
 
+def code_digest() -> str:
+    """Digest of hrefine's source (``core/hrefine``, every ``.py`` file): part of every cache
+    key, so hits measured with other code are never read back as this code's."""
+    root = Path(__file__).resolve().parent.parent / "core" / "hrefine"
+    digest = hashlib.sha1()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:8]
+
+
 def _cached(path: Path, make: Any) -> Any:
+    path = path.with_name(f"{path.stem}-{code_digest()}{path.suffix}")
     if path.is_file():
         return json.loads(path.read_text(encoding="utf-8"))
     path.parent.mkdir(parents=True, exist_ok=True)
