@@ -20,6 +20,7 @@ It is an analysis tool, not part of ``benchmarks.run``.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import sys
@@ -70,9 +71,11 @@ def _hits(
     return out
 
 
+@functools.lru_cache(maxsize=1)
 def code_digest() -> str:
     """Digest of hrefine's source (``core/hrefine``, every ``.py`` file): part of every cache
-    key, so hits measured with other code are never read back as this code's."""
+    key, so hits measured with other code are never read back as this code's. Taken once per
+    run: every result of a run is keyed by the code it started with."""
     root = Path(__file__).resolve().parent.parent / "core" / "hrefine"
     digest = hashlib.sha1()
     for path in sorted(root.rglob("*.py")):
