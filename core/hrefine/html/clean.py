@@ -441,6 +441,8 @@ def _normalize_whitespace(root: Any) -> tuple[list[Any], set[Any]]:
         text = el.text
         tail = el.tail
         if not (keep_ws and el in keep_ws):
+            # Written back even when unchanged: the write also joins the text nodes an
+            # unwrapped tag left apart ("92" "FS"), which XPath would read as two words.
             if text:
                 text = collapse_space(text)
                 if text == " " and (tag in BLOCK_TAGS or (len(el) and el[0].tag in BLOCK_TAGS)):
