@@ -30,7 +30,13 @@ from hrefine.errors import (
 from hrefine.html._cleancache import CleanedCache
 from hrefine.html._load import check_input_size
 from hrefine.html._locate import document_order, positions
-from hrefine.html.blocks import BlockForest, build_forest, serialize_element, title_parts
+from hrefine.html.blocks import (
+    BlockForest,
+    build_forest,
+    collector_paused,
+    serialize_element,
+    title_parts,
+)
 from hrefine.html.clean import clean_document, serialize
 from hrefine.html.columns import ColumnChoice, is_record_table, project_columns
 from hrefine.html.fill import fill, reports
@@ -277,114 +283,118 @@ class HtmlPruner:
         opts = self.options
         counter = self.counter
         roots, doc_ids, cleaned, formats, failed = self._clean_all(docs)
-        # The whole cleaned input, written as the output is (with or without optional end tags).
-        whole = "\n".join(c for c in cleaned if c)
-        original_tokens = counter.count(omit_end_tags(whole) if opts.omit_end_tags else whole)
-        stage1_budget = opts.stage1_max_tokens or (
-            4 * max_tokens if opts.generative else max_tokens
-        )
-        stage1_budget = max(stage1_budget, max_tokens)
-        # Element indexes of the documents as cleaned, taken before the first in-place change
-        # (narrowed tables, split paragraphs), which the block reports refer to.
-        order: dict[Any, int] = {}
+        # A huge page allocates millions of objects, none of them garbage: see collector_paused.
+        with collector_paused(roots):
+            # The whole cleaned input, written as the output is (with or without optional end tags).
+            whole = "\n".join(c for c in cleaned if c)
+            original_tokens = counter.count(omit_end_tags(whole) if opts.omit_end_tags else whole)
+            stage1_budget = opts.stage1_max_tokens or (
+                4 * max_tokens if opts.generative else max_tokens
+            )
+            stage1_budget = max(stage1_budget, max_tokens)
+            # Element indexes of the documents as cleaned, taken before the first in-place change
+            # (narrowed tables, split paragraphs), which the block reports refer to.
+            order: dict[Any, int] = {}
 
-        def record_order() -> None:
-            if not order:
-                for root in roots:
-                    order.update(document_order(root))
+            def record_order() -> None:
+                if not order:
+                    for root in roots:
+                        order.update(document_order(root))
 
-        narrowed = self._narrow(roots, query, stage1_budget, record_order)
-        pieces = self._split(roots, stage1_budget, order, record_order)
-        cleaned_order = order or None
-        forest, costs, groups = self.block_forest(roots, doc_ids, opts.max_words, stage1_budget)
-        ids = forest.block_ids()
-        scoring = self._scoring
-        # BM25 alone: a single page's title opens every block's context, where it tells the
-        # blocks apart by nothing but their lengths, and takes its words' weight (IDF) to zero,
-        # so a question naming the page's subject matches none of its text. Several pages keep
-        # it: there it tells the pages apart.
-        drop = title_parts(roots[0]) if scoring.lexical and len(roots) == 1 else ()
-        # Tables and lists are also scored as a whole, in the same call (one embedding batch,
-        # one BM25 index, so block and group scores are on one scale): a question about a
-        # table (its columns, its extremes) may match no single row of it. With an embedder
-        # and the BM25 match, a split paragraph is embedded whole, as it would be unsplit, and
-        # its pieces take that score; another scorer scores each piece itself.
-        found = stage1_items(
-            forest,
-            ids,
-            pieces,
-            drop=drop,
-            demote=opts.demote_back_matter,
-            paragraphs_whole=isinstance(scoring.scorer, EmbeddingScorer)
-            and opts.lexical_weight != 0,
-        )
-        all_scores = scoring.score(query, found.items, read=scoring.reader(query))
-        n, g = len(ids), len(found.group_ids)
-        group_scores = dict(zip(found.group_ids, all_scores[n : n + g].tolist(), strict=True))
-        # A table kept in part keeps its last row too: the latest entry, the end of a ranking.
-        lead = last_rows(forest, ids, found.tables) if opts.keep_last_rows else ()
-        own = all_scores[:n]
-        if opts.neighbour_rows and asks_order(query):  # the named row's neighbours too
-            own = neighbour_scores(forest, ids, found.tables, own, group_scores)
-        scores1 = inherit_table_scores(ids, own, found.tables, group_scores, lead)
-        fit1 = fill(
-            forest, ids, costs, scores1, stage1_budget, counter, len(docs), groups, group_scores
-        )
-        stats: dict[str, Any] = {
-            "stage1_tokens": fit1.tokens,
-            "renders": fit1.renders,
-            "truncated": fit1.truncated,
-            "scorer": getattr(scoring.scorer, "name", type(scoring.scorer).__name__),
-            "narrowed_tables": [vars(c) for c in narrowed],
-            "split_paragraphs": len(set(pieces.values())),
-            "back_matter_blocks": sum(it.back for it in found.items[:n]),
-            "input_formats": formats,
-        }
-        block_reports = reports(
-            forest, ids, costs, fit1, scores1, None, positions(forest, cleaned_order)
-        )
-        fit = fit1
-        if opts.generative and fit1.tokens > max_tokens and not fit1.truncated:
-            lm = self._lm()
-            adapter = self._adapter_name
-            with lm.using(adapter) if adapter is not None else contextlib.nullcontext():
-                fit, reports2, cost = refine(
-                    lm,
-                    fit1,
-                    forest,
-                    ids,
-                    scores1,
-                    query,
-                    max_tokens,
-                    fine_max_words=opts.fine_max_words,
-                    build_forest=self.block_forest,
-                    counter=counter,
-                    omit_optional_end_tags=opts.omit_end_tags,
-                    cleaned_order=cleaned_order,
+            narrowed = self._narrow(roots, query, stage1_budget, record_order)
+            pieces = self._split(roots, stage1_budget, order, record_order)
+            cleaned_order = order or None
+            forest, costs, groups = self.block_forest(roots, doc_ids, opts.max_words, stage1_budget)
+            ids = forest.block_ids()
+            scoring = self._scoring
+            # BM25 alone: a single page's title opens every block's context, where it tells the
+            # blocks apart by nothing but their lengths, and takes its words' weight (IDF) to zero,
+            # so a question naming the page's subject matches none of its text. Several pages keep
+            # it: there it tells the pages apart.
+            drop = title_parts(roots[0]) if scoring.lexical and len(roots) == 1 else ()
+            # Tables and lists are also scored as a whole, in the same call (one embedding batch,
+            # one BM25 index, so block and group scores are on one scale): a question about a
+            # table (its columns, its extremes) may match no single row of it. With an embedder
+            # and the BM25 match, a split paragraph is embedded whole, as it would be unsplit, and
+            # its pieces take that score; another scorer scores each piece itself.
+            found = stage1_items(
+                forest,
+                ids,
+                pieces,
+                drop=drop,
+                demote=opts.demote_back_matter,
+                paragraphs_whole=isinstance(scoring.scorer, EmbeddingScorer)
+                and opts.lexical_weight != 0,
+            )
+            all_scores = scoring.score(query, found.items, read=scoring.reader(query))
+            n, g = len(ids), len(found.group_ids)
+            group_scores = dict(zip(found.group_ids, all_scores[n : n + g].tolist(), strict=True))
+            # A table kept in part keeps its last row too: the latest entry, the end of a ranking.
+            lead = last_rows(forest, ids, found.tables) if opts.keep_last_rows else ()
+            own = all_scores[:n]
+            if opts.neighbour_rows and asks_order(query):  # the named row's neighbours too
+                own = neighbour_scores(forest, ids, found.tables, own, group_scores)
+            scores1 = inherit_table_scores(ids, own, found.tables, group_scores, lead)
+            fit1 = fill(
+                forest, ids, costs, scores1, stage1_budget, counter, len(docs), groups, group_scores
+            )
+            stats: dict[str, Any] = {
+                "stage1_tokens": fit1.tokens,
+                "renders": fit1.renders,
+                "truncated": fit1.truncated,
+                "scorer": getattr(scoring.scorer, "name", type(scoring.scorer).__name__),
+                "narrowed_tables": [vars(c) for c in narrowed],
+                "split_paragraphs": len(set(pieces.values())),
+                "back_matter_blocks": sum(it.back for it in found.items[:n]),
+                "input_formats": formats,
+            }
+            block_reports = reports(
+                forest, ids, costs, fit1, scores1, None, positions(forest, cleaned_order)
+            )
+            fit = fit1
+            if opts.generative and fit1.tokens > max_tokens and not fit1.truncated:
+                lm = self._lm()
+                adapter = self._adapter_name
+                with lm.using(adapter) if adapter is not None else contextlib.nullcontext():
+                    fit, reports2, cost = refine(
+                        lm,
+                        fit1,
+                        forest,
+                        ids,
+                        scores1,
+                        query,
+                        max_tokens,
+                        fine_max_words=opts.fine_max_words,
+                        build_forest=self.block_forest,
+                        counter=counter,
+                        omit_optional_end_tags=opts.omit_end_tags,
+                        cleaned_order=cleaned_order,
+                    )
+                stats.update(cost, generative_adapter=adapter)
+                block_reports = [r for r in block_reports if not r.kept] + reports2
+            block_reports.extend(
+                BlockReport(
+                    -1, d, "", "", 0, None, None, -1, False, FAILED if d in failed else EMPTY
                 )
-            stats.update(cost, generative_adapter=adapter)
-            block_reports = [r for r in block_reports if not r.kept] + reports2
-        block_reports.extend(
-            BlockReport(-1, d, "", "", 0, None, None, -1, False, FAILED if d in failed else EMPTY)
-            for d in range(len(docs))
-            if d not in doc_ids
-        )
-        if failed:
-            stats["failed_documents"] = [{"document": d, "error": e} for d, e in failed.items()]
-        block_reports.sort(key=lambda r: (r.doc, r.block_id))
-        stats["renders"] = fit.renders if fit is fit1 else fit1.renders + fit.renders
-        return PruneResult(
-            html=fit.html,
-            documents=fit.documents,
-            blocks=block_reports,
-            query=query,
-            budget=max_tokens,
-            tokens=fit.tokens,
-            original_tokens=original_tokens,
-            cleaned=cleaned,
-            tokenizer=counter.name,
-            stats=stats,
-        )
+                for d in range(len(docs))
+                if d not in doc_ids
+            )
+            if failed:
+                stats["failed_documents"] = [{"document": d, "error": e} for d, e in failed.items()]
+            block_reports.sort(key=lambda r: (r.doc, r.block_id))
+            stats["renders"] = fit.renders if fit is fit1 else fit1.renders + fit.renders
+            return PruneResult(
+                html=fit.html,
+                documents=fit.documents,
+                blocks=block_reports,
+                query=query,
+                budget=max_tokens,
+                tokens=fit.tokens,
+                original_tokens=original_tokens,
+                cleaned=cleaned,
+                tokenizer=counter.name,
+                stats=stats,
+            )
 
     async def aprune(
         self, html: str | bytes | Sequence[str | bytes], query: str, max_tokens: int

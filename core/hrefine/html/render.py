@@ -89,6 +89,11 @@ class Renderer:
         self._start: dict[Any, str] = {}
         self._shown: dict[Any, str] = {}
         self._gaps: dict[Any, int] = {}
+        # Each parent's children and each child's index among them, listed once per renderer:
+        # the fill renders many subsets, and a page body of 100,000 paragraphs must not be
+        # walked in full for each one.
+        self._kids: dict[Any, list[Any]] = {}
+        self._index: dict[Any, int] = {}
 
     def _start_tag(self, el: Any) -> str:
         tag = self._start.get(el)
@@ -99,6 +104,16 @@ class Renderer:
             tag = f"<{el.tag}{attrs}>"
             self._start[el] = tag
         return tag
+
+    def _children(self, el: Any) -> list[Any]:
+        """``el``'s children, listed (and indexed) once per renderer."""
+        kids = self._kids.get(el)
+        if kids is None:
+            kids = self._kids[el] = list(el)
+            index = self._index
+            for i, child in enumerate(kids):
+                index[child] = i
+        return kids
 
     def _split(self, kept: Iterable[int]) -> tuple[set[Any], set[Any], set[Any]]:
         """Elements of kept leaf blocks, of kept own-text blocks, and those plus ancestors."""
@@ -122,8 +137,14 @@ class Renderer:
     def render(self, kept: Iterable[int]) -> list[str]:
         """HTML of each document with only the ``kept`` node ids (``""`` where none is kept)."""
         leaf, own, alive = self._split(kept)
+        # Each live element's live children: the writer visits these, not every child.
+        live: dict[Any, list[Any]] = {}
+        for el in alive:
+            parent = el.getparent()
+            if parent is not None:
+                live.setdefault(parent, []).append(el)
         docs = [
-            self._write(root, leaf, own, alive) if root in alive else ""
+            self._write(root, leaf, own, live) if root in alive else ""
             for root in self.forest.roots
         ]
         if self.forest.tree.metadata.get("omit_end_tags"):
@@ -190,7 +211,7 @@ class Renderer:
         text = self._shown_text(el)
         return _edge(text[:1]), _edge(text[-1:])
 
-    def _write(self, root: Any, leaf: set[Any], own: set[Any], alive: set[Any]) -> str:
+    def _write(self, root: Any, leaf: set[Any], own: set[Any], live: dict[Any, list[Any]]) -> str:
         tree = self.forest.tree
         out: list[str] = []
         # Stack items: an element to write; escaped text; (tag, "" or " " if it breaks a line);
@@ -220,7 +241,7 @@ class Renderer:
                 first, end = self._edges(item)
                 item = tree.nodes[self._node_of[item]].metadata["html"]
             else:
-                stack.extend(reversed(self._pieces(item, item in own, alive)))
+                stack.extend(reversed(self._pieces(item, item in own, live.get(item, []))))
                 continue
             if gap:
                 if _spaced(last, first, gap):
@@ -230,12 +251,13 @@ class Renderer:
             last = end or last
         return "".join(out).strip()
 
-    def _pieces(self, el: Any, keep_text: bool, alive: set[Any]) -> list[Any]:
-        """Stack items of a non-leaf element: its tags, kept text, live children and gaps."""
-        live = [c for c in el if c in alive]
-        bare = el.tag in WRAPPER_TAGS or (
-            el.tag in GENERIC_TAGS and not keep_text and len(live) == 1
-        )
+    def _pieces(self, el: Any, keep_text: bool, shown: list[Any]) -> list[Any]:
+        """Stack items of a non-leaf element: its tags, kept text, ``shown`` (its live
+        children, in any order), its gaps."""
+        kids = self._children(el)
+        index = self._index
+        at = sorted(index[c] for c in shown)  # where the live children sit
+        bare = el.tag in WRAPPER_TAGS or (el.tag in GENERIC_TAGS and not keep_text and len(at) == 1)
         breaks = el.tag in _BREAKS
         seq: list[Any] = []
         # The gap left by what was dropped since the last item: gaps in a row are one item.
@@ -245,17 +267,8 @@ class Renderer:
         elif breaks:  # its line break is not written: its content must not touch the text
             gap = _STRONG
         text = el.text
-        for child in (None, *el):
-            if child is not None:
-                shown = child in alive
-                if shown or (keep_text and child.tag == "br"):
-                    if gap:
-                        seq.append(gap)
-                        gap = 0
-                    seq.append(child if shown else ("<br>", " "))
-                elif gap < _STRONG:  # (past a strong gap, what else was dropped is moot)
-                    gap = max(gap, self._dropped(child))
-                text = child.tail if keep_text or gap < _STRONG else None
+        i, n, k = -1, len(kids), 0  # i: the child just handled; k: the next live one in ``at``
+        while True:
             if text:
                 if keep_text:
                     if gap:
@@ -264,6 +277,24 @@ class Renderer:
                     seq.append(html_lib.escape(text, quote=False))
                 else:
                     gap = max(gap, _gap(text))
+            i += 1
+            if gap == _STRONG and not keep_text:
+                # Nothing more dropped changes the gap: go straight to the next live child.
+                i = at[k] if k < len(at) else n
+            if i >= n:
+                break
+            child = kids[i]
+            live = k < len(at) and at[k] == i
+            if live or (keep_text and child.tag == "br"):
+                if live:
+                    k += 1
+                if gap:
+                    seq.append(gap)
+                    gap = 0
+                seq.append(child if live else ("<br>", " "))
+            elif gap < _STRONG:  # (past a strong gap, what else was dropped is moot)
+                gap = max(gap, self._dropped(child))
+            text = child.tail if keep_text or gap < _STRONG else None
         if not bare:
             if gap:
                 seq.append(gap)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import random
+from collections.abc import Sequence
 from typing import Any
 
 import lxml.etree
@@ -15,6 +16,8 @@ from hrefine.html import HtmlPruner, _unwrap, blocks, columns
 from hrefine.html import clean as clean_mod
 from hrefine.html.blocks import build_forest
 from hrefine.html.clean import clean_document
+from hrefine.html.render import Renderer
+from hrefine.testing import KeywordEmbedder
 
 
 def _wide_table(cols: int, rows: int = 20) -> str:
@@ -199,6 +202,51 @@ def test_a_big_block_tree_is_built_with_the_collector_paused_and_restored(
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+class _GcWatchingEmbedder(KeywordEmbedder):
+    """Records whether the collector ran while the pruner scored the blocks."""
+
+    def __init__(self) -> None:
+        super().__init__(dim=64)
+        self.enabled: list[bool] = []
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.enabled.append(gc.isenabled())
+        return super().embed(texts)
+
+
+def test_a_big_page_is_pruned_with_the_collector_paused_and_restored(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    page = "<html><body>" + "".join(f"<p>Paragraph {i} about owls.</p>" for i in range(40))
+    embedder = _GcWatchingEmbedder()
+    pruner = HtmlPruner(embedder=embedder)
+    small = pruner.prune(page, "owls", max_tokens=64)
+    assert embedder.enabled and all(embedder.enabled)  # a small page: the collector runs
+    monkeypatch.setattr(blocks, "_PAUSE_GC_ELEMENTS", 10)
+    embedder.enabled.clear()
+    big = pruner.prune(page, "owls", max_tokens=64)
+    assert embedder.enabled and not any(embedder.enabled)  # scoring ran with it paused
+    assert gc.isenabled()
+    assert big.html == small.html  # the pause changes nothing but the time
+
+
+def test_a_wide_body_renders_its_kept_blocks_across_long_dropped_runs() -> None:
+    # The writer jumps from the first dropped paragraph after a kept one (a line break: no
+    # later dropped one changes the space written) to the next kept one; inline runs without
+    # white space are still read one by one, as they decide whether two words touch.
+    paras = "".join(f"<p>Paragraph {i} text.</p>" for i in range(5000))
+    page = f"<html><body>{paras}<div><b>x1</b><i>y</i><b>x2</b></div></body></html>"
+    forest = build_forest([clean_document(page)], max_words=1)
+    wanted = {"Paragraph 10 text.", "Paragraph 4000 text.", "x1", "x2"}
+    kept = [n.id for n in forest.tree.nodes if n.text in wanted]
+    renderer = Renderer(forest)
+    for _ in range(2):  # the children listed on the first render serve the second
+        assert renderer.render(kept) == [
+            "<p>Paragraph 10 text.</p><p>Paragraph 4000 text.</p><div><b>x1</b> <b>x2</b></div>"
+        ]
+    assert renderer.render(kept[:1]) == ["<p>Paragraph 10 text.</p>"]
 
 
 def test_a_grid_made_wide_by_spans_is_not_built() -> None:
