@@ -89,11 +89,6 @@ class Renderer:
         self._start: dict[Any, str] = {}
         self._shown: dict[Any, str] = {}
         self._gaps: dict[Any, int] = {}
-        # Each parent's children and each child's index among them, listed once per renderer:
-        # the fill renders many subsets, and a page body of 100,000 paragraphs must not be
-        # walked in full for each one.
-        self._kids: dict[Any, list[Any]] = {}
-        self._index: dict[Any, int] = {}
 
     def _start_tag(self, el: Any) -> str:
         tag = self._start.get(el)
@@ -104,16 +99,6 @@ class Renderer:
             tag = f"<{el.tag}{attrs}>"
             self._start[el] = tag
         return tag
-
-    def _children(self, el: Any) -> list[Any]:
-        """``el``'s children, listed (and indexed) once per renderer."""
-        kids = self._kids.get(el)
-        if kids is None:
-            kids = self._kids[el] = list(el)
-            index = self._index
-            for i, child in enumerate(kids):
-                index[child] = i
-        return kids
 
     def _split(self, kept: Iterable[int]) -> tuple[set[Any], set[Any], set[Any]]:
         """Elements of kept leaf blocks, of kept own-text blocks, and those plus ancestors."""
@@ -254,9 +239,12 @@ class Renderer:
     def _pieces(self, el: Any, keep_text: bool, shown: list[Any]) -> list[Any]:
         """Stack items of a non-leaf element: its tags, kept text, ``shown`` (its live
         children, in any order), its gaps."""
-        kids = self._children(el)
-        index = self._index
-        at = sorted(index[c] for c in shown)  # where the live children sit
+        # The live children in document order (every ancestor of a block is a node of the
+        # tree, in document order): the walk goes from one to the next without visiting the
+        # dropped children between them once nothing they hold can change the gap, so the
+        # fill's many renders of a page body of 100,000 paragraphs do not each visit them all.
+        nodes, node_of = self.forest.tree.nodes, self._node_of
+        at = sorted(shown, key=lambda c: nodes[node_of[c]].order)
         bare = el.tag in WRAPPER_TAGS or (el.tag in GENERIC_TAGS and not keep_text and len(at) == 1)
         breaks = el.tag in _BREAKS
         seq: list[Any] = []
@@ -267,7 +255,8 @@ class Renderer:
         elif breaks:  # its line break is not written: its content must not touch the text
             gap = _STRONG
         text = el.text
-        i, n, k = -1, len(kids), 0  # i: the child just handled; k: the next live one in ``at``
+        child: Any = None  # the child just handled (None: el's own text)
+        k = 0  # the next live child is at[k]
         while True:
             if text:
                 if keep_text:
@@ -277,14 +266,14 @@ class Renderer:
                     seq.append(html_lib.escape(text, quote=False))
                 else:
                     gap = max(gap, _gap(text))
-            i += 1
             if gap == _STRONG and not keep_text:
                 # Nothing more dropped changes the gap: go straight to the next live child.
-                i = at[k] if k < len(at) else n
-            if i >= n:
+                child = at[k] if k < len(at) else None
+            else:
+                child = (el[0] if len(el) else None) if child is None else child.getnext()
+            if child is None:
                 break
-            child = kids[i]
-            live = k < len(at) and at[k] == i
+            live = k < len(at) and child is at[k]
             if live or (keep_text and child.tag == "br"):
                 if live:
                     k += 1
