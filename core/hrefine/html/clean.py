@@ -22,7 +22,7 @@ from hrefine.html._load import (
     parse_document,
 )
 from hrefine.html._text import cell_span, collapse_space
-from hrefine.html._unwrap import crowded_query, unwrap_leaves
+from hrefine.html._unwrap import crowded, unwrap_leaves
 from hrefine.html.tags import BLOCK_TAGS, GENERIC_TAGS, HEADING_TAGS, JUNK_TAGS
 
 __all__ = ["DEFAULT_KEEP_ATTRS", "clean_document", "clean_html"]
@@ -198,8 +198,8 @@ def clean_document(
     _remove_junk(root)
     if boilerplate:
         _remove_boilerplate(root)
-    crowded = len(html) > _SMALL_PAGE if isinstance(html, (str, bytes, bytearray)) else True
-    _strip_attributes(root, keep, keep_links="href" in keep, crowded=crowded)
+    crowd = len(html) > _SMALL_PAGE if isinstance(html, (str, bytes, bytearray)) else True
+    _strip_attributes(root, keep, keep_links="href" in keep, crowd=crowd)
     _merge_wrappers(_drop_empty(root, *_normalize_whitespace(root)))
     _fix_paragraphs(root)
     if not _has_visible_text(root):
@@ -377,10 +377,10 @@ def _remove_boilerplate(root: Any) -> None:
 
 
 def _strip_attributes(
-    root: Any, keep: frozenset[str], *, keep_links: bool, crowded: bool = True
+    root: Any, keep: frozenset[str], *, keep_links: bool, crowd: bool = True
 ) -> None:
     """Drop meaningless attributes, alt-less images and inline wrappers without meaning
-    (``crowded``: first unwrap those of elements with many of them, see
+    (``crowd``: first unwrap those of elements with many of them, see
     :func:`~hrefine.html._unwrap.unwrap_leaves`)."""
     etree = require("lxml.etree", "html")
     # The common ones go in one pass in C; the loop below sees only what is left.
@@ -404,7 +404,7 @@ def _strip_attributes(
     # Unwrapped in C; text and tails stay in place, as drop_tag would leave them (as separate
     # text nodes: _normalize_whitespace writes every text back, which joins them again).
     unwrap = (*sorted(_UNWRAP_TAGS), *(() if keep_links else ("a",)))
-    for el in crowded_query(unwrap)(root) if crowded else ():
+    for el in crowded(root, unwrap) if crowd else ():
         unwrap_leaves(el, frozenset(unwrap))
     etree.strip_tags(root, *unwrap)
 
@@ -584,8 +584,8 @@ def _fix_paragraphs(root: Any) -> None:
     """
     for p in list(root.iter("p")):  # a Python loop: a third of an XPath query's time here
         parent = p.getparent()
-        if (parent is not None and parent.tag in _P_CLOSES) or any(
-            child.tag in _P_BREAKERS for child in p
+        if (parent is not None and parent.tag in _P_CLOSES) or (
+            len(p) and any(child.tag in _P_BREAKERS for child in p)
         ):
             p.tag = "div"
 

@@ -312,6 +312,32 @@ def test_a_crowded_element_is_unwrapped_as_strip_tags_would_unwrap_it(
     assert "word" in joined and "kept" in joined and "link" in joined
 
 
+def test_the_crowded_query_runs_only_where_enough_elements_could_be_unwrapped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    unwrap = ("b", "span")
+    queried: list[int] = []
+    query = _unwrap.crowded_query
+
+    def counting(tags: tuple[str, ...]) -> Any:
+        queried.append(1)
+        return query(tags)
+
+    monkeypatch.setattr(_unwrap, "crowded_query", counting)
+    paras = lxml.html.document_fromstring("".join(f"<p>p{i}</p>" for i in range(500)))
+    assert _unwrap.crowded(paras, unwrap) == [] and not queried  # no <b> or <span> at all
+    few = lxml.html.document_fromstring("<div>" + "<span>w</span>" * 64 + "</div>")
+    assert _unwrap.crowded(few, unwrap) == [] and not queried  # 64: none can hold more
+    # 65 in all, but no element holds more than 64 of them: the query decides.
+    spread = lxml.html.document_fromstring(
+        "<div>" + "<span>w</span>" * 40 + "</div><div>" + "<b>w</b>" * 25 + "</div>"
+    )
+    assert _unwrap.crowded(spread, unwrap) == [] and len(queried) == 1
+    many = lxml.html.document_fromstring("<div>" + "<span>w</span>" * 65 + "</div>")
+    found = _unwrap.crowded(many, unwrap)
+    assert [el.tag for el in found] == ["div"] and len(queried) == 2
+
+
 def test_unwrapping_a_crowded_element_leaves_one_text_node_per_run() -> None:
     # lxml reads a run of adjacent text nodes in time quadratic in its length: after the
     # unwrapping there is one node per run, whatever the number of spans.
