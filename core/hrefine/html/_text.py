@@ -88,6 +88,8 @@ def element_text(el: Any, *, with_tail: bool = False) -> str:
 
     Iterative, so any depth is safe.
     """
+    if not with_tail and len(el) == 0 and el.tag != "img" and isinstance(el.tag, str):
+        return normalize_space(el.text or "")  # most leaf blocks: no walk needed
     return normalize_space(shown_text(el, with_tail=with_tail))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import random
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import lxml.etree
@@ -14,6 +15,7 @@ import pytest
 from hrefine.budget import get_counter
 from hrefine.html import HtmlPruner, _unwrap, blocks, columns
 from hrefine.html import clean as clean_mod
+from hrefine.html._text import element_text, normalize_space, shown_text
 from hrefine.html.blocks import build_forest
 from hrefine.html.clean import clean_document
 from hrefine.html.render import Renderer
@@ -247,6 +249,23 @@ def test_a_wide_body_renders_its_kept_blocks_across_long_dropped_runs() -> None:
             "<p>Paragraph 10 text.</p><p>Paragraph 4000 text.</p><div><b>x1</b> <b>x2</b></div>"
         ]
     assert renderer.render(kept[:1]) == ["<p>Paragraph 10 text.</p>"]
+
+
+def test_the_text_of_a_childless_element_is_read_without_a_walk(shared_data: Path) -> None:
+    # element_text skips the walk for an element without children; on every such element of
+    # real pages it must read what the walk reads.
+    pages = [*sorted((shared_data / "wtq" / "pages").glob("*.html"))[:10]]
+    pages += [*sorted((shared_data / "leval" / "nq" / "docs").glob("*.html"))[:3]]
+    extra = "<p>  a\n b </p><td>\u3000x\u00a0y</td><img alt=' Alt  text '><br><hr>"
+    roots = [clean_document(p.read_bytes()) for p in pages]
+    roots.append(lxml.html.document_fromstring(f"<html><body>{extra}</body></html>"))
+    seen = 0
+    for root in roots:
+        for el in root.iter():
+            if len(el) == 0:
+                seen += 1
+                assert element_text(el) == normalize_space(shown_text(el)), el.tag
+    assert seen > 1000
 
 
 def test_a_grid_made_wide_by_spans_is_not_built() -> None:
