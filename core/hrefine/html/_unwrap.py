@@ -25,7 +25,7 @@ def crowded(root: Any, unwrap: tuple[str, ...]) -> list[Any]:
 
     The query reads every element's children; a page with no more elements to unwrap than
     that in all (lxml's tag filter finds none at once when the page never names the tags)
-    cannot have one, and skips it: a third of cleaning 100,000 paragraphs.
+    cannot have one, and skips it: a quarter of cleaning 100,000 paragraphs.
     """
     few = sum(1 for _ in itertools.islice(root.iter(*unwrap), _MAX_TEXT_RUN + 1))
     if few <= _MAX_TEXT_RUN:
