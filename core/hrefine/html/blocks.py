@@ -438,16 +438,15 @@ def collector_paused(roots: Sequence[Any]) -> Iterator[None]:
     allocate millions of objects, none of them garbage, and each full collection walks them
     all (half the time of a 200,000-block tree, a third of pruning 100,000 paragraphs).
     Re-enabled on exit unless it was already paused on entry."""
-    if sum(_element_count()(root) for root in roots) <= _PAUSE_GC_ELEMENTS:
+    # Already paused (the pruner pauses it around the block tree too): nothing to count.
+    if not gc.isenabled() or sum(_element_count()(r) for r in roots) <= _PAUSE_GC_ELEMENTS:
         yield
         return
-    paused = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        if paused:
-            gc.enable()
+        gc.enable()
 
 
 def _add_document(
