@@ -57,9 +57,15 @@ def f32_pair() -> tuple[SentenceTransformerEmbedder, SentenceTransformerEmbedder
 
 
 def _paths(full: SentenceTransformerEmbedder, capped: SentenceTransformerEmbedder) -> Iterator[str]:
-    """Set both embedders on each CPU path in turn, their caches emptied: texts packed into
-    rows, batches cut by word pieces, and ``model.encode`` with a fixed batch size."""
+    """Set both embedders on each CPU path in turn, their caches emptied: the batch-invariant
+    path, texts packed into rows, batches cut by word pieces, and ``model.encode`` with a fixed
+    batch size."""
+    invariant = [emb.model and emb._invariant for emb in (full, capped)]
+    assert all(parts is not None for parts in invariant)
+    yield "invariant"
     for emb in (full, capped):
+        emb.clear_cache()
+        emb._invariant = None  # as for a model of another family
         assert emb._pooling_for_packing() == "mean"
     yield "packed"
     for emb in (full, capped):
@@ -70,9 +76,9 @@ def _paths(full: SentenceTransformerEmbedder, capped: SentenceTransformerEmbedde
         emb.clear_cache()
         emb.batch_size = 8
     yield "fixed batch size"
-    for emb in (full, capped):
+    for emb, parts in zip((full, capped), invariant, strict=True):
         emb.clear_cache()
-        emb._packing, emb.batch_size = "mean", None
+        emb._packing, emb.batch_size, emb._invariant = "mean", None, parts
 
 
 def test_a_call_limit_gives_the_vectors_of_an_embedder_built_with_it(

@@ -238,6 +238,7 @@ def test_a_model_whose_vectors_change_when_packed_is_not_packed(
 
     real = _embed_cpu.run_rows
     monkeypatch.setattr(_embed_cpu, "run_rows", leaky)
+    monkeypatch.setattr(embedder, "_invariant", None)  # as for a model of another family
     monkeypatch.setattr(embedder, "_packing", False)  # not checked yet
     assert embedder._pooling_for_packing() is None  # type: ignore[attr-defined]
     texts = ["Year | Team | Goals", "a"]
@@ -445,8 +446,34 @@ def test_bfloat16_embedder_keeps_float32s_vectors_and_packing(shared_data: Any, 
         np.argsort(-(got @ half.embed_query(q)))[:5].tolist()
         == np.argsort(-(want @ f32.embed_query(q)))[:5].tolist()
     )
-    # Only the linear layers turned: embeddings and norms stay float32, and texts still
-    # share rows (the packing check ran in float32, before the turn).
+    # Only the linear layers' weights turned (in the batch-invariant path's own copies):
+    # embeddings and norms stay float32, and the model itself is left in float32.
+    parts = half._invariant
+    assert parts is not None and parts.dtype == torch.bfloat16
+    for layer in parts.layers:
+        assert {layer.qkv_w.dtype, layer.out_w.dtype, layer.up_w.dtype} == {torch.bfloat16}
+        assert layer.down_w.dtype == torch.bfloat16 and layer.ln1[0].dtype == torch.float32
+    assert parts.word.dtype == parts.ln[0].dtype == torch.float32
+    linears = [m for m in half.model.modules() if isinstance(m, torch.nn.Linear)]
+    assert linears and all(m.weight.dtype == torch.float32 for m in linears)
+
+
+def test_bfloat16_linears_of_a_model_without_the_invariant_path(
+    shared_data: Any, f32: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A model the batch-invariant path does not compute takes the batched path, its linear
+    # layers turned to bfloat16 in place (norms stay float32), still packed.
+    import torch
+    from hrefine.models import embed as embed_module
+
+    monkeypatch.setattr(embed_module, "invariant_encoder", lambda *_: None)
+    texts = _real_block_texts(shared_data)
+    half = SentenceTransformerEmbedder(
+        str(default_embedder_path()), max_seq_length=128, precision="bfloat16"
+    )
+    assert half.compute_dtype == "bfloat16" and half._invariant is None
+    got, want = half.embed(texts), f32.embed(texts)
+    assert float((got * want).sum(axis=1).min()) > 0.9999
     model = half.model
     linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
     assert linears and all(m.weight.dtype == torch.bfloat16 for m in linears)
@@ -455,15 +482,36 @@ def test_bfloat16_embedder_keeps_float32s_vectors_and_packing(shared_data: Any, 
     assert half._pooling_for_packing() == "mean"
 
 
-def test_auto_precision_follows_the_cpus_bfloat16_support(
+def test_auto_precision_follows_the_cpus_bfloat16_support_and_a_timed_tile(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from hrefine.models import device
+    # "auto": bfloat16 only where the CPU has it natively and a timed tile runs at least 1.2
+    # times faster in it (the timing is faked here; the CPU flag is too).
+    from hrefine.models import _embed_invariant, device
 
-    for native, want in ((False, "float32"), (True, "bfloat16")):
+    monkeypatch.delenv("HREFINE_EMBED_PRECISION", raising=False)
+    cases = ((False, 3.0, "float32"), (True, 3.0, "bfloat16"), (True, 1.1, "float32"))
+    for native, speedup, want in cases:
         monkeypatch.setattr(device, "native_bf16", lambda _device, native=native: native)
+        monkeypatch.setattr(
+            _embed_invariant,
+            "tile_seconds",
+            lambda _m, _p, bf16, speedup=speedup: 1.0 / speedup if bf16 else 1.0,
+        )
         auto = SentenceTransformerEmbedder(str(default_embedder_path()), max_seq_length=128)
-        assert auto.precision == "auto" and auto.compute_dtype == want
+        assert auto.precision == "auto" and auto.compute_dtype == want, (native, speedup)
+    # The environment variable decides for "auto", and only for "auto".
+    for value in ("float32", "bfloat16"):
+        monkeypatch.setenv("HREFINE_EMBED_PRECISION", value)
+        auto = SentenceTransformerEmbedder(str(default_embedder_path()), max_seq_length=128)
+        assert auto.compute_dtype == value
+    pinned = SentenceTransformerEmbedder(
+        str(default_embedder_path()), max_seq_length=128, precision="float32"
+    )
+    assert pinned.compute_dtype == "float32"
+    monkeypatch.setenv("HREFINE_EMBED_PRECISION", "float16")
+    with pytest.raises(ValueError, match="HREFINE_EMBED_PRECISION"):
+        _ = SentenceTransformerEmbedder(str(default_embedder_path())).compute_dtype
     with pytest.raises(ValueError, match="precision must be one of"):
         SentenceTransformerEmbedder("unused", precision="float16")
 

@@ -22,6 +22,7 @@ __all__ = [
     "cpu_map",
     "cpu_workers",
     "native_bf16",
+    "one_thread_map",
     "pick_device",
     "pick_dtype",
 ]
@@ -223,3 +224,40 @@ def cpu_map(fn: Callable[[_T], _R], items: Sequence[_T], workers: int) -> list[_
         logger.debug("running %d items in the calling thread: %s", len(items), exc)
         return [fn(x) for x in items]
     return [f.result() for f in futures]
+
+
+def one_thread_map(fn: Callable[[_T], _R], items: Sequence[_T]) -> list[_R]:
+    """``[fn(x) for x in items]`` with every call made on exactly one torch thread.
+
+    As many worker threads run side by side as the caller's torch threads, each with a single
+    torch thread of its own, so the thread count changes which worker runs an item and never
+    how its numbers are added up (a kernel may split a sum over threads). A caller on one
+    thread, or a pool worker, runs the items itself.
+    """
+    import torch
+
+    threads = torch.get_num_threads()
+    if threads <= 1 or getattr(_local, "worker", False):
+        return [fn(x) for x in items]
+    key = (threads, threads)
+    try:
+        with _pools_lock:
+            pool = _pools.get(key)
+            if pool is None or pool.pid != os.getpid():
+                pool = _pools[key] = _Pool(*key)
+        futures = [pool.executor.submit(fn, x) for x in items]
+    except RuntimeError as exc:  # shutting down, or no thread could start
+        logger.debug("running %d items on one thread here: %s", len(items), exc)
+        return _in_fresh_thread(lambda: _on_one_thread(fn, items))
+    return [f.result() for f in futures]
+
+
+def _on_one_thread(fn: Callable[[_T], _R], items: Sequence[_T]) -> list[_R]:
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return [fn(x) for x in items]
+    finally:
+        torch.set_num_threads(before)  # the count new threads start with is the process's

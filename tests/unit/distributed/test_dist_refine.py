@@ -21,7 +21,9 @@ def _by_id(output: Path) -> dict[str, dict[str, Any]]:
     return {r["id"]: r for r in table.to_pylist()}
 
 
+@pytest.mark.parametrize("workers", [1, 2])
 def test_structure_stage_equals_core(
+    workers: int,
     local_ray: Any,
     leval_docs: list[dict[str, Any]],
     tmp_path: Path,
@@ -32,7 +34,7 @@ def test_structure_stage_equals_core(
 
     bad = {"id": "blank", "text": "  \n  "}
     source = write_jsonl(tmp_path / "docs.jsonl", [*leval_docs, bad])
-    report = run_stage("structure", str(source), str(tmp_path / "out"), workers=1)
+    report = run_stage("structure", str(source), str(tmp_path / "out"), workers=workers)
 
     assert (report.ok, report.errors) == (2, 1)
     rows = _by_id(tmp_path / "out")
@@ -48,7 +50,9 @@ def test_structure_stage_equals_core(
     assert rows["blank"]["error"].startswith("EmptyInputError")
 
 
+@pytest.mark.parametrize("workers", [1, 2])
 def test_refine_stage_equals_core_for_longrefiner_and_htmlrag(
+    workers: int,
     local_ray: Any,
     leval_docs: list[dict[str, Any]],
     wtq_pages: list[dict[str, Any]],
@@ -62,24 +66,33 @@ def test_refine_stage_equals_core_for_longrefiner_and_htmlrag(
     pairs = [{"id": d["id"], "query": d["query"], "documents": [d["text"]]} for d in leval_docs]
     pairs.append({"id": "no-query", "query": "", "documents": [leval_docs[0]["text"]]})
     source = write_jsonl(tmp_path / "pairs.jsonl", pairs)
-    report = run_stage(
-        "refine", str(source), str(tmp_path / "lr"), max_tokens=200, settings={"scorer": "bm25"}
-    )
-    assert (report.ok, report.errors) == (2, 1)
-    rows = _by_id(tmp_path / "lr")
-    refiner = LongRefiner(scorer="bm25")
-    for d in leval_docs:
-        expected = refiner.refine(d["query"], [d["text"]], 200)
-        assert rows[d["id"]]["text"] == expected.text
-        assert rows[d["id"]]["tokens"] == expected.tokens <= 200
-        assert rows[d["id"]]["method"] == "longrefiner"
-    assert rows["no-query"]["status"] == "error"
+    # BM25, then the default scorer (the embedded embedder, run in Ray's worker processes)
+    for scorer in ("bm25", None):
+        out = tmp_path / f"lr-{scorer}"
+        settings = {"scorer": scorer} if scorer else {}
+        report = run_stage(
+            "refine", str(source), str(out), max_tokens=200, settings=settings, workers=workers
+        )
+        assert (report.ok, report.errors) == (2, 1)
+        rows = _by_id(out)
+        refiner = LongRefiner(**settings)
+        for d in leval_docs:
+            expected = refiner.refine(d["query"], [d["text"]], 200)
+            assert rows[d["id"]]["text"] == expected.text
+            assert rows[d["id"]]["tokens"] == expected.tokens <= 200
+            assert rows[d["id"]]["method"] == "longrefiner"
+        assert rows["no-query"]["status"] == "error"
 
     # HtmlRAG with the embedded embedder (loaded once in the actor) on real pages
     pages = [{"id": p["id"], "query": p["query"], "documents": p["html"]} for p in wtq_pages[:2]]
     source = write_jsonl(tmp_path / "pages.jsonl", pages)
     report = run_stage(
-        "refine", str(source), str(tmp_path / "hr"), method="htmlrag", max_tokens=300
+        "refine",
+        str(source),
+        str(tmp_path / "hr"),
+        method="htmlrag",
+        max_tokens=300,
+        workers=workers,
     )
     assert (report.ok, report.errors) == (2, 0)
     rows = _by_id(tmp_path / "hr")

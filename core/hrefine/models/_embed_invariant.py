@@ -1,0 +1,332 @@
+"""Batch-invariant embedding for BERT-family encoders on the CPU.
+
+A matrix-product kernel picks its blocking, and so the order in which it adds up a dot product,
+from the shape of the call; in bfloat16 on AMX or AVX512-BF16 the choice moved a text's vector
+by up to 7e-4 with the texts batched beside it. Here every per-token step runs on fixed-shape
+tiles of :data:`ROW_TILE` tokens (the last one padded with zeros), and attention runs per group of
+texts of one length, with no padding and no other text in a row. So each call a text's numbers go
+through has the same shape whatever else is embedded with it, and its vector is the same bit for
+bit alone, in any batch, in any order, fresh or cached, on one thread or several.
+
+Only the model's own arithmetic is reproduced (embeddings, self-attention, GELU feed-forward, layer
+norms, mean or CLS pooling); :func:`invariant_parts` says whether a loaded model is one this module
+computes exactly (``BertModel`` with absolute positions and GELU) and gives None otherwise.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "ROW_TILE",
+    "TILE_STEP",
+    "InvariantParts",
+    "encode_invariant",
+    "invariant_encoder",
+    "invariant_parts",
+    "pick_invariant_dtype",
+    "small_tiles_hold",
+    "tile_seconds",
+]
+
+#: Tokens per call of every per-token step. 128 ran MiniLM's blocks as fast as 256 on 2 cores
+#: (and faster than 64), with less padding in a call's last tile.
+ROW_TILE = 128
+#: Where the kernels give a row the same numbers in a call of any of these sizes (checked per
+#: model and CPU by :func:`small_tiles_hold`), a call's last tile is cut to a multiple of this:
+#: a query of 9 word pieces runs in 16 rows, not 128.
+TILE_STEP = 16
+
+
+@dataclass(frozen=True)
+class _Layer:
+    qkv_w: Any
+    qkv_b: Any
+    out_w: Any
+    out_b: Any
+    ln1: tuple[Any, Any, float]
+    up_w: Any
+    up_b: Any
+    down_w: Any
+    down_b: Any
+    ln2: tuple[Any, Any, float]
+
+
+@dataclass(frozen=True)
+class InvariantParts:
+    """The weights of a BERT encoder, laid out for :func:`encode_invariant`."""
+
+    word: Any
+    position: Any
+    token_type: Any
+    ln: tuple[Any, Any, float]
+    layers: tuple[_Layer, ...]
+    heads: int
+    pooling: str
+    dtype: Any  # the linears' weights' dtype: float32 or bfloat16
+
+
+def invariant_encoder(model: Any, pooling: str | None) -> Any:
+    """The ``BertModel`` inside ``model`` when this module computes it exactly (absolute
+    positions, exact GELU, an encoder) and ``pooling`` is ``"mean"`` or ``"cls"``; else None."""
+    if pooling not in ("mean", "cls"):
+        return None
+    auto = getattr(model._modules[next(iter(model._modules))], "auto_model", None)
+    config = getattr(auto, "config", None)
+    if type(auto).__name__ != "BertModel" or config is None:
+        return None
+    if getattr(config, "position_embedding_type", "absolute") != "absolute":
+        return None
+    if getattr(config, "hidden_act", None) != "gelu" or getattr(config, "is_decoder", False):
+        return None
+    return auto
+
+
+def invariant_parts(model: Any, pooling: str | None, bf16: bool) -> InvariantParts | None:
+    """The encoder's weights when ``model`` is a Transformer -> Pooling (``pooling``: mean or
+    CLS) -> [Normalize] sentence-transformers model over a ``BertModel`` with absolute position
+    embeddings and exact GELU; None for any other model. With ``bf16``, the linear layers'
+    weights are bfloat16 copies (their inputs are rounded to bfloat16 and the products come
+    back in float32), and everything else stays in float32."""
+    auto = invariant_encoder(model, pooling)
+    if auto is None or pooling is None:
+        return None
+    import torch
+
+    config = auto.config
+    emb = auto.embeddings
+    wdtype = torch.bfloat16 if bf16 else torch.float32
+
+    def w(linear: Any) -> Any:
+        return linear.weight.detach().to(wdtype).contiguous()
+
+    def b(linear: Any) -> Any:
+        return linear.bias.detach().float().contiguous()
+
+    def ln(norm: Any) -> tuple[Any, Any, float]:
+        return (norm.weight.detach().float(), norm.bias.detach().float(), float(norm.eps))
+
+    layers = []
+    for layer in auto.encoder.layer:
+        att = layer.attention.self
+        qkv = (att.query, att.key, att.value)
+        layers.append(
+            _Layer(
+                qkv_w=torch.cat([x.weight.detach() for x in qkv]).to(wdtype).contiguous(),
+                qkv_b=torch.cat([x.bias.detach() for x in qkv]).float().contiguous(),
+                out_w=w(layer.attention.output.dense),
+                out_b=b(layer.attention.output.dense),
+                ln1=ln(layer.attention.output.LayerNorm),
+                up_w=w(layer.intermediate.dense),
+                up_b=b(layer.intermediate.dense),
+                down_w=w(layer.output.dense),
+                down_b=b(layer.output.dense),
+                ln2=ln(layer.output.LayerNorm),
+            )
+        )
+    return InvariantParts(
+        word=emb.word_embeddings.weight.detach().float(),
+        position=emb.position_embeddings.weight.detach().float(),
+        token_type=emb.token_type_embeddings.weight.detach().float(),
+        ln=ln(emb.LayerNorm),
+        layers=tuple(layers),
+        heads=int(config.num_attention_heads),
+        pooling=pooling,
+        dtype=wdtype,
+    )
+
+
+def _linear(x: Any, weight: Any, bias: Any) -> Any:
+    import torch
+
+    if weight.dtype == torch.float32:
+        return torch.nn.functional.linear(x, weight, bias)
+    out = torch.nn.functional.linear(x.to(weight.dtype), weight).float()
+    return out.add_(bias)
+
+
+def _norm(x: Any, ln: tuple[Any, Any, float]) -> Any:
+    import torch
+
+    return torch.nn.functional.layer_norm(x, (x.shape[-1],), ln[0], ln[1], ln[2])
+
+
+def encode_invariant(
+    parts: InvariantParts,
+    features: dict[str, list[list[int]]],
+    small_tiles: bool,
+) -> np.ndarray:
+    """Unit vectors of the texts whose word-piece ids (and token type ids) ``features`` holds,
+    each the same bit for bit whatever texts share the call (see the module's docstring).
+
+    Every tile is :data:`ROW_TILE` rows, but with ``small_tiles`` the last one, which is cut to
+    a multiple of :data:`TILE_STEP`. The tiles of a step, and the length groups of attention,
+    run side by side on one torch thread each (:func:`hrefine.models.device.one_thread_map`), so
+    the thread count does not change the numbers either.
+    """
+    import torch
+
+    ids: Sequence[Sequence[int]] = features["input_ids"]
+    types: Sequence[Sequence[int]] | None = features.get("token_type_ids")
+    lengths = [len(x) for x in ids]
+    n = len(ids)
+    dim = int(parts.word.shape[1])
+    if n == 0:
+        return np.zeros((0, dim), dtype=np.float32)
+    # Texts laid out shortest first, so that each length's texts are one run of rows that
+    # attention reads and writes as a view.
+    order = sorted(range(n), key=lengths.__getitem__)
+    total = sum(lengths)
+    tiles = -(-total // ROW_TILE)
+    rows = tiles * ROW_TILE
+    if small_tiles:
+        rows -= (rows - total) // TILE_STEP * TILE_STEP
+    flat_ids = torch.zeros(rows, dtype=torch.long)
+    flat_pos = torch.zeros(rows, dtype=torch.long)
+    flat_types = torch.zeros(rows, dtype=torch.long)
+    flat_ids[:total] = torch.tensor([t for k in order for t in ids[k]], dtype=torch.long)
+    flat_pos[:total] = torch.tensor([p for k in order for p in range(lengths[k])])
+    if types is not None:
+        flat_types[:total] = torch.tensor([t for k in order for t in types[k]], dtype=torch.long)
+    # (length, first row, texts) of each run of texts of one length, and their positions.
+    groups: list[tuple[int, int, list[int]]] = []
+    row = 0
+    for k in order:
+        m = lengths[k]
+        if not groups or groups[-1][0] != m:
+            groups.append((m, row, []))
+        groups[-1][2].append(k)
+        row += m
+    spans = [slice(t * ROW_TILE, min(rows, (t + 1) * ROW_TILE)) for t in range(tiles)]
+    heads = parts.heads
+    head_dim = dim // heads
+    hidden = torch.empty((rows, dim), dtype=torch.float32)
+    qkv = torch.empty((rows, 3 * dim), dtype=torch.float32)
+    context = torch.zeros((rows, dim), dtype=torch.float32)
+    pooled = torch.empty((n, dim), dtype=torch.float32)
+    layers = parts.layers
+
+    from hrefine.models.device import one_thread_map
+
+    def first_tile(s: slice) -> None:
+        x = parts.word[flat_ids[s]] + parts.token_type[flat_types[s]]
+        x += parts.position[flat_pos[s]]
+        hidden[s] = _norm(x, parts.ln)
+        qkv[s] = _linear(hidden[s], layers[0].qkv_w, layers[0].qkv_b)
+
+    def attend(group: tuple[int, int, list[int]]) -> None:
+        m, start, ks = group
+        b = len(ks)
+        x = qkv[start : start + b * m].view(b, m, 3, heads, head_dim).permute(2, 0, 3, 1, 4)
+        out = torch.nn.functional.scaled_dot_product_attention(x[0], x[1], x[2])
+        context[start : start + b * m] = out.transpose(1, 2).reshape(b * m, dim)
+
+    def tile_after(s: slice, layer: _Layer, after: _Layer | None) -> None:
+        # The rest of ``layer`` (attention output, feed-forward), then ``after``'s projections.
+        h = _norm(_linear(context[s], layer.out_w, layer.out_b).add_(hidden[s]), layer.ln1)
+        up = torch.nn.functional.gelu(_linear(h, layer.up_w, layer.up_b))
+        hidden[s] = _norm(_linear(up, layer.down_w, layer.down_b).add_(h), layer.ln2)
+        if after is not None:
+            qkv[s] = _linear(hidden[s], after.qkv_w, after.qkv_b)
+
+    def pool(group: tuple[int, int, list[int]]) -> None:
+        m, start, ks = group
+        h = hidden[start : start + len(ks) * m].view(len(ks), m, dim)
+        pooled[torch.tensor(ks)] = h[:, 0] if parts.pooling == "cls" else h.sum(dim=1) / m
+
+    with torch.inference_mode():
+        one_thread_map(first_tile, spans)
+        for i, layer in enumerate(layers):
+            one_thread_map(attend, groups)
+            after = layers[i + 1] if i + 1 < len(layers) else None
+            one_thread_map(functools.partial(tile_after, layer=layer, after=after), spans)
+        one_thread_map(pool, groups)
+        return torch.nn.functional.normalize(pooled, dim=1).numpy()
+
+
+# Texts for :func:`small_tiles_hold`: 1 to about 100 word pieces, so that alone they run in
+# tiles of every size up to ROW_TILE.
+_PROBE_TEXT = (
+    "Rows of one text must not move with the size of the call that carries them; "
+    "the check embeds texts alone and together and compares every bit of their vectors."
+)
+
+
+def small_tiles_hold(parts: InvariantParts, pieces: Any) -> bool:
+    """Whether cutting a call's last tile to a multiple of :data:`TILE_STEP` rows leaves every
+    vector as it is with full tiles, on this CPU and for this model: texts of growing length,
+    each alone in a tile of every size from :data:`TILE_STEP` to :data:`ROW_TILE` rows, against
+    the same texts in full tiles. ``pieces`` reads texts to their word-piece ids."""
+    texts = []
+    words = _PROBE_TEXT.split() * 8
+    n = 1
+    for size in range(TILE_STEP, ROW_TILE + 1, TILE_STEP):
+        # The shortest text that needs a tile of ``size`` rows.
+        while (
+            n < len(words)
+            and len(pieces([" ".join(words[:n])])["input_ids"][0]) <= size - TILE_STEP
+        ):
+            n += 1
+        texts.append(" ".join(words[:n]))
+    features = pieces(texts)
+    full = encode_invariant(parts, features, small_tiles=False)
+    for k, text in enumerate(texts):
+        alone = encode_invariant(parts, pieces([text]), small_tiles=True)
+        if not np.array_equal(alone[0], full[k]):
+            return False
+    return True
+
+
+#: bfloat16 is taken by ``precision="auto"`` only where a tile runs at least this much faster
+#: in it: a margin, so that timing noise on a CPU where the two are close does not flip the
+#: choice (and the vectors) from one process to the next.
+BF16_MIN_SPEEDUP = 1.2
+
+
+def pick_invariant_dtype(model: Any, pooling: str) -> str:
+    """``"bfloat16"`` where the CPU multiplies it in hardware and a full tile through the
+    model's first layer's linears runs at least :data:`BF16_MIN_SPEEDUP` times faster in it
+    than in float32 (the best of five timings each, on one thread); ``"float32"`` otherwise.
+    On AMX CPUs bfloat16 was slower than float32 for small calls; with every call a full tile
+    the measurement decides for the shape the path runs."""
+    from hrefine.models.device import native_bf16
+
+    if not native_bf16("cpu"):
+        return "float32"
+    timed = {bf16: tile_seconds(model, pooling, bf16) for bf16 in (False, True)}
+    speedup = timed[False] / max(timed[True], 1e-9)
+    return "bfloat16" if speedup >= BF16_MIN_SPEEDUP else "float32"
+
+
+def tile_seconds(model: Any, pooling: str, bf16: bool) -> float:
+    """Seconds a full tile takes through the first layer's linears of ``model``, in bfloat16
+    or float32: the best of five timings, on one thread."""
+    import time
+
+    import torch
+
+    from hrefine.models.device import one_thread_map
+
+    parts = invariant_parts(model, pooling, bf16)
+    if parts is None:
+        return float("inf")
+    layer = parts.layers[0]
+    x = torch.randn(ROW_TILE, int(parts.word.shape[1]))
+
+    def run(_: int) -> float:
+        best = float("inf")
+        with torch.inference_mode():
+            for _ in range(5):
+                t = time.perf_counter()
+                _linear(x, layer.qkv_w, layer.qkv_b)
+                up = _linear(x, layer.up_w, layer.up_b)
+                _linear(up, layer.down_w, layer.down_b)
+                best = min(best, time.perf_counter() - t)
+        return best
+
+    return one_thread_map(run, [0])[0]
