@@ -2,11 +2,13 @@
 
 A matrix-product kernel picks its blocking, and so the order in which it adds up a dot product,
 from the shape of the call; in bfloat16 on AMX or AVX512-BF16 the choice moved a text's vector
-by up to 7e-4 with the texts batched beside it. Here every per-token step runs on fixed-shape
-tiles of :data:`ROW_TILE` tokens (the last one padded with zeros), and attention runs per group of
-texts of one length, with no padding and no other text in a row. So each call a text's numbers go
-through has the same shape whatever else is embedded with it, and its vector is the same bit for
-bit alone, in any batch, in any order, fresh or cached, on one thread or several.
+by up to 7e-4 with the texts batched beside it. Here every per-token step runs on tiles of
+:data:`ROW_TILE` tokens, a run's last tile padded with zeros (to the full tile, or to a multiple
+of :data:`TILE_STEP` where :func:`small_tiles_hold` shows the kernels do not care), attention runs
+per group of texts of one length, with no padding and no other text in a row, and every run is
+computed on one torch thread. So each call a text's numbers go through is one whose result for
+that text does not depend on what else is embedded, and its vector is the same bit for bit
+alone, in any batch, in any order, fresh or cached, on one thread or several.
 
 Only the model's own arithmetic is reproduced (embeddings, self-attention, GELU feed-forward, layer
 norms, mean or CLS pooling); :func:`invariant_parts` says whether a loaded model is one this module
@@ -15,7 +17,6 @@ computes exactly (``BertModel`` with absolute positions and GELU) and gives None
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,7 @@ import numpy as np
 
 __all__ = [
     "ROW_TILE",
+    "RUN_TOKENS",
     "TILE_STEP",
     "InvariantParts",
     "encode_invariant",
@@ -156,6 +158,13 @@ def _norm(x: Any, ln: tuple[Any, Any, float]) -> Any:
     return torch.nn.functional.layer_norm(x, (x.shape[-1],), ln[0], ln[1], ln[2])
 
 
+#: Word pieces a worker takes through every layer at a time: its buffers stay in the CPU's
+#: caches, as a batch of the packed path did (runs of 512 and 1024 pruned 12 cold HtmlRAG
+#: pages as fast as the packed path, 2048 about 7% slower). Where the texts are cut into runs
+#: does not change a vector.
+RUN_TOKENS = 1024
+
+
 def encode_invariant(
     parts: InvariantParts,
     features: dict[str, list[list[int]]],
@@ -164,24 +173,62 @@ def encode_invariant(
     """Unit vectors of the texts whose word-piece ids (and token type ids) ``features`` holds,
     each the same bit for bit whatever texts share the call (see the module's docstring).
 
-    Every tile is :data:`ROW_TILE` rows, but with ``small_tiles`` the last one, which is cut to
-    a multiple of :data:`TILE_STEP`. The tiles of a step, and the length groups of attention,
-    run side by side on one torch thread each (:func:`hrefine.models.device.one_thread_map`), so
-    the thread count does not change the numbers either.
+    The texts, shortest first, are cut into runs of about :data:`RUN_TOKENS` word pieces (at
+    least one run per worker), and each run goes through the whole model on one worker with one
+    torch thread (:func:`hrefine.models.device.one_thread_map`), so the thread count does not
+    change the numbers either. Every tile is :data:`ROW_TILE` rows, but with ``small_tiles`` a
+    run's last one, which is cut to a multiple of :data:`TILE_STEP`.
     """
     import torch
 
+    from hrefine.models.device import one_thread_map
+
     ids: Sequence[Sequence[int]] = features["input_ids"]
     types: Sequence[Sequence[int]] | None = features.get("token_type_ids")
-    lengths = [len(x) for x in ids]
     n = len(ids)
     dim = int(parts.word.shape[1])
     if n == 0:
         return np.zeros((0, dim), dtype=np.float32)
-    # Texts laid out shortest first, so that each length's texts are one run of rows that
-    # attention reads and writes as a view.
-    order = sorted(range(n), key=lengths.__getitem__)
+    order = sorted(range(n), key=lambda k: len(ids[k]))
+    total = sum(len(x) for x in ids)
+    share = -(-total // max(1, torch.get_num_threads()))
+    size = max(ROW_TILE, min(RUN_TOKENS, share))
+    runs: list[list[int]] = [[]]
+    held = 0
+    for k in order:
+        if runs[-1] and held + len(ids[k]) > size:
+            runs.append([])
+            held = 0
+        runs[-1].append(k)
+        held += len(ids[k])
+
+    def run(ks: list[int]) -> Any:
+        return _run_texts(
+            parts,
+            [ids[k] for k in ks],
+            None if types is None else [types[k] for k in ks],
+            small_tiles,
+        )
+
+    pooled = torch.empty((n, dim), dtype=torch.float32)
+    for ks, vecs in zip(runs, one_thread_map(run, runs), strict=True):
+        pooled[torch.tensor(ks)] = vecs
+    return pooled.numpy()
+
+
+def _run_texts(
+    parts: InvariantParts,
+    ids: Sequence[Sequence[int]],
+    types: Sequence[Sequence[int]] | None,
+    small_tiles: bool,
+) -> Any:
+    """The unit vectors of texts sorted by length (a run of :func:`encode_invariant`), through
+    every layer on the calling thread."""
+    import torch
+
+    lengths = [len(x) for x in ids]
     total = sum(lengths)
+    dim = int(parts.word.shape[1])
     tiles = -(-total // ROW_TILE)
     rows = tiles * ROW_TILE
     if small_tiles:
@@ -189,18 +236,19 @@ def encode_invariant(
     flat_ids = torch.zeros(rows, dtype=torch.long)
     flat_pos = torch.zeros(rows, dtype=torch.long)
     flat_types = torch.zeros(rows, dtype=torch.long)
-    flat_ids[:total] = torch.tensor([t for k in order for t in ids[k]], dtype=torch.long)
-    flat_pos[:total] = torch.tensor([p for k in order for p in range(lengths[k])])
+    flat_ids[:total] = torch.tensor([t for x in ids for t in x], dtype=torch.long)
+    flat_pos[:total] = torch.tensor([p for m in lengths for p in range(m)], dtype=torch.long)
     if types is not None:
-        flat_types[:total] = torch.tensor([t for k in order for t in types[k]], dtype=torch.long)
-    # (length, first row, texts) of each run of texts of one length, and their positions.
-    groups: list[tuple[int, int, list[int]]] = []
+        flat_types[:total] = torch.tensor([t for x in types for t in x], dtype=torch.long)
+    # (length, first row, texts) of each run of texts of one length: attention reads and
+    # writes each as a view.
+    groups: list[tuple[int, int, int]] = []
     row = 0
-    for k in order:
-        m = lengths[k]
-        if not groups or groups[-1][0] != m:
-            groups.append((m, row, []))
-        groups[-1][2].append(k)
+    for m in lengths:
+        if groups and groups[-1][0] == m:
+            groups[-1] = (m, groups[-1][1], groups[-1][2] + 1)
+        else:
+            groups.append((m, row, 1))
         row += m
     spans = [slice(t * ROW_TILE, min(rows, (t + 1) * ROW_TILE)) for t in range(tiles)]
     heads = parts.heads
@@ -208,45 +256,31 @@ def encode_invariant(
     hidden = torch.empty((rows, dim), dtype=torch.float32)
     qkv = torch.empty((rows, 3 * dim), dtype=torch.float32)
     context = torch.zeros((rows, dim), dtype=torch.float32)
-    pooled = torch.empty((n, dim), dtype=torch.float32)
     layers = parts.layers
-
-    from hrefine.models.device import one_thread_map
-
-    def first_tile(s: slice) -> None:
-        x = parts.word[flat_ids[s]] + parts.token_type[flat_types[s]]
-        x += parts.position[flat_pos[s]]
-        hidden[s] = _norm(x, parts.ln)
-        qkv[s] = _linear(hidden[s], layers[0].qkv_w, layers[0].qkv_b)
-
-    def attend(group: tuple[int, int, list[int]]) -> None:
-        m, start, ks = group
-        b = len(ks)
-        x = qkv[start : start + b * m].view(b, m, 3, heads, head_dim).permute(2, 0, 3, 1, 4)
-        out = torch.nn.functional.scaled_dot_product_attention(x[0], x[1], x[2])
-        context[start : start + b * m] = out.transpose(1, 2).reshape(b * m, dim)
-
-    def tile_after(s: slice, layer: _Layer, after: _Layer | None) -> None:
-        # The rest of ``layer`` (attention output, feed-forward), then ``after``'s projections.
-        h = _norm(_linear(context[s], layer.out_w, layer.out_b).add_(hidden[s]), layer.ln1)
-        up = torch.nn.functional.gelu(_linear(h, layer.up_w, layer.up_b))
-        hidden[s] = _norm(_linear(up, layer.down_w, layer.down_b).add_(h), layer.ln2)
-        if after is not None:
-            qkv[s] = _linear(hidden[s], after.qkv_w, after.qkv_b)
-
-    def pool(group: tuple[int, int, list[int]]) -> None:
-        m, start, ks = group
-        h = hidden[start : start + len(ks) * m].view(len(ks), m, dim)
-        pooled[torch.tensor(ks)] = h[:, 0] if parts.pooling == "cls" else h.sum(dim=1) / m
-
+    sdpa = torch.nn.functional.scaled_dot_product_attention
     with torch.inference_mode():
-        one_thread_map(first_tile, spans)
+        for s in spans:
+            x = parts.word[flat_ids[s]] + parts.token_type[flat_types[s]]
+            x += parts.position[flat_pos[s]]
+            hidden[s] = _norm(x, parts.ln)
+            qkv[s] = _linear(hidden[s], layers[0].qkv_w, layers[0].qkv_b)
         for i, layer in enumerate(layers):
-            one_thread_map(attend, groups)
+            for m, start, b in groups:
+                view = qkv[start : start + b * m].view(b, m, 3, heads, head_dim)
+                q, k, v = view.permute(2, 0, 3, 1, 4)
+                context[start : start + b * m] = sdpa(q, k, v).transpose(1, 2).reshape(b * m, dim)
             after = layers[i + 1] if i + 1 < len(layers) else None
-            one_thread_map(functools.partial(tile_after, layer=layer, after=after), spans)
-        one_thread_map(pool, groups)
-        return torch.nn.functional.normalize(pooled, dim=1).numpy()
+            for s in spans:
+                h = _norm(_linear(context[s], layer.out_w, layer.out_b).add_(hidden[s]), layer.ln1)
+                up = torch.nn.functional.gelu(_linear(h, layer.up_w, layer.up_b))
+                hidden[s] = _norm(_linear(up, layer.down_w, layer.down_b).add_(h), layer.ln2)
+                if after is not None:
+                    qkv[s] = _linear(hidden[s], after.qkv_w, after.qkv_b)
+        pooled = []
+        for m, start, b in groups:
+            h = hidden[start : start + b * m].view(b, m, dim)
+            pooled.append(h[:, 0] if parts.pooling == "cls" else h.sum(dim=1) / m)
+        return torch.nn.functional.normalize(torch.cat(pooled), dim=1)
 
 
 # Texts for :func:`small_tiles_hold`: 1 to about 100 word pieces, so that alone they run in
