@@ -213,16 +213,22 @@ def cpu_map(fn: Callable[[_T], _R], items: Sequence[_T], workers: int) -> list[_
         return [fn(x) for x in items]
     import torch
 
-    key = (workers, torch.get_num_threads())
+    done = _on_pool((workers, torch.get_num_threads()), fn, items)
+    return done if done is not None else [fn(x) for x in items]
+
+
+def _on_pool(key: tuple[int, int], fn: Callable[[_T], _R], items: Sequence[_T]) -> list[_R] | None:
+    """``fn`` over ``items`` on the pool of ``key`` (workers, caller's threads), made when
+    missing; None when the interpreter is shutting down or no thread can start."""
     try:
         with _pools_lock:
             pool = _pools.get(key)
             if pool is None or pool.pid != os.getpid():
                 pool = _pools[key] = _Pool(*key)
         futures = [pool.executor.submit(fn, x) for x in items]
-    except RuntimeError as exc:  # shutting down, or no thread could start: no pool
-        logger.debug("running %d items in the calling thread: %s", len(items), exc)
-        return [fn(x) for x in items]
+    except RuntimeError as exc:
+        logger.debug("no worker threads for %d items: %s", len(items), exc)
+        return None
     return [f.result() for f in futures]
 
 
@@ -239,17 +245,8 @@ def one_thread_map(fn: Callable[[_T], _R], items: Sequence[_T]) -> list[_R]:
     threads = torch.get_num_threads()
     if threads <= 1 or getattr(_local, "worker", False):
         return [fn(x) for x in items]
-    key = (threads, threads)
-    try:
-        with _pools_lock:
-            pool = _pools.get(key)
-            if pool is None or pool.pid != os.getpid():
-                pool = _pools[key] = _Pool(*key)
-        futures = [pool.executor.submit(fn, x) for x in items]
-    except RuntimeError as exc:  # shutting down, or no thread could start
-        logger.debug("running %d items on one thread here: %s", len(items), exc)
-        return _in_fresh_thread(lambda: _on_one_thread(fn, items))
-    return [f.result() for f in futures]
+    done = _on_pool((threads, threads), fn, items)
+    return done if done is not None else _in_fresh_thread(lambda: _on_one_thread(fn, items))
 
 
 def _on_one_thread(fn: Callable[[_T], _R], items: Sequence[_T]) -> list[_R]:
