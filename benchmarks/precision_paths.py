@@ -73,15 +73,17 @@ def _runner(method: str, embedder: Any) -> Callable[[Any], str]:
 
         refiner = LongRefiner(embedder=embedder)
         return lambda item: refiner.refine(item.question, [item.document], BUDGET).text
+    from hrefine.eval.raptor_method import ExtractiveSummariser
     from hrefine.raptor import RaptorTree
 
     trees: dict[str, Any] = {}
+    summarise = ExtractiveSummariser()
 
     def raptor(item: Any) -> str:
         tree = trees.get(item.doc_id)
         if tree is None:
             tree = trees[item.doc_id] = RaptorTree.build(
-                [item.document], llm="extractive", embedder=embedder
+                [item.document], llm=summarise, embedder=embedder
             )
         return "\n\n".join(r.text for r in tree.retrieve(item.question, max_tokens=BUDGET))
 
