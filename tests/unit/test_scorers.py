@@ -496,7 +496,7 @@ def test_auto_precision_follows_the_cpus_bfloat16_support_and_a_timed_tile(
         monkeypatch.setattr(
             _embed_invariant,
             "tile_seconds",
-            lambda _m, _p, bf16, speedup=speedup: 1.0 / speedup if bf16 else 1.0,
+            lambda parts, speedup=speedup: 1.0 / speedup if parts.precision == "bfloat16" else 1.0,
         )
         auto = SentenceTransformerEmbedder(str(default_embedder_path()), max_seq_length=128)
         assert auto.precision == "auto" and auto.compute_dtype == want, (native, speedup)

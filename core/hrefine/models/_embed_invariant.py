@@ -31,7 +31,7 @@ __all__ = [
     "encode_invariant",
     "invariant_encoder",
     "invariant_parts",
-    "pick_invariant_dtype",
+    "pick_invariant_parts",
     "small_tiles_hold",
     "tile_seconds",
 ]
@@ -71,6 +71,11 @@ class InvariantParts:
     heads: int
     pooling: str
     dtype: Any  # the linears' weights' dtype: float32 or bfloat16
+
+    @property
+    def precision(self) -> str:
+        """``"bfloat16"`` or ``"float32"``: the linears' weights' dtype by name."""
+        return str(self.dtype).removeprefix("torch.")
 
 
 def invariant_encoder(model: Any, pooling: str | None) -> Any:
@@ -322,33 +327,34 @@ def small_tiles_hold(parts: InvariantParts, pieces: Any) -> bool:
 BF16_MIN_SPEEDUP = 1.2
 
 
-def pick_invariant_dtype(model: Any, pooling: str) -> str:
-    """``"bfloat16"`` where the CPU multiplies it in hardware and a full tile through the
-    model's first layer's linears runs at least :data:`BF16_MIN_SPEEDUP` times faster in it
-    than in float32 (the best of five timings each, on one thread); ``"float32"`` otherwise.
-    On AMX CPUs bfloat16 was slower than float32 for small calls; with every call a full tile
-    the measurement decides for the shape the path runs."""
+def pick_invariant_parts(model: Any, pooling: str) -> InvariantParts | None:
+    """The weights ``precision="auto"`` runs: bfloat16 ones where the CPU multiplies bfloat16 in
+    hardware and a full tile through the model's first layer's linears runs at least
+    :data:`BF16_MIN_SPEEDUP` times faster in it than in float32 (:func:`tile_seconds`);
+    float32 ones otherwise (None for a model :func:`invariant_encoder` does not take). On AMX
+    CPUs bfloat16 was slower than float32 for small calls; with every call a full tile the
+    measurement decides for the shape the path runs."""
     from hrefine.models.device import native_bf16
 
-    if not native_bf16("cpu"):
-        return "float32"
-    timed = {bf16: tile_seconds(model, pooling, bf16) for bf16 in (False, True)}
-    speedup = timed[False] / max(timed[True], 1e-9)
-    return "bfloat16" if speedup >= BF16_MIN_SPEEDUP else "float32"
+    f32 = invariant_parts(model, pooling, bf16=False)
+    if f32 is None or not native_bf16("cpu"):
+        return f32
+    half = invariant_parts(model, pooling, bf16=True)
+    if half is None:  # not reached: the same model as above
+        return f32
+    speedup = tile_seconds(f32) / max(tile_seconds(half), 1e-9)
+    return half if speedup >= BF16_MIN_SPEEDUP else f32
 
 
-def tile_seconds(model: Any, pooling: str, bf16: bool) -> float:
-    """Seconds a full tile takes through the first layer's linears of ``model``, in bfloat16
-    or float32: the best of five timings, on one thread."""
+def tile_seconds(parts: InvariantParts) -> float:
+    """Seconds a full tile takes through the first layer's linears of ``parts`` (in their
+    dtype): the best of five timings, on one thread."""
     import time
 
     import torch
 
     from hrefine.models.device import one_thread_map
 
-    parts = invariant_parts(model, pooling, bf16)
-    if parts is None:
-        return float("inf")
     layer = parts.layers[0]
     x = torch.randn(ROW_TILE, int(parts.word.shape[1]))
 

@@ -39,7 +39,7 @@ from hrefine.models._embed_invariant import (
     encode_invariant,
     invariant_encoder,
     invariant_parts,
-    pick_invariant_dtype,
+    pick_invariant_parts,
     small_tiles_hold,
 )
 from hrefine.models._embed_state import VectorCache, cache_key, normalize_rows
@@ -265,9 +265,11 @@ class SentenceTransformerEmbedder:
         if pooling is not None and invariant_encoder(model, pooling) is not None:
             # Batch-invariant path: its own weight copies, the model itself left in float32.
             if dtype == "auto":
-                dtype = pick_invariant_dtype(model, pooling)
-            parts = invariant_parts(model, pooling, bf16=dtype == "bfloat16")
+                parts = pick_invariant_parts(model, pooling)
+            else:
+                parts = invariant_parts(model, pooling, bf16=dtype == "bfloat16")
         if parts is not None:
+            dtype = parts.precision
             self._small_tiles = small_tiles_hold(parts, piece_reader(model, model.max_seq_length))
             self._invariant = parts
         else:
