@@ -1,11 +1,12 @@
 """Reading a saved tree's files as untrusted input (see :func:`hrefine.persist.load_tree`).
 
 A saved folder may come from anywhere, so nothing in it is believed before it is checked: the
-manifest's every field has the type :meth:`~hrefine.tree.Tree.to_dict` writes, array names are
-identifiers (so ``<name>.npy`` stays in the folder), no file is a symbolic link, and a ``.npy``
-header's shape and dtype are checked against the tree and the file's size before a byte of the
-array is allocated. Each problem is a :class:`~hrefine.errors.PersistenceError` that names the
-file and what is wrong with it.
+manifest's every field has the type :meth:`~hrefine.tree.Tree.to_dict` writes, every whole
+number in it is within :data:`MAX_SAVED_INT`, a format-2 manifest carries its content checksum,
+array names are identifiers (so ``<name>.npy`` stays in the folder), no file is a symbolic
+link, and a ``.npy`` header's shape and dtype are checked against the tree and the file's size
+before a byte of the array is allocated. Each problem is a
+:class:`~hrefine.errors.PersistenceError` that names the file and what is wrong with it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import json
 import math
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal, cast
@@ -23,12 +25,28 @@ import numpy as np
 
 from hrefine.errors import PersistenceError
 
-__all__ = ["CONTENT_FIELDS", "Manifest", "content_digest", "read_array", "read_manifest"]
+__all__ = [
+    "CONTENT_FIELDS",
+    "MAX_SAVED_INT",
+    "Manifest",
+    "content_digest",
+    "first_unsaveable_int",
+    "is_count",
+    "read_array",
+    "read_manifest",
+]
 
 #: The manifest fields :func:`content_digest` covers: everything but the format header and the
 #: digest itself (the arrays have their own sha256 each).
 CONTENT_FIELDS = ("kind", "config", "tree", "arrays", "sha256")
 
+#: The largest whole number (either sign) a saved file may hold: 2**53 - 1, the range every JSON
+#: reader keeps exact (RFC 7493) and far past any count hrefine saves. A forged ``2**64`` would
+#: pass a type check and then overflow the 64-bit arrays it feeds (token costs, node ids).
+MAX_SAVED_INT = 2**53 - 1
+# Digits of MAX_SAVED_INT: a longer literal is refused before int() reads it (Python refuses
+# literals over 4,300 digits with a bare ValueError).
+_MAX_DIGITS = len(str(MAX_SAVED_INT))
 # Names the tree's own arrays are saved under.
 EMBEDDINGS = "embeddings"
 MASK = "embedding_mask"
@@ -58,6 +76,45 @@ class Manifest:
     def n_nodes(self) -> int:
         """Nodes in the saved tree (the rows its embeddings must have)."""
         return len(self.tree["nodes"])
+
+
+def is_count(value: object) -> bool:
+    """Whether ``value`` is a whole number from 0 to :data:`MAX_SAVED_INT` (not a boolean): a
+    token count or an index read from storage."""
+    return type(value) is int and 0 <= value <= MAX_SAVED_INT
+
+
+def first_unsaveable_int(value: object) -> int | None:
+    """The first whole number in ``value`` (nested dicts and lists) beyond
+    :data:`MAX_SAVED_INT` either way, or None: such a number is refused on save, as on load."""
+    stack, seen = [value], set()
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (dict, list, tuple)):
+            if id(item) in seen:  # a cycle, which json.dumps refuses on its own
+                continue
+            seen.add(id(item))
+            stack.extend(item.values() if isinstance(item, dict) else item)
+        elif isinstance(item, int) and not isinstance(item, bool) and abs(item) > MAX_SAVED_INT:
+            return item
+    return None
+
+
+def _bounded_int(path: Path) -> Callable[[str], int]:
+    """A ``parse_int`` hook for :func:`json.loads` refusing numbers beyond MAX_SAVED_INT."""
+
+    def parse(literal: str) -> int:
+        value = int(literal) if len(literal.lstrip("-")) <= _MAX_DIGITS else None
+        if value is None or abs(value) > MAX_SAVED_INT:
+            shown = literal if len(literal) <= 40 else f"{literal[:20]}...({len(literal)} digits)"
+            msg = (
+                f"{path} holds the whole number {shown}, beyond the {MAX_SAVED_INT} "
+                "a saved file may hold; it was not written by hrefine"
+            )
+            raise PersistenceError(msg)
+        return value
+
+    return parse
 
 
 def _fail(where: Path, problem: str) -> PersistenceError:
@@ -109,7 +166,7 @@ def read_manifest(src: Path, name: str, newest: int, fmt: str) -> Manifest:
     with _open_plain(path) as fh:
         raw = fh.read()
     try:
-        data = json.loads(raw.decode("utf-8"))
+        data = json.loads(raw.decode("utf-8"), parse_int=_bounded_int(path))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         msg = f"{path} is not valid JSON: {exc}"
         raise PersistenceError(msg) from exc
@@ -126,6 +183,13 @@ def read_manifest(src: Path, name: str, newest: int, fmt: str) -> Manifest:
         )
         raise PersistenceError(msg)
     recorded = data.get("content_sha256")
+    if recorded is None and version >= 2:
+        # Format 2 always carries one: a manifest without it had it deleted to hide an edit.
+        msg = (
+            f"{path} has no content checksum ('content_sha256'), which every format-{version} "
+            "manifest carries; it was edited after it was saved: build and save it again"
+        )
+        raise PersistenceError(msg)
     if recorded is not None and recorded != content_digest(data):
         raise _fail(path, "was edited after it was saved (its content checksum does not match)")
     config = data.get("config", {})

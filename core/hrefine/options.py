@@ -86,8 +86,18 @@ class Options:
         Raises
         ------
         PersistenceError
-            A saved value is out of range or of the wrong type (``where`` names the save).
+            A saved value is out of range, of the wrong type or a whole number beyond
+            :data:`~hrefine._saved.MAX_SAVED_INT` (``where`` names the save).
         """
+        from hrefine._saved import MAX_SAVED_INT, first_unsaveable_int
+
+        too_large = first_unsaveable_int(dict(config))
+        if too_large is not None:  # would pass the range checks, then overflow an int64
+            msg = (
+                f"{where}: a saved setting holds the whole number {too_large}, beyond the "
+                f"{MAX_SAVED_INT} a saved file may hold"
+            )
+            raise PersistenceError(msg)
         known = set(cls.names())
         try:
             return cls.build(**{name: v for name, v in config.items() if name in known})

@@ -10,7 +10,9 @@ Layout of a saved directory::
     <name>.npy          any extra arrays a method saves (e.g. GARLIC's attention edges)
 
 Each array's sha256 is recorded, and one of the manifest's own content (the tree's texts,
-edges, metadata and the config), so a tampered or truncated file is caught on load. Everything
+edges, metadata and the config), so a tampered or truncated file is caught on load; format 2
+always carries that checksum. Whole numbers are bounded (:data:`hrefine._saved.MAX_SAVED_INT`)
+on save and on load. Everything
 is checked and written to temporary files first; they replace the old files only once all were
 written, the manifest last, so a failed save leaves the previous one readable.
 
@@ -36,7 +38,13 @@ import numpy as np
 from hrefine._atomic import discard, new_temp, replace_all
 from hrefine._saved import EMBEDDINGS as _EMBEDDINGS
 from hrefine._saved import MASK as _MASK
-from hrefine._saved import content_digest, read_array, read_manifest
+from hrefine._saved import (
+    MAX_SAVED_INT,
+    content_digest,
+    first_unsaveable_int,
+    read_array,
+    read_manifest,
+)
 from hrefine.errors import ConfigError, HrefineError, InputTypeError, PersistenceError
 from hrefine.tree import Tree
 
@@ -85,7 +93,8 @@ def save_tree(
         ``embedding_mask``.
     PersistenceError
         The tree's embeddings do not fit its nodes, an array holds Python objects, the
-        metadata or config holds a value JSON cannot store, or the folder cannot be made
+        metadata or config holds a value JSON cannot store or a whole number beyond
+        :data:`~hrefine._saved.MAX_SAVED_INT`, or the folder cannot be made
         (a file stands there). Nothing is written then.
     InputTypeError
         ``path`` is not a str or path.
@@ -120,6 +129,14 @@ def save_tree(
             "arrays": sorted(to_write),
             "sha256": sums,
         }
+        too_large = first_unsaveable_int([manifest["config"], manifest["tree"]])
+        if too_large is not None:
+            msg = (
+                f"cannot save the tree to {out}: its metadata or the config holds the whole "
+                f"number {too_large}, beyond the {MAX_SAVED_INT} a saved file may hold (and "
+                "load) exactly; store it as a string"
+            )
+            raise PersistenceError(msg)
         manifest["content_sha256"] = content_digest(manifest)
         data = _manifest_bytes(manifest)
         final = out / _MANIFEST
@@ -128,6 +145,9 @@ def save_tree(
         with tmp.open("wb") as fh:
             fh.write(data)
             _sync(fh)
+    except PersistenceError:
+        discard(temps)
+        raise
     except (TypeError, ValueError, RecursionError) as exc:
         discard(temps)
         msg = (
@@ -165,7 +185,9 @@ def load_tree(
     ------
     PersistenceError
         The directory is missing, foreign, of a newer format, of another kind, tampered
-        with, or malformed: a field of the wrong type, an array name that is not an
+        with (a format-2 manifest without its content checksum counts as such), or
+        malformed: a field of the wrong type, a whole number beyond
+        :data:`~hrefine._saved.MAX_SAVED_INT`, an array name that is not an
         identifier, a symbolic link, a ``.npy`` header that does not fit the tree or the
         file's size (checked before the array is read), arrays that do not fit its tree.
     """

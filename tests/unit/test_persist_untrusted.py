@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 from hrefine import PersistenceError, Tree
-from hrefine._saved import content_digest
+from hrefine._saved import MAX_SAVED_INT, content_digest
 from hrefine.persist import load_tree, save_tree
 
 
@@ -80,14 +80,78 @@ def test_an_edited_manifest_is_refused_by_its_content_checksum(
     _refused(folder, "tree.json", "edited after it was saved")
 
 
-def test_a_manifest_without_a_content_checksum_still_loads(tmp_path: Path) -> None:
-    # manifests written before the checksum existed (hrefine 0.1 caches) carry none
+def test_a_format_2_manifest_without_its_content_checksum_is_refused(tmp_path: Path) -> None:
+    # Issue #55 item 1: deleting the key used to switch the edit check off.
     folder = _saved(tmp_path / "t")
     manifest = _manifest(folder)
     del manifest["content_sha256"]
+    manifest["tree"]["nodes"][1]["text"] = "forged"
+    (folder / "tree.json").write_text(json.dumps(manifest), encoding="utf-8")
+    _refused(folder, "tree.json", "no content checksum", "content_sha256")
+
+
+def test_a_format_1_manifest_without_a_content_checksum_still_loads(tmp_path: Path) -> None:
+    # hrefine 0.1 wrote format 1, which had no checksum (and no embedding mask)
+    folder = _saved(tmp_path / "t")
+    manifest = _manifest(folder)
+    del manifest["content_sha256"]
+    manifest["format_version"] = 1
+    manifest["arrays"].remove("embedding_mask")
+    del manifest["sha256"]["embedding_mask"]
     (folder / "tree.json").write_text(json.dumps(manifest), encoding="utf-8")
     tree, _, _ = load_tree(folder)
     assert [n.text for n in tree] == ["root", "a", "b"]
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda m: m["tree"]["nodes"][1]["metadata"].__setitem__("hrefine_tokens", 2**64),
+        lambda m: m["tree"]["nodes"][1].__setitem__("level", 2**63),
+        lambda m: m["tree"]["nodes"][1].__setitem__("order", -(2**60)),
+        lambda m: m["tree"]["edges"][0].__setitem__(1, 2**64),
+        lambda m: m["config"].__setitem__("chunk_tokens", 2**53),
+    ],
+    ids=["token count", "level", "order", "edge id", "config"],
+)
+def test_whole_numbers_beyond_the_saved_bound_are_refused(
+    tmp_path: Path, edit: Callable[[dict[str, Any]], None]
+) -> None:
+    # Issue #55 item 3: 2**64 passed the type checks, then overflowed an int64 array.
+    folder = _saved(tmp_path / "t")
+    manifest = _manifest(folder)
+    edit(manifest)
+    _write_manifest(folder, manifest)
+    _refused(folder, str(folder / "tree.json"), "whole number", str(MAX_SAVED_INT))
+
+
+def test_a_whole_number_of_thousands_of_digits_is_refused_before_it_is_read(
+    tmp_path: Path,
+) -> None:
+    # int() refuses literals over 4,300 digits with a bare ValueError
+    folder = _saved(tmp_path / "t")
+    manifest = _manifest(folder)
+    manifest["config"]["k"] = 7
+    text = json.dumps(manifest).replace('"k": 7', '"k": ' + "9" * 5000)
+    (folder / "tree.json").write_text(text, encoding="utf-8")
+    _refused(folder, "whole number 99999999999999999999...(5000 digits)")
+
+
+def test_the_largest_saved_whole_number_round_trips(tmp_path: Path) -> None:
+    t = Tree(metadata={"big": MAX_SAVED_INT, "small": -MAX_SAVED_INT})
+    t.add_node("only")
+    tree, _, _ = load_tree(save_tree(t, tmp_path / "t"))
+    assert tree.metadata == {"big": MAX_SAVED_INT, "small": -MAX_SAVED_INT}
+
+
+@pytest.mark.parametrize("where", ["metadata", "config"])
+def test_save_refuses_a_whole_number_it_could_not_load(tmp_path: Path, where: str) -> None:
+    t = Tree()
+    t.add_node("only", metadata={"id": 2**63} if where == "metadata" else {})
+    config = {"seed": [1, -(2**70)]} if where == "config" else {}
+    with pytest.raises(PersistenceError, match="store it as a string"):
+        save_tree(t, tmp_path / "t", config=config)
+    assert not (tmp_path / "t" / "tree.json").exists()
 
 
 @pytest.mark.parametrize("escape", ["../outside", "/abs/outside", "sub/extra", "a.b", "", "x\0"])

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from hrefine._saved import is_count
 from hrefine.budget import TokenCounter, get_counter
 from hrefine.errors import InputTypeError, PersistenceError
 from hrefine.garlic.options import GarlicOptions
@@ -346,10 +347,10 @@ def _problem(tree: Tree) -> str | None:
         return "some nodes have no embedding"
     for node in tree:
         meta = node.metadata
-        if not isinstance(meta.get(TOKENS), int) or meta[TOKENS] < 0:
+        if not is_count(meta.get(TOKENS)):
             return f"node {node.id} has no token count"
         if node.kind == NodeKind.CHUNK:
-            if node.level != 0 or node.children or not isinstance(meta.get(SOURCE), int):
+            if node.level != 0 or node.children or not is_count(meta.get(SOURCE)):
                 return f"leaf {node.id} is not at level 0, has children or has no source"
         elif node.kind == NodeKind.SUMMARY:
             kids = node.children

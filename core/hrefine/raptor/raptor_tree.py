@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from hrefine._query import check_query
+from hrefine._saved import is_count
 from hrefine.budget import TokenCounter, get_counter
 from hrefine.errors import InputTypeError, PersistenceError, TreeError
 from hrefine.models import get_embedder
@@ -425,11 +426,9 @@ def _check_loaded(tree: Tree, path: object) -> None:
         problems.append("some nodes have no embedding")
     for node in tree:
         meta = node.metadata
-        if not isinstance(meta.get(TOKENS), int) or meta[TOKENS] < 0:
+        if not is_count(meta.get(TOKENS)):
             problems.append(f"node {node.id} has no token count")
-        elif node.kind == NodeKind.CHUNK and (
-            node.children or not isinstance(meta.get(SOURCE), int)
-        ):
+        elif node.kind == NodeKind.CHUNK and (node.children or not is_count(meta.get(SOURCE))):
             problems.append(f"leaf {node.id} has children or no source")
         elif node.kind == NodeKind.SUMMARY and not node.children:
             problems.append(f"summary {node.id} summarises nothing")
