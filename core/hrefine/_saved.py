@@ -282,7 +282,7 @@ def read_array(
     ------
     PersistenceError
         The file is missing, a link, changed since it was saved, not a plain ``.npy`` array,
-        or of a shape or dtype that does not fit.
+        of a shape or dtype that does not fit, or embeddings with a NaN or infinite value.
     """
     if not name.isidentifier():  # read_manifest refuses these; checked here again
         msg = f"array name {name!r:.80} in {src} is not an identifier"
@@ -311,15 +311,29 @@ def read_array(
         order: Literal["C", "F"] = "F" if fortran else "C"
         if mmap and needed:
             # Mapped from the file already checked, not opened again by name.
-            return np.memmap(
+            mapped = np.memmap(
                 cast(Any, fh), dtype=dtype, mode="r", offset=data_start, shape=shape, order=order
             )
+            _check_finite(file, name, mapped)
+            return mapped
         fh.seek(0)
         try:
-            return np.lib.format.read_array(fh, allow_pickle=False)
+            arr = np.lib.format.read_array(fh, allow_pickle=False)
         except ValueError as exc:
             msg = f"{file} is not a plain .npy array: {exc}"
             raise PersistenceError(msg) from exc
+    _check_finite(file, name, arr)
+    return arr
+
+
+def _check_finite(file: Path, name: str, arr: np.ndarray) -> None:
+    """The embeddings must be finite: a NaN or infinite row scores NaN against every query."""
+    if name != EMBEDDINGS:
+        return
+    finite = np.isfinite(arr).all(axis=1) if arr.size else None
+    if finite is not None and not finite.all():
+        row = int(np.flatnonzero(~finite)[0])
+        raise _fail(file, f"holds NaN or infinite values (row {row}); embeddings must be finite")
 
 
 def _sha256(fh: IO[bytes]) -> str:

@@ -59,7 +59,7 @@ class VectorRows:
         Raises
         ------
         TreeError
-            A shape or dtype does not fit.
+            A shape or dtype does not fit, or a value is NaN or infinite.
         """
         if data.ndim != 2 or data.shape[0] != n_rows:
             msg = (
@@ -76,6 +76,7 @@ class VectorRows:
             )
             raise TreeError(msg)
         data = data if data.dtype == np.float32 else data.astype(np.float32)
+        _check_finite(data)
         return cls(data, np.array(mask, dtype=bool))
 
     @property
@@ -107,7 +108,7 @@ class VectorRows:
         Raises
         ------
         TreeError
-            ``vectors`` is not ``(len(rows), dim)``.
+            ``vectors`` is not ``(len(rows), dim)``, or a value is NaN or infinite.
         """
         if vectors.ndim != 2 or vectors.shape[1] != self.dim:
             msg = (
@@ -115,6 +116,7 @@ class VectorRows:
                 f"{self.dim}; embed every node with the same model"
             )
             raise TreeError(msg)
+        _check_finite(vectors)
         self._reserve(n_rows)
         if not self._owned:
             self._data = np.array(self._data, dtype=np.float32)
@@ -133,3 +135,13 @@ class VectorRows:
         mask = np.zeros(size, dtype=bool)
         mask[:have] = self._mask
         self._data, self._mask, self._owned = data, mask, True
+
+
+def _check_finite(data: np.ndarray) -> None:
+    """Raise TreeError naming the first row with a NaN or infinite value: such a vector scores
+    NaN against every query (the embedders refuse to make one; this catches a stored one)."""
+    finite = np.isfinite(data).all(axis=1) if data.size else None
+    if finite is not None and not finite.all():
+        row = int(np.flatnonzero(~finite)[0])
+        msg = f"embedding row {row} holds NaN or infinite values; every value must be finite"
+        raise TreeError(msg)

@@ -319,8 +319,8 @@ class Tree:
         Raises
         ------
         TreeError
-            An id is not in the tree, ``vectors`` is not one row per id, or its size differs
-            from the vectors already stored.
+            An id is not in the tree, ``vectors`` is not one row per id, its size differs
+            from the vectors already stored, or a value is NaN or infinite.
         """
         rows = np.asarray(ids, dtype=np.int64).reshape(-1)
         bad = rows[(rows < 0) | (rows >= len(self._nodes))]

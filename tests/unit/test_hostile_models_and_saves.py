@@ -5,17 +5,25 @@ the keyword embedder."""
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from garlic_fakes import SMALL, garlic_llm
 from hrefine._saved import MAX_SAVED_INT, content_digest
-from hrefine.errors import PersistenceError
-from hrefine.garlic import GarlicGraph, GarlicOptions
+from hrefine.errors import ModelOutputError, PersistenceError, TreeError
+from hrefine.garlic import GarlicGraph, GarlicOptions, GarlicSearcher
+from hrefine.longrefiner import LongRefiner
+from hrefine.models import CallableEmbedder, get_embedder
+from hrefine.models._checked_embed import CheckedEmbedder
+from hrefine.persist import load_tree
 from hrefine.raptor import RaptorOptions, RaptorTree
 from hrefine.testing import KeywordEmbedder
+from hrefine.tree import Tree
 from raptor_fakes import summary_of
 
 CAT = "The cat sat on the mat near the door. Michael Grant wrote about it. " * 12
@@ -85,3 +93,138 @@ def test_a_node_graph_from_a_framework_store_needs_bounded_token_counts(
         nodes[0].metadata[TOKENS] = value
         with pytest.raises(PersistenceError, match="node 0 has no token count"):
             cls.from_tree(nodes, built.options, embedder=built.embedder, where="the store")
+
+
+# -- item 4: a NaN or infinite vector is refused wherever it comes from -----------------------
+class ProtocolEmbedder:
+    """An embedder of the core protocol (not hrefine's own): the keyword embedder's vectors,
+    except that documents holding ``bad_document`` and any query when ``bad_query`` get
+    ``value``."""
+
+    name = "protocol"
+
+    def __init__(
+        self, value: float = float("nan"), *, bad_document: str = "", bad_query: bool = False
+    ) -> None:
+        self.inner = KeywordEmbedder(dim=64)
+        self.value, self.bad_document, self.bad_query = value, bad_document, bad_query
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = self.inner.embed(texts).astype(np.float64)
+        for i, text in enumerate(texts):
+            if self.bad_document and self.bad_document in text:
+                out[i, 0] = self.value
+        return out
+
+    def embed_query(self, text: str) -> np.ndarray:
+        out = self.inner.embed_query(text).astype(np.float64)
+        if self.bad_query:
+            out[0] = self.value
+        return out
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), 1e300])
+def test_a_raptor_build_refuses_an_embedder_that_returns_nan(value: float) -> None:
+    embedder = ProtocolEmbedder(value, bad_document="Dogs")
+    # Was: a ValueError from deep inside scikit-learn's clustering.
+    with pytest.raises(ModelOutputError, match="embedder protocol returned NaN or infinite") as e:
+        RaptorTree.build(
+            [CAT, DOG], llm=summary_of, embedder=embedder, tokenizer="regex", reduction_dim=16
+        )
+    assert "Dogs bark" in str(e.value)
+    assert "inf" in e.value.raw_output or "nan" in e.value.raw_output
+
+
+def test_a_nan_query_vector_is_refused_not_scored(tree: RaptorTree, graph: GarlicGraph) -> None:
+    embedder = ProtocolEmbedder(bad_query=True)
+    loaded = RaptorTree.from_tree(copy.deepcopy(tree.tree), tree.options, embedder=embedder)
+    # Was: results with score=nan.
+    with pytest.raises(ModelOutputError, match="for the query"):
+        loaded.retrieve("where is the cat")
+    searcher = GarlicSearcher(graph, lm=garlic_llm, embedder=embedder)
+    with pytest.raises(ModelOutputError, match="for the query"):
+        searcher.similarities("where is the cat")
+
+
+def test_a_framework_embedder_returning_inf_is_refused_and_not_cached() -> None:
+    calls: list[list[str]] = []
+
+    def embed_documents(texts: list[str]) -> list[list[float]]:
+        calls.append(texts)
+        return [[1.0, float("inf")] if len(calls) == 1 else [1.0, 0.0] for _ in texts]
+
+    embedder = CallableEmbedder(embed_documents, name="hosted")
+    with pytest.raises(ModelOutputError, match="embedder hosted returned NaN or infinite"):
+        embedder.embed(["a text"])
+    assert embedder.embed(["a text"]).tolist() == [[1.0, 0.0]]  # asked again, not cached
+    assert len(calls) == 2
+
+
+def test_hrefine_s_own_embedders_are_not_wrapped_and_others_are() -> None:
+    own = KeywordEmbedder(dim=8)
+    assert get_embedder(own) is own
+    wrapped = get_embedder(ProtocolEmbedder())
+    assert isinstance(wrapped, CheckedEmbedder) and wrapped.name == "protocol"
+    assert get_embedder(wrapped) is wrapped
+    assert wrapped.inner.value != wrapped.inner.value  # other attributes are the inner's (nan)
+    assert wrapped.bad_query is False
+
+
+def _forge_embeddings(folder: Path, rows: np.ndarray) -> None:
+    file = folder / "embeddings.npy"
+    np.save(file, rows, allow_pickle=False)
+    digest = hashlib.sha256(file.read_bytes()).hexdigest()
+    _forge(folder, lambda m: m["sha256"].__setitem__("embeddings", digest))
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+@pytest.mark.parametrize("mmap", [False, True])
+def test_forged_non_finite_embeddings_are_refused_on_load(
+    tree: RaptorTree, tmp_path: Path, value: float, mmap: bool
+) -> None:
+    folder = tree.save(tmp_path / "t")
+    rows = np.array(tree.tree.embeddings, dtype=np.float32)
+    rows[2, 5] = value
+    _forge_embeddings(folder, rows)
+    with pytest.raises(PersistenceError, match=r"embeddings\.npy holds NaN or infinite.*row 2"):
+        load_tree(folder, mmap=mmap)
+
+
+def test_a_tree_never_stores_a_non_finite_vector() -> None:
+    t = Tree()
+    t.add_node("a")
+    t.add_node("b")
+    with pytest.raises(TreeError, match="row 1 holds NaN or infinite"):
+        t.set_embeddings([0, 1], np.array([[1.0, 0.0], [np.nan, 1.0]]))
+    # The LlamaIndex stores rebuild a tree from a dict and the nodes' vectors.
+    with pytest.raises(TreeError, match="row 0 holds NaN or infinite"):
+        Tree.from_dict(t.to_dict(), embeddings=np.array([[np.inf, 0.0], [1.0, 0.0]]))
+
+
+# -- item 11: an embedder without the protocol's name -----------------------------------------
+class Nameless:
+    """The protocol's methods, no ``name``."""
+
+    def __init__(self) -> None:
+        self.inner = KeywordEmbedder(dim=32)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self.inner.embed(texts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.inner.embed_query(text)
+
+
+def test_an_embedder_without_a_name_is_named_after_its_class() -> None:
+    assert get_embedder(Nameless()).name == "Nameless"
+    story = "\n\n".join(
+        f"Paragraph {i} tells how the river rose on day {i} and the town moved uphill."
+        for i in range(12)
+    )
+    # Was: a raw AttributeError from LongRefiner's embedding scorer.
+    refiner = LongRefiner(scorer="embedding", embedder=Nameless(), tokenizer="regex")
+    assert "day 3" in refiner.refine("river day 3", story, 60).text
+    raptor = RaptorTree.build(
+        [CAT, DOG], llm=summary_of, embedder=Nameless(), tokenizer="regex", reduction_dim=16
+    )
+    assert raptor.retrieve("cat mat", k=1)[0].score > 0

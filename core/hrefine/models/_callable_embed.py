@@ -13,7 +13,7 @@ import numpy as np
 
 from hrefine._encodable import encodable, encodable_all
 from hrefine.errors import ConfigError, InputTypeError
-from hrefine.models._embed_state import VectorCache, cache_key, normalize_rows
+from hrefine.models._embed_state import VectorCache, cache_key, finite_rows, normalize_rows
 from hrefine.models._loop import call_async
 
 __all__ = ["CallableEmbedder"]
@@ -28,7 +28,8 @@ class CallableEmbedder:
     Vectors are kept by content (a bounded LRU, like :class:`SentenceTransformerEmbedder`'s):
     a page pruned again for another question does not embed its blocks again, and a query
     scored twice in one call is embedded once, which for a hosted model is requests and money
-    saved. The model must give a text the same vector every time.
+    saved. The model must give a text the same vector every time; a vector with a NaN or
+    infinite value is refused (:class:`~hrefine.errors.ModelOutputError`) and never cached.
 
     Parameters
     ----------
@@ -108,8 +109,9 @@ class CallableEmbedder:
             if vec is None:
                 todo.setdefault(k, text)
         if todo:
-            raw = self._embed_documents(list(todo.values()))
-            fresh = dict(zip(todo, normalize_rows(np.asarray(raw, dtype=np.float32)), strict=True))
+            asked = list(todo.values())
+            raw = finite_rows(self._embed_documents(asked), self.name, asked)
+            fresh = dict(zip(todo, normalize_rows(raw), strict=True))
             self._cache.put_many(fresh.items())
             out = [fresh[k] if v is None else v for k, v in zip(keys, out, strict=True)]
         return np.vstack(cast(list[np.ndarray], out))
@@ -123,6 +125,6 @@ class CallableEmbedder:
         key = cache_key(text, _QUERY)
         vec = self._cache.get(key)
         if vec is None:
-            vec = normalize_rows(np.asarray(self._embed_query(text), dtype=np.float32))[0]
+            vec = normalize_rows(finite_rows(self._embed_query(text), self.name))[0]
             self._cache.put(key, vec)
         return vec

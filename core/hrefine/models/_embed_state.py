@@ -17,7 +17,13 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["VectorCache", "cache_key", "normalize_rows"]
+from hrefine.errors import ModelOutputError
+
+__all__ = ["VectorCache", "cache_key", "finite_rows", "normalize_rows"]
+
+# Characters of a text, and of a vector, quoted in an error message.
+_QUOTE = 60
+_RAW = 300
 
 
 def cache_key(text: str, tag: bytes) -> bytes:
@@ -89,3 +95,46 @@ def normalize_rows(matrix: np.ndarray) -> np.ndarray:
         arr = arr[None, :]
     norms = np.linalg.norm(arr, axis=1, keepdims=True)
     return arr / np.where(norms == 0, 1.0, norms)
+
+
+def finite_rows(vectors: Any, who: str, texts: Sequence[str] | None = None) -> np.ndarray:
+    """``vectors`` as float32, refused when a value is NaN or infinite.
+
+    Such a vector (a float16 overflow, a broken model or client) scores NaN against
+    everything, so it would rank nothing and make clustering fail deep inside scikit-learn.
+    Every embedder's output goes through this check once: hrefine's own embedders call it on
+    what their model returned, and :func:`~hrefine.models.embed.get_embedder` wraps any other
+    embedder in one that does.
+
+    Parameters
+    ----------
+    vectors:
+        A ``(n, dim)`` matrix, or one ``(dim,)`` query vector.
+    who:
+        The embedder's name, for the message.
+    texts:
+        The texts the rows belong to (None: a query), quoted in the message.
+
+    Raises
+    ------
+    ModelOutputError
+        A value is NaN or infinite (after conversion to float32); ``raw_output`` holds the
+        first such vector.
+    """
+    with np.errstate(over="ignore"):  # past float32's range: inf, refused below
+        arr = np.asarray(vectors, dtype=np.float32)
+    finite = np.isfinite(arr)
+    if finite.all():
+        return arr
+    if arr.ndim < 2:
+        row, which = arr, "the query"
+    else:
+        i = int(np.flatnonzero(~finite.reshape(len(arr), -1).all(axis=1))[0])
+        row = arr[i]
+        shown = f" ({texts[i][:_QUOTE]!r})" if texts is not None and i < len(texts) else ""
+        which = f"text {i + 1} of {len(arr)}{shown}"
+    msg = (
+        f"embedder {who} returned NaN or infinite values for {which}; such a vector ranks "
+        "nothing. Check the model (a float16 overflow?) or its client"
+    )
+    raise ModelOutputError(msg, raw_output=np.array2string(row, threshold=16)[:_RAW])

@@ -23,6 +23,7 @@ from hrefine._encodable import encodable_all
 from hrefine._optional import require
 from hrefine.errors import ConfigError, InputTypeError, ModelNotFoundError
 from hrefine.models._callable_embed import CallableEmbedder
+from hrefine.models._checked_embed import CheckedEmbedder
 from hrefine.models._embed_cpu import (
     CPU_BATCH_TOKENS,
     PieceReader,
@@ -42,7 +43,7 @@ from hrefine.models._embed_invariant import (
     pick_invariant_parts,
     small_tiles_hold,
 )
-from hrefine.models._embed_state import VectorCache, cache_key, normalize_rows
+from hrefine.models._embed_state import VectorCache, cache_key, finite_rows, normalize_rows
 from hrefine.models._gate import ModelGate
 
 __all__ = [
@@ -430,7 +431,8 @@ class SentenceTransformerEmbedder:
             for i in missing:
                 uniq.setdefault(keys[i], i)
             order = list(uniq.values())
-            fresh = self._encode([full[i] for i in order], limit)
+            asked = [full[i] for i in order]
+            fresh = finite_rows(self._encode(asked, limit), self.name, asked)
             by_key = {keys[idx]: vec for idx, vec in zip(order, fresh, strict=True)}
             self._cache.put_many(by_key.items())
             for i in missing:
@@ -555,15 +557,28 @@ def get_embedder(embedder: Any = None) -> Embedder:
     """Resolve ``embedder`` to an :class:`Embedder`.
 
     ``None`` gives :func:`default_embedder`; a string is a local path or cached model name; an
-    object with ``embed_documents``/``embed_query`` (LangChain style) or ``embed`` is used as is or
-    wrapped; a callable ``list[str] -> vectors`` is wrapped.
+    object with ``embed_documents``/``embed_query`` (LangChain style) or a callable
+    ``list[str] -> vectors`` is wrapped in a :class:`CallableEmbedder`. hrefine's own embedders
+    are used as they are; any other object with ``embed``/``embed_query`` is wrapped in a
+    :class:`~hrefine.models._checked_embed.CheckedEmbedder`, which names it (its ``name``, else
+    its class name) and checks its vectors. Every embedder this returns refuses a vector with a
+    NaN or infinite value (:class:`~hrefine.errors.ModelOutputError`).
+
+    Raises
+    ------
+    InputTypeError
+        ``embedder`` is none of these.
     """
     if embedder is None:
         return default_embedder()
     if isinstance(embedder, str):
         return SentenceTransformerEmbedder(embedder)
     if hasattr(embedder, "embed") and hasattr(embedder, "embed_query"):
-        return embedder  # type: ignore[no-any-return]
+        from hrefine.testing import KeywordEmbedder
+
+        # hrefine's own check their vectors already (the keyword embedder's are finite).
+        own = (SentenceTransformerEmbedder, CallableEmbedder, CheckedEmbedder, KeywordEmbedder)
+        return embedder if isinstance(embedder, own) else CheckedEmbedder(embedder)
     if hasattr(embedder, "embed_documents") and hasattr(embedder, "embed_query"):
         return CallableEmbedder(
             embedder.embed_documents,

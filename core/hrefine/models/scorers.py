@@ -7,13 +7,13 @@ methods in one place.
 from __future__ import annotations
 
 import difflib
-import inspect
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from hrefine.errors import ConfigError, InputTypeError
+from hrefine.models._checked_embed import takes_max_tokens
 from hrefine.models.embed import Embedder, get_embedder
 from hrefine.models.lexical import BM25Scorer
 from hrefine.models.rerank import CrossEncoderScorer, PairScorer, pair_method
@@ -82,18 +82,9 @@ class EmbeddingScorer:
 
     def _limit(self, method: Callable[..., Any]) -> dict[str, int]:
         """``{"max_tokens": ...}`` for a method that takes it and a set limit, else nothing."""
-        if self.max_tokens is None or not _takes_max_tokens(method):
+        if self.max_tokens is None or not takes_max_tokens(method):
             return {}
         return {"max_tokens": self.max_tokens}
-
-
-def _takes_max_tokens(method: Callable[..., Any]) -> bool:
-    """Whether ``method`` has a keyword parameter ``max_tokens`` (a ``**kwargs`` is not one)."""
-    try:
-        param = inspect.signature(method).parameters.get("max_tokens")
-    except (TypeError, ValueError):  # no signature to read (some builtins)
-        return False
-    return param is not None and param.kind in (param.KEYWORD_ONLY, param.POSITIONAL_OR_KEYWORD)
 
 
 def get_scorer(
