@@ -7,6 +7,8 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -15,11 +17,12 @@ import numpy as np
 import pytest
 from garlic_fakes import SMALL, garlic_llm
 from hrefine._saved import MAX_SAVED_INT, content_digest
-from hrefine.errors import ModelOutputError, PersistenceError, TreeError
+from hrefine.errors import GenerationError, ModelOutputError, PersistenceError, TreeError
 from hrefine.garlic import GarlicGraph, GarlicOptions, GarlicSearcher
 from hrefine.longrefiner import LongRefiner
 from hrefine.models import CallableEmbedder, get_embedder
 from hrefine.models._checked_embed import CheckedEmbedder
+from hrefine.models.text_generator import TextGenerator, answer_text
 from hrefine.persist import load_tree
 from hrefine.raptor import RaptorOptions, RaptorTree
 from hrefine.testing import KeywordEmbedder
@@ -228,3 +231,86 @@ def test_an_embedder_without_a_name_is_named_after_its_class() -> None:
         [CAT, DOG], llm=summary_of, embedder=Nameless(), tokenizer="regex", reduction_dim=16
     )
     assert raptor.retrieve("cat mat", k=1)[0].score > 0
+
+
+# -- item 10: one check of model answers for every method -------------------------------------
+class Counting:
+    """An LLM that answers ``answer`` (whatever it is) and records its prompts."""
+
+    def __init__(self, answer: object) -> None:
+        self.answer, self.prompts = answer, list[str]()
+        self.__name__ = "structured"
+
+    def __call__(self, prompt: str) -> Any:
+        self.prompts.append(prompt)
+        return self.answer
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [{"points": ["The cat sat.", "A dog barked."]}, ["The cat sat."], ("The cat sat.",), {"a"}],
+    ids=["dict", "list", "tuple", "set"],
+)
+def test_a_structured_answer_is_refused_alike_by_garlic_and_raptor(answer: object) -> None:
+    emb = KeywordEmbedder(dim=64)
+    garlic_llm_ = Counting(answer)
+    # Was: GARLIC stored "{'points': [...]}" as a summary point.
+    with pytest.raises(GenerationError, match="LLM structured returned") as garlic_error:
+        GarlicGraph.build([CAT, DOG], lm=garlic_llm_, embedder=emb, tokenizer="regex", **SMALL)
+    raptor_llm = Counting(answer)
+    with pytest.raises(GenerationError, match="LLM structured returned") as raptor_error:
+        RaptorTree.build(
+            [CAT, DOG], llm=raptor_llm, embedder=emb, tokenizer="regex", reduction_dim=16
+        )
+    kind = type(answer).__name__
+    assert f"returned {kind}, not text" in str(garlic_error.value)
+    assert f"returned {kind}, not text" in str(raptor_error.value)
+    for llm in (garlic_llm_, raptor_llm):  # refused at once: no prompt is asked again
+        assert llm.prompts and len(llm.prompts) == len(set(llm.prompts))
+
+
+def test_an_answer_object_that_would_print_as_its_repr_is_refused() -> None:
+    class Answer:  # no __str__ of its own: str() is "<...Answer object at 0x...>"
+        text = "The cat sat."
+
+    with pytest.raises(GenerationError, match="returned Answer, not text"):
+        answer_text(Answer(), "odd-llm")
+    with pytest.raises(GenerationError, match="returned dict, not text"):
+        TextGenerator(lambda prompt: {"text": "x"}, retries=0, name="odd-llm").generate("p")
+
+
+# -- item 12: GARLIC's LLM calls have a timeout -----------------------------------------------
+def test_garlic_gives_up_on_a_hanging_llm_after_llm_timeout() -> None:
+    release = threading.Event()
+
+    def hanging(prompt: str) -> str:
+        release.wait(60)  # hangs until the test ends
+        return garlic_llm(prompt)
+
+    emb = KeywordEmbedder(dim=64)
+    started = time.perf_counter()
+    try:
+        # Was: 120 s a try, 3 tries.
+        with pytest.raises(GenerationError, match=r"timed out after 0\.05s"):
+            GarlicGraph.build(
+                [CAT, DOG], lm=hanging, embedder=emb, tokenizer="regex", llm_timeout=0.05, **SMALL
+            )
+        assert time.perf_counter() - started < 20
+    finally:
+        release.set()
+
+
+def test_garlic_search_calls_use_llm_timeout(graph: GarlicGraph) -> None:
+    release = threading.Event()
+
+    def hanging(prompt: str) -> str:
+        release.wait(60)
+        return "Yes"
+
+    try:
+        searcher = GarlicSearcher(graph, lm=hanging, llm_timeout=0.05)
+        with pytest.raises(GenerationError, match=r"timed out after 0\.05s"):
+            searcher.search("Who wrote about the cat?")
+    finally:
+        release.set()
+    assert GarlicOptions().llm_timeout == RaptorOptions().llm_timeout == 120.0

@@ -84,6 +84,10 @@ class GarlicOptions(Options):
         1.0, help="Weight of the normalised embedding similarity beside the normalised E^T a."
     )
     seed: int = setting(0, help="Seed of any sampling (a retried summary); same seed, same graph.")
+    llm_timeout: float | None = setting(
+        120.0,
+        help="Seconds per try of a summary or search call of a str -> str LLM; None: no limit.",
+    )
     lm: Any = setting(None, help="The LLM: a LocalLM (attention edges), or a str -> str callable.")
     embedder: Any = setting(None, help="The embedder (None: the embedded all-MiniLM-L6-v2).")
     tokenizer: Any = setting(None, help="Tokenizer of the budgets (None: Llama-3.2's).")
@@ -121,3 +125,4 @@ class GarlicOptions(Options):
             raise InputTypeError(msg)
         check_number("embedding_weight", self.embedding_weight, minimum=0.0)
         check_int("seed", self.seed, minimum=0)
+        check_number("llm_timeout", self.llm_timeout, minimum=0.001, none=True)

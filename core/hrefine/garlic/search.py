@@ -63,7 +63,8 @@ from hrefine._query import check_query
 from hrefine.budget import TokenCounter, get_counter
 from hrefine.errors import ConfigError, EmptyInputError, InputTypeError, TreeError
 from hrefine.garlic.options import GarlicOptions
-from hrefine.models.text_generator import TextGenerator, as_text_generator
+from hrefine.garlic.summarise import llm_generator
+from hrefine.models.text_generator import TextGenerator
 from hrefine.options import check_int
 from hrefine.tree import Tree
 
@@ -533,7 +534,7 @@ class GarlicSearcher:
 
     def _text_generator(self) -> TextGenerator:
         if self._generator is None:
-            self._generator = as_text_generator(self.lm)
+            self._generator = llm_generator(self.lm, self.options.llm_timeout)
         return self._generator
 
     # -- the search -------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from hrefine.budget import TokenCounter
 from hrefine.errors import ConfigError, GenerationError, ModelOutputError
 from hrefine.garlic.options import GarlicOptions
 from hrefine.garlic.points import Point, parse_points
-from hrefine.models.text_generator import TextGenerator, as_text_generator
+from hrefine.models.text_generator import TextGenerator, answer_text, as_text_generator
 
 __all__ = [
     "RETRY_TEMPERATURE",
@@ -35,6 +35,7 @@ __all__ = [
     "edge_mode",
     "embedding_weights",
     "is_local_lm",
+    "llm_generator",
     "make_writer",
     "normalise_rows",
     "one_line",
@@ -158,7 +159,7 @@ class LocalWriter:
         """Answers to ``prompts``: greedy on the first attempt, sampled (seeded) on retries."""
         opts = self.options
         return [
-            str(text)
+            answer_text(text, self.name)
             for text in self.lm.generate(
                 list(prompts),
                 max_new_tokens=opts.summary_tokens,
@@ -205,10 +206,12 @@ class CallableWriter:
         The LLM.
     counter:
         The budget tokenizer's counter (the LLM's own tokenizer is not known).
+    timeout:
+        Seconds per try of a call (``llm_timeout``); see :func:`llm_generator`.
     """
 
-    def __init__(self, llm: Any, counter: TokenCounter) -> None:
-        self.generator = llm if isinstance(llm, TextGenerator) else as_text_generator(llm)
+    def __init__(self, llm: Any, counter: TokenCounter, *, timeout: float | None = 120.0) -> None:
+        self.generator = llm_generator(llm, timeout)
         self.counter = counter
         self.name = str(self.generator.name)
 
@@ -221,9 +224,13 @@ class CallableWriter:
         return [int(n) for n in self.counter.count_many(list(lines))]
 
     def write(self, prompts: Sequence[str], attempt: int) -> list[str]:
-        """Answers to ``prompts``, sent concurrently (``attempt`` does not change the call)."""
+        """Answers to ``prompts``, sent concurrently (``attempt`` does not change the call).
+
+        Each answer went through :func:`~hrefine.models.text_generator.answer_text`, the check
+        every method makes: a dict or list answer is a GenerationError, never its repr.
+        """
         del attempt
-        return [text if isinstance(text, str) else "" for text in self.generator.batch(prompts)]
+        return list(self.generator.batch(prompts))
 
 
 Writer = LocalWriter | CallableWriter
@@ -233,7 +240,19 @@ def make_writer(lm: Any, options: GarlicOptions, counter: TokenCounter) -> Write
     """The writer for ``lm`` (a LocalLM, or any other LLM)."""
     if is_local_lm(lm):
         return LocalWriter(lm, options)
-    return CallableWriter(lm, counter)
+    return CallableWriter(lm, counter, timeout=options.llm_timeout)
+
+
+def llm_generator(lm: Any, timeout: float | None) -> TextGenerator:
+    """``lm`` as a TextGenerator whose every try of a call gives up after ``timeout`` seconds
+    (the ``llm_timeout`` setting; None: no limit).
+
+    A TextGenerator is used with its own settings, and a LocalLM-shaped model with none (a
+    timed-out local batch would keep the device busy), as :func:`as_text_generator` makes it.
+    """
+    if isinstance(lm, TextGenerator) or (hasattr(lm, "generate") and hasattr(lm, "session")):
+        return as_text_generator(lm)
+    return as_text_generator(lm, timeout=timeout)
 
 
 def pack(

@@ -28,7 +28,13 @@ from typing import Any, Protocol, runtime_checkable
 
 from hrefine.errors import ConfigError, GenerationError, HrefineError, InputTypeError
 
-__all__ = ["LLMCallable", "TextGenerator", "as_text_generator", "is_async_callable"]
+__all__ = [
+    "LLMCallable",
+    "TextGenerator",
+    "answer_text",
+    "as_text_generator",
+    "is_async_callable",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -173,7 +179,9 @@ class TextGenerator:
     def generate(self, prompt: str) -> str:
         """Generate text for ``prompt``; raises :class:`GenerationError` after the last try."""
         _check_prompt(prompt)
-        return _as_text(self._call(self._fn, prompt, is_async=self._is_async, what=""), self.name)
+        return answer_text(
+            self._call(self._fn, prompt, is_async=self._is_async, what=""), self.name
+        )
 
     def _chunks(self, prompts: Sequence[str]) -> list[list[str]]:
         items = list(prompts)
@@ -189,7 +197,7 @@ class TextGenerator:
                 "return one text per prompt, in order"
             )
             raise GenerationError(msg)
-        texts = [_as_text(text, self.name) for text in out]
+        texts = [answer_text(text, self.name) for text in out]
         if len(texts) != len(chunk):
             msg = (
                 f"the batch function of {self.name} returned {len(texts)} texts for "
@@ -270,8 +278,10 @@ class TextGenerator:
         """
         _check_prompt(prompt)
         if self._afn is not None:
-            return _as_text(await self._acall(self._afn, prompt, native=True, what=""), self.name)
-        return _as_text(await self._acall(self._fn, prompt, native=False, what=""), self.name)
+            return answer_text(
+                await self._acall(self._afn, prompt, native=True, what=""), self.name
+            )
+        return answer_text(await self._acall(self._fn, prompt, native=False, what=""), self.name)
 
     async def _abatch_call(self, batch_fn: BatchFn, chunk: list[str]) -> list[str]:
         what = f" on a batch of {len(chunk)} prompts"
@@ -362,13 +372,24 @@ def as_text_generator(
     raise InputTypeError(msg)
 
 
-def _as_text(out: object, name: object) -> str:
-    """An LLM's answer as text: a str, or an object that prints as its text (a LlamaIndex
-    ``CompletionResponse``). None, bytes and numbers are refused: turned into "None" or "5"
-    they would be stored as a summary that looks like any other."""
+def answer_text(out: object, name: object) -> str:
+    """An LLM's answer as text: the one check of model answers every method makes.
+
+    A str is kept, and so is an object that prints as its text (its class defines
+    ``__str__``, as a LlamaIndex ``CompletionResponse`` does). Anything else is refused: None,
+    bytes, numbers, a dict, list, tuple or set (structured output such as
+    ``{"points": [...]}``), or an object that would print as its repr. Turned into "None",
+    "5" or "{'points': [...]}" it would be stored as a summary that looks like any other.
+
+    Raises
+    ------
+    GenerationError
+        ``out`` is not text; the message names the LLM and the type it returned.
+    """
     if isinstance(out, str):
         return out
-    if out is None or isinstance(out, (bytes, bytearray, int, float)):
+    refused = (bytes, bytearray, int, float, Mapping, list, tuple, set, frozenset)
+    if out is None or isinstance(out, refused) or type(out).__str__ is object.__str__:
         msg = f"LLM {name} returned {type(out).__name__}, not text"
         raise GenerationError(msg)
     return str(out)

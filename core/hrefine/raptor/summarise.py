@@ -2,7 +2,9 @@
 
 A summary is stored only if the LLM returned text: an exception, a timeout or an empty answer
 is retried (``llm_retries`` times) and then raised as :class:`GenerationError` naming the
-cluster, never kept as a summary (the authors' code stores the error message as the summary).
+cluster, and an answer that is not text (a dict, a number: the check every method shares,
+:func:`~hrefine.models.text_generator.answer_text`) fails at once; none is ever kept as a
+summary (the authors' code stores the error message as the summary).
 All clusters of a layer go out together: concurrently for a callable or an API LLM, in batches
 for a :class:`~hrefine.models.LocalLM`.
 """
@@ -14,7 +16,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from hrefine.errors import GenerationError
-from hrefine.models.text_generator import TextGenerator, as_text_generator, is_async_callable
+from hrefine.models.text_generator import (
+    TextGenerator,
+    answer_text,
+    as_text_generator,
+    is_async_callable,
+)
 from hrefine.raptor.options import RaptorOptions
 
 __all__ = ["EmptySummaryError", "Summariser", "summary_prompt"]
@@ -32,26 +39,24 @@ def summary_prompt(template: str, texts: Sequence[str]) -> str:
     return template.replace("{context}", "\n\n".join(texts))
 
 
-def _checked(fn: Callable[[str], Any]) -> Callable[[str], Any]:
-    """``fn`` with an empty answer turned into a failed try."""
+def _checked(fn: Callable[[str], Any], name: str) -> Callable[[str], Any]:
+    """``fn`` with its answer checked as every method's is (:func:`answer_text`: an answer
+    that is not text fails at once), and an empty answer turned into a failed try."""
     if is_async_callable(fn):
 
         async def acall(prompt: str) -> str:
-            return _non_empty(await fn(prompt))
+            return _non_empty(answer_text(await fn(prompt), name))
 
         return acall
 
     @functools.wraps(fn)
     def call(prompt: str) -> str:
-        return _non_empty(fn(prompt))
+        return _non_empty(answer_text(fn(prompt), name))
 
     return call
 
 
-def _non_empty(text: object) -> str:
-    if not isinstance(text, str):
-        msg = f"the LLM returned {type(text).__name__}, not text"
-        raise EmptySummaryError(msg)
+def _non_empty(text: str) -> str:
     if not text.strip():
         msg = "the LLM returned an empty summary"
         raise EmptySummaryError(msg)
@@ -92,13 +97,14 @@ class Summariser:
             return as_text_generator(llm, generate_options=generate)
         if not callable(llm):
             return as_text_generator(llm)  # raises InputTypeError naming what it got
+        name = getattr(llm, "__name__", type(llm).__name__)
         return TextGenerator(
-            _checked(llm),
+            _checked(llm, name),
             max_concurrency=options.llm_concurrency,
             retries=options.llm_retries,
             timeout=options.llm_timeout,
             retry_on=(Exception,),
-            name=getattr(llm, "__name__", type(llm).__name__),
+            name=name,
         )
 
     @property

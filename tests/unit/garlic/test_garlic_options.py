@@ -26,6 +26,8 @@ def test_defaults_are_the_papers() -> None:
         ({"search_prompt": 3}, InputTypeError, "search_prompt"),
         ({"embedding_weight": -1.0}, ConfigError, "embedding_weight"),
         ({"max_tokens": 0}, ConfigError, "max_tokens"),
+        ({"llm_timeout": 0}, ConfigError, "llm_timeout"),
+        ({"llm_timeout": "soon"}, InputTypeError, "llm_timeout"),
     ],
 )
 def test_bad_settings_are_refused(settings: dict[str, object], error: type, match: str) -> None:
