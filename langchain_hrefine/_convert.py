@@ -68,7 +68,8 @@ def to_embedder(embeddings: Embeddings | Embedder | None) -> Embedder | None:
     ----------
     embeddings:
         A LangChain ``Embeddings``, an object that already implements the core ``Embedder``
-        protocol (returned as is), or None (returned as None: the core picks its default model).
+        protocol (through :func:`~hrefine.models.get_embedder`: hrefine's own as is), or None
+        (returned as None: the core picks its default model).
 
     Returns
     -------
@@ -95,8 +96,10 @@ def to_embedder(embeddings: Embeddings | Embedder | None) -> Embedder | None:
             aembed_documents=embeddings.aembed_documents if own_async else None,
             aembed_query=embeddings.aembed_query if own_aquery else None,
         )
-    if isinstance(embeddings, Embedder):
-        return embeddings
+    if hasattr(embeddings, "embed") and hasattr(embeddings, "embed_query"):
+        # The core protocol, with or without its ``name``: hrefine's own as is, any other
+        # named and with its vectors checked (see get_embedder).
+        return get_embedder(embeddings)
     msg = (
         f"cannot use {type(embeddings).__name__} as embeddings: pass a LangChain Embeddings, "
         "an hrefine Embedder, or None for the embedded default model"

@@ -135,7 +135,8 @@ def to_embedder(embed_model: BaseEmbedding | Embedder | None) -> Embedder | None
     ----------
     embed_model:
         A LlamaIndex ``BaseEmbedding``, an object that already implements the core ``Embedder``
-        protocol (returned as is), or None (returned as None: the core picks its default model).
+        protocol (through :func:`~hrefine.models.get_embedder`: hrefine's own as is), or None
+        (returned as None: the core picks its default model).
         ``Settings.embed_model`` is never read.
 
     Returns
@@ -163,8 +164,10 @@ def to_embedder(embed_model: BaseEmbedding | Embedder | None) -> Embedder | None
             aembed_documents=embed_model.aget_text_embedding_batch if own_async else None,
             aembed_query=embed_model.aget_query_embedding if own_aquery else None,
         )
-    if isinstance(embed_model, Embedder):
-        return embed_model
+    if hasattr(embed_model, "embed") and hasattr(embed_model, "embed_query"):
+        # The core protocol, with or without its ``name``: hrefine's own as is, any other
+        # named and with its vectors checked (see get_embedder).
+        return get_embedder(embed_model)
     msg = (
         f"cannot use {type(embed_model).__name__} as an embed model: pass a LlamaIndex "
         "BaseEmbedding, an hrefine Embedder, or None for the embedded default model"

@@ -314,3 +314,19 @@ def test_garlic_search_calls_use_llm_timeout(graph: GarlicGraph) -> None:
     finally:
         release.set()
     assert GarlicOptions().llm_timeout == RaptorOptions().llm_timeout == 120.0
+
+
+def test_the_adapters_take_an_embedder_without_a_name_and_check_its_vectors() -> None:
+    from langchain_hrefine._convert import to_embedder as langchain_embedder
+    from llamaindex_hrefine._convert import to_embedder as llamaindex_embedder
+
+    own = KeywordEmbedder(dim=8)
+    for convert in (langchain_embedder, llamaindex_embedder):
+        # Was: InputTypeError, the protocol check wanting a name.
+        converted = convert(Nameless())
+        assert converted is not None and converted.name == "Nameless"
+        assert convert(own) is own
+        nan_embedder = convert(ProtocolEmbedder(bad_query=True))
+        assert nan_embedder is not None
+        with pytest.raises(ModelOutputError, match="for the query"):
+            nan_embedder.embed_query("where")
