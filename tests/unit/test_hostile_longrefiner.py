@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hrefine._saved import content_digest
 from hrefine.budget import get_counter
 from hrefine.cli import main
 from hrefine.errors import (
@@ -181,6 +184,64 @@ def test_a_cache_that_cannot_be_written_does_not_lose_the_result(tmp_path: Path)
     result = refiner.refine("river day 3", STORY, 60)
     assert result.text and result.tokens <= 60
     assert any("could not be cached" in n for n in result.notes)
+
+
+def _forge(manifest: Path, edit: Callable[[dict[str, Any]], None]) -> None:
+    """Edit a saved structure and recompute its checksum, as a forger would."""
+    data = json.loads(manifest.read_text(encoding="utf-8"))
+    edit(data)
+    data["content_sha256"] = content_digest(data)
+    manifest.write_text(json.dumps(data), encoding="utf-8")
+
+
+def _empty_second_paragraph(data: dict[str, Any]) -> None:
+    node = data["tree"]["nodes"][2]
+    node["text"], node["metadata"]["end"] = "", node["metadata"]["start"]
+
+
+def _overlap_first_two(data: dict[str, Any]) -> None:
+    first, second = data["tree"]["nodes"][1:3]
+    first["metadata"]["end"] = second["metadata"]["end"]
+
+
+@pytest.mark.parametrize("edit", [_empty_second_paragraph, _overlap_first_two])
+def test_a_forged_cache_entry_that_loses_text_is_rebuilt(
+    tmp_path: Path, edit: Callable[[dict[str, Any]], None]
+) -> None:
+    first = _cached_refiner(tmp_path).refine("river day 3", STORY, 10**6)
+    (entry,) = tmp_path.iterdir()
+    _forge(entry / "tree.json", edit)
+    # Was used as is: paragraphs 2 and 3 vanished even with room for the whole story.
+    again = _cached_refiner(tmp_path).refine("river day 3", STORY, 10**6)
+    assert again.text == first.text and "day 3" in again.text
+    assert any("does not fit the text" in n and "structured again" in n for n in again.notes)
+    assert coverage(again.documents[0].structure) == 1.0
+    third = _cached_refiner(tmp_path).refine("river day 3", STORY, 10**6)
+    assert not any("structured again" in n for n in third.notes)
+
+
+@pytest.mark.parametrize("damaged", [False, True])
+def test_a_cache_entry_that_links_out_of_the_cache_is_never_followed(
+    tmp_path: Path, damaged: bool
+) -> None:
+    cache, outside = tmp_path / "cache", tmp_path / "outside"
+    _cached_refiner(cache).refine("river day 3", STORY, 60)
+    (entry,) = cache.iterdir()
+    entry.rename(outside)
+    if damaged:
+        (outside / "tree.json").write_text("{", encoding="utf-8")
+    before = {p.name: p.read_bytes() for p in outside.iterdir()}
+    entry.symlink_to(outside, target_is_directory=True)
+    lm = _fake_lm()
+    result = LongRefiner(scorer="bm25", llm=lm, cache_dir=str(cache)).refine(
+        "river day 3", STORY, 60
+    )
+    # Was read through (a structure from elsewhere), and, once damaged, written through.
+    assert lm.prompts, "the linked structure was used"
+    assert any("is a link" in n for n in result.notes)
+    assert {p.name: p.read_bytes() for p in outside.iterdir()} == before
+    assert entry.is_dir() and not entry.is_symlink()
+    assert json.loads((entry / "tree.json").read_text(encoding="utf-8"))["kind"]
 
 
 # -- the adapters ------------------------------------------------------------------------------

@@ -21,10 +21,11 @@ from typing import Any
 
 from hrefine.budget import TokenCounter
 from hrefine.chunk import chunks
+from hrefine.errors import TreeError
 from hrefine.longrefiner.spans import Span, check_cover, trimmed
 from hrefine.tree import Tree
 
-__all__ = ["StructuredDocument", "build_document", "coverage"]
+__all__ = ["StructuredDocument", "build_document", "check_structure", "coverage"]
 
 
 @dataclasses.dataclass
@@ -303,3 +304,59 @@ def coverage(doc: StructuredDocument) -> float:
             pieces.append((int(meta["heading"][0]), int(meta["heading"][1])))
         held += sum(1 for a, b in pieces for ch in doc.text[a:b] if not ch.isspace())
     return held / total
+
+
+def check_structure(doc: StructuredDocument) -> None:
+    """Check that ``doc``'s tree is one :func:`build_document` could have built from its text.
+
+    Node 0 is the ``document`` root; every other node is a ``section`` or a ``paragraph`` with
+    one parent; extents are whole numbers inside the text; a paragraph's text is its extent's
+    text, and paragraphs and headings are sorted, disjoint, trimmed and hold every
+    non-whitespace character of the text (:func:`~hrefine.longrefiner.spans.check_cover`). A
+    tree read from a cache is untrusted: a forged extent would drop text silently.
+
+    Raises
+    ------
+    hrefine.errors.TreeError
+        The first rule the tree breaks.
+    """
+    text, tree = doc.text, doc.tree
+    if not len(tree) or tree[0].kind != "document" or tree[0].parents:
+        msg = "node 0 is not a document root"
+        raise TreeError(msg)
+    pieces: list[Span] = []
+    for node in tree:
+        meta = node.metadata
+        extent = _extent(meta.get("start"), meta.get("end"), text)
+        if extent is None:
+            msg = f"node {node.id} has the extent {meta.get('start')!r}:{meta.get('end')!r}"
+            raise TreeError(msg)
+        if node.id == 0:
+            continue
+        if node.kind not in ("section", "paragraph") or len(node.parents) != 1:
+            msg = f"node {node.id} is a {node.kind} with {len(node.parents)} parents"
+            raise TreeError(msg)
+        if node.kind == "paragraph":
+            if node.children or node.text != text[extent[0] : extent[1]]:
+                msg = f"paragraph {node.id} has children or a text that is not its extent's"
+                raise TreeError(msg)
+            pieces.append(Span(*extent))
+            continue
+        heading = meta.get("heading")
+        if heading:
+            found = None
+            if isinstance(heading, list) and len(heading) == 2:
+                found = _extent(heading[0], heading[1], text)
+            if found is None:
+                msg = f"section {node.id} has the heading extent {heading!r}"
+                raise TreeError(msg)
+            pieces.append(Span(*found, (), True))
+    check_cover(text, sorted(pieces))
+
+
+def _extent(start: object, end: object, text: str) -> tuple[int, int] | None:
+    """``(start, end)`` when both are whole numbers (not bools) with
+    ``0 <= start <= end <= len(text)``; None otherwise."""
+    if type(start) is not int or type(end) is not int or not 0 <= start <= end <= len(text):
+        return None
+    return start, end

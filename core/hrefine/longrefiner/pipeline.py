@@ -18,6 +18,7 @@ with the embedded embedder alone.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import hashlib
 import logging
@@ -34,9 +35,15 @@ import numpy as np
 from hrefine._encodable import encodable
 from hrefine._query import check_query
 from hrefine.budget import TokenCounter, get_counter
-from hrefine.errors import ConfigError, EmptyInputError, InputTypeError, PersistenceError
+from hrefine.errors import (
+    ConfigError,
+    EmptyInputError,
+    InputTypeError,
+    PersistenceError,
+    TreeError,
+)
 from hrefine.longrefiner import analyze as analysis
-from hrefine.longrefiner.document import StructuredDocument, build_document
+from hrefine.longrefiner.document import StructuredDocument, build_document, check_structure
 from hrefine.longrefiner.options import LongRefinerOptions
 from hrefine.longrefiner.select import (
     GlobalSelection,
@@ -636,20 +643,17 @@ class LongRefiner:
             if doc is not None:
                 self._memory.move_to_end(key)
                 return doc
-        folder = self.options.cache_dir
-        if folder is None or not (Path(folder) / key).exists():
+        entry = self._entry(key)
+        if entry is None or not entry.exists():
             return None
         from hrefine.persist import load_tree
 
         try:
-            tree, config, _ = load_tree(Path(folder) / key, kind=_STRUCTURE_KIND)
+            tree, config, _ = load_tree(entry, kind=_STRUCTURE_KIND)
         except (OSError, PersistenceError) as exc:
             # A damaged entry (cut short by a crash, edited, not ours) is a miss: the model
             # structures the document again and the entry is written again, whole.
-            entry = Path(folder) / key
-            note = f"the cached structure {entry} is unreadable ({exc}); structured again"
-            logger.warning("LongRefiner: %s", note)
-            self._damaged[key] = note
+            self._miss(key, f"the cached structure {entry} is unreadable ({exc})")
             return None
         if (
             config.get("text_sha256")
@@ -664,8 +668,38 @@ class LongRefiner:
             notes=[str(n) for n in config.get("notes", [])],
             raw_outputs=[str(r) for r in config.get("raw_outputs", [])],
         )
+        try:
+            # A forged entry can pass the checksums (they are recomputed with it): the tree is
+            # checked as a model's is, so no paragraph is lost to an emptied extent.
+            check_structure(doc)
+        except TreeError as exc:
+            self._miss(key, f"the cached structure {entry} does not fit the text ({exc})")
+            return None
         self._remember(key, doc)
         return doc
+
+    def _entry(self, key: str) -> Path | None:
+        """The cache folder of ``key`` (None without a cache), never a link out of it.
+
+        A link in the entry's place is removed, not followed: reading through it would use a
+        structure from elsewhere, and writing through it would put files outside ``cache_dir``.
+        """
+        folder = self.options.cache_dir
+        if folder is None:
+            return None
+        entry = Path(folder) / key
+        if entry.is_symlink():
+            note = f"the cached structure {entry} is a link, not a folder; removed"
+            logger.warning("LongRefiner: %s", note)
+            self._damaged[key] = f"{note}; structured again"
+            with contextlib.suppress(OSError):  # _store fails cleanly if it is still there
+                entry.unlink()
+        return entry
+
+    def _miss(self, key: str, why: str) -> None:
+        note = f"{why}; structured again"
+        logger.warning("LongRefiner: %s", note)
+        self._damaged[key] = note
 
     def _remember(self, key: str, doc: StructuredDocument) -> None:
         with self._lock:
@@ -676,7 +710,13 @@ class LongRefiner:
     def _store(self, key: str, doc: StructuredDocument) -> None:
         self._remember(key, doc)
         folder = self.options.cache_dir
-        if folder is None:
+        entry = self._entry(key)
+        if folder is None or entry is None:
+            return
+        if entry.is_symlink():
+            note = f"the structure could not be cached: {entry} is a link that cannot be removed"
+            doc.notes.append(note)
+            logger.warning("LongRefiner: %s", note)
             return
         from hrefine.persist import save_tree
 
@@ -688,7 +728,7 @@ class LongRefiner:
             "raw_outputs": list(doc.raw_outputs),
         }
         try:
-            save_tree(doc.tree, Path(folder) / key, kind=_STRUCTURE_KIND, config=config)
+            save_tree(doc.tree, entry, kind=_STRUCTURE_KIND, config=config)
         except (OSError, PersistenceError) as exc:
             # The cache only saves a model call next time: the structure is still good.
             note = f"the structure could not be cached in {folder}: {exc}"
