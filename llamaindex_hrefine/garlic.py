@@ -46,7 +46,13 @@ _LI_KEYS = ("callback_manager", "verbose")
 __all__ = ["GarlicIndex", "GarlicIndexStruct", "GarlicRetriever"]
 
 #: The index-store type of a GARLIC index.
-STRUCT_TYPE = "hrefine_garlic"
+#: LlamaIndex finds a stored index's classes by it in
+#: registries that only importing this package fills, and has no plugin hook that would
+#: fill them in a fresh process: the type says what to import, since LlamaIndex's
+#: ``KeyError`` shows it.
+STRUCT_TYPE = "hrefine_garlic: import llamaindex_hrefine to load this index"
+#: The type that earlier versions wrote (still loaded).
+OLD_STRUCT_TYPE = "hrefine_garlic"
 
 
 @dataclass
@@ -57,7 +63,7 @@ class GarlicIndexStruct(TreeIndexStruct):
 
     @classmethod
     def get_type(cls) -> Any:
-        """The index-store type name (``"hrefine_garlic"``)."""
+        """The index-store type name (:data:`STRUCT_TYPE`)."""
         return STRUCT_TYPE
 
 
@@ -404,5 +410,6 @@ class GarlicRetriever(QueryCheckedRetriever):
 
 
 # The loaders find a stored index's classes by its struct type.
-cast(dict[Any, Any], INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS)[STRUCT_TYPE] = GarlicIndexStruct
-cast(dict[Any, Any], INDEX_STRUCT_TYPE_TO_INDEX_CLASS)[STRUCT_TYPE] = GarlicIndex
+for _type in (STRUCT_TYPE, OLD_STRUCT_TYPE):
+    cast(dict[Any, Any], INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS)[_type] = GarlicIndexStruct
+    cast(dict[Any, Any], INDEX_STRUCT_TYPE_TO_INDEX_CLASS)[_type] = GarlicIndex

@@ -54,7 +54,13 @@ __all__ = [
 ]
 
 #: The index-store type of a :class:`RaptorIndexStruct` (what the loaders dispatch on).
-STRUCT_TYPE = "hrefine_raptor"
+#: LlamaIndex finds a stored index's classes by it in
+#: registries that only importing this package fills, and has no plugin hook that would
+#: fill them in a fresh process: the type says what to import, since LlamaIndex's
+#: ``KeyError`` shows it.
+STRUCT_TYPE = "hrefine_raptor: import llamaindex_hrefine to load this index"
+#: The type that earlier versions wrote (still loaded).
+OLD_STRUCT_TYPE = "hrefine_raptor"
 #: Keyword arguments of ``as_retriever`` (``as_query_engine`` passes the others on).
 _RETRIEVER_KEYS = ("mode", "k", "max_tokens", "similarity_top_k")
 _DEFAULT = "default"
@@ -73,7 +79,7 @@ class RaptorIndexStruct(TreeIndexStruct):
 
     @classmethod
     def get_type(cls) -> Any:
-        """The index-store type name (``"hrefine_raptor"``)."""
+        """The index-store type name (:data:`STRUCT_TYPE`)."""
         return STRUCT_TYPE
 
 
@@ -585,5 +591,6 @@ class RaptorRetriever(QueryCheckedRetriever):
 
 
 # The loaders find a stored index's classes by its struct type.
-cast(dict[Any, Any], INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS)[STRUCT_TYPE] = RaptorIndexStruct
-cast(dict[Any, Any], INDEX_STRUCT_TYPE_TO_INDEX_CLASS)[STRUCT_TYPE] = RaptorIndex
+for _type in (STRUCT_TYPE, OLD_STRUCT_TYPE):
+    cast(dict[Any, Any], INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS)[_type] = RaptorIndexStruct
+    cast(dict[Any, Any], INDEX_STRUCT_TYPE_TO_INDEX_CLASS)[_type] = RaptorIndex
