@@ -23,13 +23,15 @@ from llama_index.core.ingestion import run_transformations
 from llama_index.core.llms import LLM
 from llama_index.core.schema import BaseNode, Document, TransformComponent
 from llama_index.core.settings import Settings
+from llama_index.core.storage.docstore.simple_docstore import SimpleDocumentStore
 from llama_index.core.storage.docstore.types import RefDocInfo
-from llama_index.core.storage.storage_context import StorageContext
+from llama_index.core.storage.storage_context import DEFAULT_PERSIST_DIR, StorageContext
 
 from llamaindex_hrefine._convert import answer_llm, json_problem, node_list
 
 __all__ = [
     "FORMAT",
+    "CheckedStorageContext",
     "StoredTreeIndex",
     "TreeIndexStruct",
     "check_struct",
@@ -130,6 +132,58 @@ _S = TypeVar("_S", bound=TreeIndexStruct)
 _I = TypeVar("_I", bound="StoredTreeIndex[Any]")
 
 
+class CheckedStorageContext(StorageContext):
+    """A ``StorageContext`` whose ``persist`` refuses, before writing anything, a docstore that
+    JSON cannot store.
+
+    LlamaIndex's writer opens ``docstore.json`` for writing and then serialises: a node whose
+    metadata holds a datetime or a set raises a raw ``TypeError`` and leaves the file empty.
+    The RAPTOR and GARLIC indexes make their stores with this class (when the caller gives no
+    ``storage_context``, and on ``from_persist_dir``), so ``index.storage_context.persist``
+    refuses as ``index.persist`` does. A context the caller made is not replaced (it is the
+    caller's object): ``index.persist(folder)`` checks it.
+    """
+
+    def persist(self, persist_dir: Any = DEFAULT_PERSIST_DIR, *args: Any, **kwargs: Any) -> None:
+        """``StorageContext.persist``, once the docstore is known to be JSON.
+
+        Raises
+        ------
+        PersistenceError
+            A node's metadata holds a value JSON cannot store; nothing is written.
+        """
+        problem = docstore_json_problem(self.docstore)
+        if problem:
+            msg = (
+                f"cannot persist to {persist_dir}: {problem}; keep metadata to strings, "
+                "numbers, booleans, lists and dicts"
+            )
+            raise PersistenceError(msg)
+        super().persist(persist_dir, *args, **kwargs)
+
+
+def own_storage(storage_context: StorageContext | None) -> StorageContext:
+    """``storage_context``, or a new :class:`CheckedStorageContext` when None."""
+    return storage_context if storage_context is not None else CheckedStorageContext.from_defaults()
+
+
+def docstore_json_problem(docstore: Any) -> str | None:
+    """What in an in-memory docstore JSON cannot store (its first node that fails), or None.
+    Other docstores write as they go (a database): they are not checked."""
+    if not isinstance(docstore, SimpleDocumentStore):
+        return None
+    try:
+        json.dumps(docstore.to_dict())
+    except (TypeError, ValueError, RecursionError):
+        for node_id, node in docstore.docs.items():
+            try:
+                json.dumps(node.metadata)
+            except (TypeError, ValueError, RecursionError) as exc:
+                return f"the metadata of node {node_id!r} holds a value JSON cannot store ({exc})"
+        return "the docstore holds a value JSON cannot store"
+    return None
+
+
 class StoredTreeIndex(BaseIndex[_S], Generic[_S]):
     """A LlamaIndex index whose nodes are those of a tree or graph a method builds itself (the
     RAPTOR and GARLIC indexes): the method-free parts of building, loading and answering.
@@ -142,6 +196,11 @@ class StoredTreeIndex(BaseIndex[_S], Generic[_S]):
     _llm: Any
     #: The method's name in messages ("RAPTOR", "GARLIC").
     method: ClassVar[str] = ""
+
+    def __init__(self, *, storage_context: StorageContext | None = None, **kwargs: Any) -> None:
+        # Stores made here check JSON before LlamaIndex's writer opens a file (see
+        # CheckedStorageContext); the caller's own context is used as it is.
+        super().__init__(storage_context=own_storage(storage_context), **kwargs)
 
     @abstractmethod
     def _built_tree(self) -> Tree:
@@ -174,7 +233,7 @@ class StoredTreeIndex(BaseIndex[_S], Generic[_S]):
             method's options fields.
         """
         docs = node_list(documents)
-        storage_context = storage_context or StorageContext.from_defaults()
+        storage_context = own_storage(storage_context)
         callback_manager = callback_manager or Settings.callback_manager
         with callback_manager.as_trace("index_construction"):
             nodes = (
@@ -238,7 +297,7 @@ class StoredTreeIndex(BaseIndex[_S], Generic[_S]):
             truncated.
         """
         try:
-            storage = StorageContext.from_defaults(persist_dir=persist_dir)
+            storage = CheckedStorageContext.from_defaults(persist_dir=persist_dir)
             structs = (
                 [storage.index_store.get_index_struct(index_id)]
                 if index_id is not None

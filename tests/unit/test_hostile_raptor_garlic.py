@@ -265,6 +265,28 @@ def test_raptor_index_persist_refuses_metadata_json_cannot_store(
     assert isinstance(li_index.raptor_tree.tree[0].metadata["when"], datetime.datetime)
 
 
+def test_storage_context_persist_refuses_metadata_json_cannot_store_before_writing(
+    li_index: Any, li_garlic: Any, emb: KeywordEmbedder, tmp_path: Path
+) -> None:
+    from llama_index.core import StorageContext, load_index_from_storage
+
+    folder = tmp_path / "store"
+    li_garlic.storage_context.persist(persist_dir=str(folder))  # a good store, already there
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    # Was a raw TypeError from LlamaIndex's writer, and docstore.json was left empty.
+    with pytest.raises(PersistenceError, match="JSON cannot store") as caught:
+        li_index.storage_context.persist(persist_dir=str(folder))
+    assert "'when'" in str(caught.value) or "datetime" in str(caught.value)
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    # The store there is whole.
+    loaded = load_index_from_storage(
+        StorageContext.from_defaults(persist_dir=str(folder)),
+        llm=strict_garlic_llm,
+        embed_model=emb,
+    )
+    assert len(loaded.as_retriever().retrieve("cat")) >= 1
+
+
 # -- the CLI ----------------------------------------------------------------------------------
 
 
