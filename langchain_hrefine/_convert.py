@@ -477,7 +477,7 @@ def to_garlic_llm(llm: Any) -> Any:
 
 
 def visited_to_documents(
-    result: SearchResult, tree: Tree, embedding_weight: float, ids: Sequence[int] | None = None
+    result: SearchResult, tree: Tree, ids: Sequence[int] | None = None
 ) -> list[Document]:
     """New Documents for the nodes a GARLIC search read, in document order.
 
@@ -491,10 +491,8 @@ def visited_to_documents(
         The search's result.
     tree:
         The graph's node tree (for sources and children).
-    embedding_weight:
-        The searcher's ``embedding_weight`` (bounds the score).
     ids:
         The visited ids to return (default: all); kept in document order.
     """
-    described = visited_with_metadata(result, tree, embedding_weight, ids)
+    described = visited_with_metadata(result, tree, ids)
     return [Document(page_content=d.node.text, metadata=d.metadata) for d in described]

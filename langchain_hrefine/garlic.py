@@ -17,6 +17,7 @@ from hrefine.garlic.visited import fit_to_budget
 from hrefine.models import Embedder
 from hrefine.options import adapter_model
 from hrefine.raptor import Source
+from hrefine.results import by_relevance
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
     CallbackManagerForRetrieverRun,
@@ -89,11 +90,12 @@ class GarlicRetriever(_GarlicRetrieverFields):
     query. The search stops after ``patience`` Yes answers, ``max_steps`` added nodes or
     ``max_tokens`` tokens read.
 
-    With ``k`` unset the retriever returns every node the search read, in document order (a
-    summary point before the chunks under it), as new Documents (the inputs are never changed).
+    The retriever returns every node the search read (the ``k`` most relevant when ``k`` is
+    set), best first (document order on a tie), as new Documents (the inputs are never changed).
     ``page_content`` is the node's text; ``metadata`` is, for a chunk, a copy of its document's
-    metadata, plus ``relevance_score`` (the search score scaled into [0, 1]; 1 for a top-level
-    node, which every search reads), ``hrefine_raw_score``, ``hrefine_level`` (0 for a chunk),
+    metadata, plus ``relevance_score`` (its query similarity in [0, 1], comparable across chunks
+    and summary points, so a threshold keeps a source chunk as well as a summary point),
+    ``hrefine_raw_score`` (the search score), ``hrefine_level`` (0 for a chunk),
     ``hrefine_kind`` (``"chunk"`` or ``"summary"``), ``hrefine_node_id``, ``hrefine_step`` (0
     for the top level, ``k`` for the node read at step ``k``), ``hrefine_attention``,
     ``hrefine_p_yes``, ``hrefine_said_yes``, ``hrefine_tokens``, ``hrefine_sources`` (the ids
@@ -274,15 +276,11 @@ class GarlicRetriever(_GarlicRetrieverFields):
         )
         result = searcher.search(query)
         self._last = result
-        docs = visited_to_documents(result, graph.tree, options.embedding_weight)
-        if k is not None and len(docs) > k:
-            # The k most relevant of what was read (earlier in the document on a tie), kept in
-            # document order.
-            ranked = sorted(
-                range(len(docs)), key=lambda i: (-docs[i].metadata["relevance_score"], i)
-            )
-            docs = [docs[i] for i in sorted(ranked[:k])]
-        return docs
+        # Best first, as every retriever (earlier in the document on a tie); k keeps the first k.
+        docs = by_relevance(
+            visited_to_documents(result, graph.tree), lambda d: d.metadata["relevance_score"]
+        )
+        return docs if k is None else docs[:k]
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
@@ -480,7 +478,7 @@ class GarlicCompressor(_GarlicCompressorFields):
         else:
             result = searcher.search(query, max_tokens=self.max_tokens)
         kept = fit_to_budget(result, self.max_tokens, get_counter(self.tokenizer))
-        return visited_to_documents(result, graph.tree, options.embedding_weight, kept)
+        return visited_to_documents(result, graph.tree, kept)
 
     async def acompress_documents(
         self,

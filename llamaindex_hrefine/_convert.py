@@ -34,6 +34,7 @@ from hrefine.models import (
     as_text_generator,
     get_embedder,
 )
+from hrefine.results import by_relevance
 from hrefine.tree import NodeKind, Tree
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -809,10 +810,9 @@ def to_garlic_llm(llm: Any) -> Any:
     return llm
 
 
-def visited_to_nodes(
-    result: SearchResult, tree: Tree, embedding_weight: float
-) -> list[NodeWithScore]:
-    """``NodeWithScore`` objects for the nodes a GARLIC search read, in document order.
+def visited_to_nodes(result: SearchResult, tree: Tree) -> list[NodeWithScore]:
+    """``NodeWithScore`` objects for the nodes a GARLIC search read, best first (document order
+    on a tie), as every retriever returns them.
 
     Each holds a new ``TextNode`` (a stable id from the graph node and its text) whose metadata
     is described by :func:`hrefine.garlic.visited.visited_with_metadata`; the ``hrefine_*`` keys
@@ -823,7 +823,7 @@ def visited_to_nodes(
     from hrefine.garlic.visited import visited_with_metadata
 
     out: list[NodeWithScore] = []
-    for d in visited_with_metadata(result, tree, embedding_weight):
+    for d in visited_with_metadata(result, tree):
         hidden = [k for k in ("relevance_score", *GARLIC_KEYS) if k in d.metadata]
         rel: dict[NodeRelationship, Any] = {}
         if d.kind == "chunk" and isinstance(d.sources[0], str):
@@ -838,4 +838,4 @@ def visited_to_nodes(
             relationships=rel,
         )
         out.append(NodeWithScore(node=node, score=d.relevance))
-    return out
+    return by_relevance(out, lambda n: n.score)

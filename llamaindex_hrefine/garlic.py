@@ -39,7 +39,7 @@ from llamaindex_hrefine._convert import (
 from llamaindex_hrefine._tree_index import StoredTreeIndex, TreeIndexStruct, digest, fill_struct
 
 #: ``as_query_engine`` arguments that go to the retriever.
-_RETRIEVER_KEYS = ("patience", "max_steps", "max_tokens")
+_RETRIEVER_KEYS = ("patience", "max_steps", "max_tokens", "k", "similarity_top_k")
 #: The LlamaIndex retriever arguments GarlicRetriever takes beside them.
 _LI_KEYS = ("callback_manager", "verbose")
 
@@ -199,7 +199,8 @@ class GarlicIndex(StoredTreeIndex[GarlicIndexStruct]):
         ----------
         **kwargs:
             :class:`GarlicRetriever`'s arguments (``llm``, ``patience``, ``max_steps``,
-            ``max_tokens``...); ``llm`` and ``embed_model`` default to the index's.
+            ``max_tokens``, ``k``...); ``llm`` and ``embed_model`` default to the index's.
+            ``similarity_top_k`` is taken as ``k``.
         """
         unknown = sorted(set(kwargs) - {"llm", "embed_model", *_RETRIEVER_KEYS, *_LI_KEYS})
         if unknown:
@@ -208,6 +209,11 @@ class GarlicIndex(StoredTreeIndex[GarlicIndexStruct]):
                 f"takes llm, embed_model, {', '.join(_RETRIEVER_KEYS)}, {', '.join(_LI_KEYS)}"
             )
             raise ConfigError(msg)
+        if "similarity_top_k" in kwargs:  # LlamaIndex's name for k, as RaptorIndex takes it
+            if "k" in kwargs:
+                msg = "pass k or similarity_top_k, not both"
+                raise ConfigError(msg)
+            kwargs["k"] = kwargs.pop("similarity_top_k")
         kwargs.setdefault("llm", self._llm)
         kwargs.setdefault("embed_model", self._embed_model)
         return GarlicRetriever(self.garlic_graph, **kwargs)
@@ -260,7 +266,7 @@ class GarlicRetriever(QueryCheckedRetriever):
     the query ("Yes"/"No"); while it says No, it reads the next node: the one the read nodes'
     attention to the query points at through the graph's weighted edges, plus its similarity to
     the query. It stops after ``patience`` Yes answers, ``max_steps`` added nodes or
-    ``max_tokens`` tokens read. There is no ``k``: every node read is returned.
+    ``max_tokens`` tokens read. Every node read is returned, best first, or the ``k`` best.
 
     Parameters
     ----------
@@ -276,14 +282,18 @@ class GarlicRetriever(QueryCheckedRetriever):
         an hrefine ``Embedder``); None: the graph's own.
     patience, max_steps, max_tokens:
         The search's stop rules (default: the graph's options).
+    k:
+        Most nodes returned, the most relevant of those read (default: the graph's options'
+        ``k``; None there: every node read).
     callback_manager, verbose:
         As for any LlamaIndex retriever.
 
     Notes
     -----
-    Returns the nodes read in document order (a summary point before the chunks under it), each
-    a new ``TextNode`` with ``score`` its relevance in [0, 1] (the search score scaled; 1 for a
-    top-level node, which every search reads) and metadata: the source document's (chunks) plus
+    Returns the nodes read best first (document order on a tie), each a new ``TextNode`` with
+    ``score`` its relevance in [0, 1]: its query similarity, comparable across chunks and summary
+    points, so a ``SimilarityPostprocessor`` threshold keeps a source chunk as well as a summary
+    point (the search score is ``hrefine_raw_score``). Metadata: the source document's (chunks) plus
     ``hrefine_raw_score``, ``hrefine_level`` (0 = chunk), ``hrefine_kind``,
     ``hrefine_node_id``, ``hrefine_step``, ``hrefine_attention``, ``hrefine_p_yes``,
     ``hrefine_said_yes``, ``hrefine_tokens``, ``hrefine_sources`` (document ids),
@@ -309,6 +319,7 @@ class GarlicRetriever(QueryCheckedRetriever):
         patience: int | None = None,
         max_steps: int | None = None,
         max_tokens: int | None = None,
+        k: int | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
@@ -321,7 +332,9 @@ class GarlicRetriever(QueryCheckedRetriever):
         check_int("patience", patience, minimum=1, none=True)
         check_int("max_steps", max_steps, minimum=1, none=True)
         check_int("max_tokens", max_tokens, minimum=1, none=True)
+        check_int("k", k, minimum=1, none=True)
         self._graph = graph
+        self._k = k
         self._limits = {"patience": patience, "max_steps": max_steps, "max_tokens": max_tokens}
         self._searcher = GarlicSearcher(
             graph, lm=to_garlic_llm(llm), embedder=to_embedder(embed_model)
@@ -395,8 +408,9 @@ class GarlicRetriever(QueryCheckedRetriever):
     def _search(self, query: str) -> list[NodeWithScore]:
         result = self._searcher.search(query, **self._limits)
         self._last = result
-        weight = self._searcher.options.embedding_weight
-        return visited_to_nodes(result, self._graph.tree, weight)
+        k = self._k if self._k is not None else self._searcher.options.k
+        nodes = visited_to_nodes(result, self._graph.tree)
+        return nodes if k is None else nodes[:k]
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return self._search(query_bundle.query_str)

@@ -15,6 +15,7 @@ from typing import Any, cast
 import pytest
 from garlic_fakes import ANSWER, FACT, SMALL, garlic_llm, hotpot, hotpot_paragraphs
 from hrefine.errors import ConfigError, PersistenceError, TreeError
+from hrefine.garlic import GarlicSearcher
 from hrefine.testing import ScriptedLM
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.documents import Document
@@ -104,17 +105,19 @@ class TestGarlicRetrieverStandard(RetrieversIntegrationTests):
 # -- results --------------------------------------------------------------------------------
 
 
-def test_returns_what_the_search_read_in_document_order(
+def test_returns_what_the_search_read_best_first(
     retriever: GarlicRetriever, question: str, shared_data: Path
 ) -> None:
     docs = retriever.invoke(question)
     result = retriever.last_result
     graph = retriever.graph
     assert result is not None and graph is not None
-    assert [d.metadata["hrefine_node_id"] for d in docs] == result.document_order
+    assert sorted(d.metadata["hrefine_node_id"] for d in docs) == sorted(result.document_order)
     assert len(docs) == len(result.visited)
-    orders = [graph.tree[d.metadata["hrefine_node_id"]].order for d in docs]
-    assert orders == sorted(orders)
+    # Best first, document order on a tie (was document order, every top-level point at 1.0).
+    position = {node_id: i for i, node_id in enumerate(result.document_order)}
+    keys = [(-d.metadata["relevance_score"], position[d.metadata["hrefine_node_id"]]) for d in docs]
+    assert keys == sorted(keys)
     # the fake says Yes once FACT is read (in a leaf): the search went down to it and stopped
     assert result.stopped_by == "patience"
     assert not any(FACT in graph.tree[i].text for i in graph.top_level())
@@ -123,6 +126,11 @@ def test_returns_what_the_search_read_in_document_order(
     assert yes[0].metadata["hrefine_kind"] == "chunk" and yes[0].metadata["title"] == ANSWER
     originals = {d.id: d for d in make_documents(shared_data)}
     top = set(graph.top_level())
+    similarity = GarlicSearcher(graph, embedder=graph.embedder).similarities(question)
+    assert (
+        len({d.metadata["relevance_score"] for d in docs if d.metadata["hrefine_node_id"] in top})
+        > 1
+    )
     for doc in docs:
         meta = doc.metadata
         assert 0.0 <= meta["relevance_score"] <= 1.0
@@ -131,10 +139,10 @@ def test_returns_what_the_search_read_in_document_order(
         assert meta["hrefine_search"]["mode"] == "prompt"
         if meta["hrefine_node_id"] in top:
             assert meta["hrefine_step"] == 0 and meta["hrefine_raw_score"] is None
-            assert meta["relevance_score"] == 1.0
         else:
-            assert meta["hrefine_step"] >= 1
-            assert meta["relevance_score"] == pytest.approx(meta["hrefine_raw_score"] / 2)
+            assert meta["hrefine_step"] >= 1 and meta["hrefine_raw_score"] is not None
+        # The query similarity, comparable across chunks and summary points.
+        assert meta["relevance_score"] == pytest.approx(similarity[meta["hrefine_node_id"]])
         if meta["hrefine_kind"] == "chunk":
             assert meta["hrefine_level"] == 0
             (source,) = meta["hrefine_sources"]
@@ -169,13 +177,12 @@ def test_call_settings_change_one_call_only(retriever: GarlicRetriever, question
     assert retriever.last_result is not None and retriever.last_result.stopped_by == "patience"
     with pytest.raises(ConfigError, match="unknown argument"):
         retriever.invoke(question, top_k=2)
-    # k keeps the k most relevant of what was read, in document order.
+    # k keeps the k most relevant of what was read, best first.
     every = retriever.invoke(question)
     two = retriever.invoke(question, k=2)
     assert len(two) == min(2, len(every))
-    kept = [d.metadata["hrefine_node_id"] for d in two]
-    assert kept == [
-        d.metadata["hrefine_node_id"] for d in every if d.metadata["hrefine_node_id"] in kept
+    assert [d.metadata["hrefine_node_id"] for d in two] == [
+        d.metadata["hrefine_node_id"] for d in every[:2]
     ]
     with pytest.raises(ConfigError, match="patience"):
         retriever.invoke(question, patience=0)

@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 from garlic_fakes import ANSWER, FACT, SMALL, garlic_llm, hotpot, hotpot_paragraphs
 from hrefine.errors import ConfigError, InputTypeError, NotSupportedError, PersistenceError
-from hrefine.garlic import GarlicGraph
+from hrefine.garlic import GarlicGraph, GarlicSearcher
 from hrefine.testing import ScriptedLM
 from llama_index.core import Document, StorageContext, load_index_from_storage
 from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
 from llama_index.core.llms.callbacks import llm_completion_callback
+from llama_index.core.postprocessor import SimilarityPostprocessor
 from llama_index.core.schema import MetadataMode, NodeRelationship
 
 from llamaindex_hrefine import GarlicIndex, GarlicRetriever
@@ -62,13 +63,26 @@ def built(shared_data: Path) -> GarlicRetriever:
     )
 
 
-def test_returns_the_nodes_read_in_document_order(
+def test_returns_the_nodes_read_best_first(
     built: GarlicRetriever, question: str, shared_data: Path
 ) -> None:
     nodes = built.retrieve(question)
     result = built.last_result
     assert result is not None and result.stopped_by == "patience"
-    assert [n.node.metadata["hrefine_node_id"] for n in nodes] == result.document_order
+    ids = [n.node.metadata["hrefine_node_id"] for n in nodes]
+    assert sorted(ids) == sorted(result.document_order)
+    # Was document order, with every top-level summary point at 1.0: a threshold kept the
+    # model's points and dropped the source. Now best first, scored by query similarity.
+    position = {node_id: i for i, node_id in enumerate(result.document_order)}
+    keys = [(-(n.score or 0.0), position[i]) for n, i in zip(nodes, ids, strict=True)]
+    assert keys == sorted(keys)
+    similarity = GarlicSearcher(built.graph, embedder=built.graph.embedder).similarities(question)
+    assert [n.score for n in nodes] == pytest.approx([similarity[i] for i in ids])
+    top = set(built.graph.top_level())
+    assert len({n.score for n, i in zip(nodes, ids, strict=True) if i in top}) > 1
+    cutoff = sorted(n.score or 0.0 for n in nodes)[len(nodes) // 2]
+    kept = SimilarityPostprocessor(similarity_cutoff=cutoff).postprocess_nodes(nodes)
+    assert [n.node.node_id for n in kept] == [n.node.node_id for n in nodes[: len(kept)]]
     originals = {d.id_: d for d in make_documents(shared_data)}
     (answer,) = [n for n in nodes if FACT in n.node.get_content(metadata_mode=MetadataMode.NONE)]
     meta = answer.node.metadata

@@ -249,9 +249,26 @@ def test_llamaindex_metadata_that_cannot_be_copied_is_an_input_type_error(
 
 
 def test_garlic_index_as_retriever_names_an_unknown_argument(li_garlic: Any) -> None:
-    with pytest.raises(ConfigError, match="similarity_top_k"):
-        li_garlic.as_retriever(similarity_top_k=3)
+    with pytest.raises(ConfigError, match="top_k"):
+        li_garlic.as_retriever(top_k=3)
     assert li_garlic.as_retriever(patience=2, verbose=False) is not None
+
+
+def test_garlic_index_as_retriever_takes_similarity_top_k_as_k(li_garlic: Any) -> None:
+    # Was a ConfigError, while RaptorIndex takes it and the LangChain retriever has k.
+    read_all = {"patience": 100, "max_steps": 100}  # the fake says Yes early: read on
+    every = li_garlic.as_retriever(**read_all).retrieve("Who wrote about the cat?")
+    assert len(every) > 3
+    three = li_garlic.as_retriever(similarity_top_k=3, **read_all).retrieve(
+        "Who wrote about the cat?"
+    )
+    assert [n.node.node_id for n in three] == [n.node.node_id for n in every[:3]]
+    two = li_garlic.as_retriever(k=2, **read_all).retrieve("Who wrote about the cat?")
+    assert [n.node.node_id for n in two] == [n.node.node_id for n in every[:2]]
+    with pytest.raises(ConfigError, match="not both"):
+        li_garlic.as_retriever(k=2, similarity_top_k=3)
+    with pytest.raises(ConfigError, match="k"):
+        li_garlic.as_retriever(similarity_top_k=0)
 
 
 def test_raptor_index_persist_refuses_metadata_json_cannot_store(

@@ -77,8 +77,8 @@ class GarlicOptions(Options):
     )
     k: int | None = setting(
         None,
-        help="Most nodes a retriever returns: the k most relevant the search read, in "
-        "document order (None: all it read).",
+        help="Most nodes a retriever returns: the k most relevant the search read, best "
+        "first (None: all it read).",
     )
     embedding_weight: float = setting(
         1.0, help="Weight of the normalised embedding similarity beside the normalised E^T a."

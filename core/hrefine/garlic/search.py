@@ -113,6 +113,9 @@ class VisitedNode:
         P("Yes") asked right after it was read (the top level's shared step-0 answer).
     metadata:
         A copy of the node's metadata (a leaf's source and character offsets).
+    similarity:
+        Its ``s``: the query's cosine similarity to it (negative values at 0), in [0, 1] and
+        comparable across nodes and searches (``score`` is relative to the step's candidates).
     """
 
     id: int
@@ -123,6 +126,7 @@ class VisitedNode:
     attention: float
     p_yes: float
     metadata: dict[str, Any] = field(default_factory=dict)
+    similarity: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -707,6 +711,7 @@ class _Run:
                 value,
                 float("nan"),
                 dict(node.metadata),
+                min(1.0, float(self.similarity[node_id])),
             )
         )
 

@@ -65,23 +65,20 @@ class Described:
     sources: list[str | int]
 
 
-def relevance(score: float | None, embedding_weight: float) -> float:
-    """A visited node's relevance in [0, 1] from its search score.
+def relevance(visited: VisitedNode) -> float:
+    """A visited node's relevance in [0, 1]: its query similarity (cosine, negatives at 0).
 
-    A picked node's score is ``z_n + embedding_weight * s_n``, with ``z`` and ``s`` each summing
-    to 1 over the candidates, so it lies in ``[0, 1 + embedding_weight]`` and is scaled by that
-    bound. A top-level node (score ``None``) is read by every search: 1.
+    As the RAPTOR retrievers' scores, it is comparable across nodes, kinds and queries, so a
+    threshold keeps a source chunk as well as a summary point. The search score (``z_n +
+    embedding_weight * s_n``) is not: it is shared out among one step's candidates, and the
+    top-level nodes, read by every search, have none.
     """
-    if score is None:
-        return 1.0
-    return min(1.0, max(0.0, float(score) / (1.0 + embedding_weight)))
+    value = float(visited.similarity)
+    return min(1.0, max(0.0, value)) if value == value else 0.0
 
 
 def visited_with_metadata(
-    result: SearchResult,
-    tree: Tree,
-    embedding_weight: float,
-    ids: Sequence[int] | None = None,
+    result: SearchResult, tree: Tree, ids: Sequence[int] | None = None
 ) -> list[Described]:
     """Describe the nodes a search read, in document order.
 
@@ -103,8 +100,6 @@ def visited_with_metadata(
         The search's result.
     tree:
         The graph's node tree.
-    embedding_weight:
-        The searcher's ``embedding_weight`` (bounds the score).
     ids:
         The visited ids to describe (default: all); kept in document order.
     """
@@ -138,7 +133,7 @@ def visited_with_metadata(
         for key in _GRAPH_ONLY:
             meta.pop(key, None)
         sources = [_source_id(i, source_ids) for i in indexes]
-        score = relevance(visited.score, embedding_weight)
+        score = relevance(visited)
         meta.update(
             {
                 "relevance_score": score,
