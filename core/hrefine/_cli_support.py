@@ -16,6 +16,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
+from hrefine._folders import folder_problem
 from hrefine.errors import ConfigError, HrefineError
 
 __all__ = [
@@ -159,14 +160,23 @@ def read_input(source: str, what: str) -> bytes:
 
 def check_folder(path: Path | None, what: str) -> None:
     """Fail before the models load (and before anything is printed) when the file could not be
-    written anyway: its folder is missing or not writable, or a folder stands at ``path``."""
+    written anyway: a folder stands at ``path``, a part of its folder is a file, or it is not
+    writable. Missing parent folders are made here (as ``mkdir -p``), so any writer can write
+    the file later."""
     if path is None:
         return
     problem = ""
     if path.is_dir():
         problem = "it is a folder; give a file name"
+    elif path.parent.exists() and not path.parent.is_dir():
+        problem = f"{path.parent} is a file, not a folder"
     elif not path.parent.is_dir():
-        problem = f"folder {path.parent} does not exist"
+        problem = folder_problem(path.parent)
+        if not problem:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                problem = exc.strerror or str(exc)
     elif not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
         problem = "permission denied"
     if problem:
@@ -175,10 +185,12 @@ def check_folder(path: Path | None, what: str) -> None:
 
 
 def write_output(path: Path, text: str, what: str) -> None:
-    """Write ``text`` to ``path`` whole or not at all: a failure leaves the old file as it was."""
+    """Write ``text`` to ``path`` whole or not at all: a failure leaves the old file as it was.
+    Missing parent folders are made first."""
     from hrefine._atomic import write_text
 
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         write_text(path, text)
     except OSError as exc:
         msg = f"could not write the {what} to {path}: {exc.strerror or exc}"
@@ -186,10 +198,9 @@ def write_output(path: Path, text: str, what: str) -> None:
 
 
 def check_output_folder(path: Path, what: str) -> None:
-    """Fail before the models load when ``path`` cannot become a folder to save ``what`` in."""
-    if path.exists() and not path.is_dir():
-        msg = f"could not save the {what} to {path}: it is a file; give a folder"
-        raise ConfigError(msg)
-    if not path.parent.is_dir():
-        msg = f"could not save the {what} to {path}: folder {path.parent} does not exist"
+    """Fail before the models load when ``path`` cannot become a folder to save ``what`` in
+    (missing parents are fine: saving makes them)."""
+    problem = folder_problem(path)
+    if problem:
+        msg = f"could not save the {what} to {path}: {problem}"
         raise ConfigError(msg)

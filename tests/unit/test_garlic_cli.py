@@ -185,9 +185,9 @@ def test_mistakes_are_one_line(
         capsys, ["garlic", "query", str(folder), "-q", "  "]
     )
     err = _one_line_error(
-        capsys, ["garlic", "query", str(folder), "-q", "x", "--report", "/nope/r.html"]
+        capsys, ["garlic", "query", str(folder), "-q", "x", "--report", f"{doc}/r.html"]
     )
-    assert "folder /nope does not exist" in err
+    assert f"{doc} is a file, not a folder" in err
     assert "--max-tokens" in _one_line_error(
         capsys, ["garlic", "query", str(folder), "-q", "x", "-n", "-3"]
     )

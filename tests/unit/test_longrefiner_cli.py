@@ -110,7 +110,8 @@ def test_output_file_report_and_no_structure(
     argv = ["refine", str(contract), "-q", QUESTION, "-n", "300", "--scorer", "bm25"]
     plain = _ok(runner, [*argv, "--no-show-structure"]).stdout
     assert not plain.startswith("==") and CLAUSE in plain
-    out, report = tmp_path / "refined.txt", tmp_path / "report.html"
+    # Missing parent folders of both outputs are made.
+    out, report = tmp_path / "out" / "refined.txt", tmp_path / "reports" / "report.html"
     res = _ok(runner, [*argv, "--no-show-structure", "-o", str(out), "--report", str(report)])
     assert res.stdout == ""
     assert out.read_text(encoding="utf-8") == plain
@@ -199,9 +200,9 @@ def test_mistakes_are_one_line_errors(
     )
     assert "--selection-adapter" in line and "needs a model" in line
     line = _one_line_error(
-        capsys, ["refine", str(contract), *base, "--report", str(tmp_path / "no" / "r.html")]
+        capsys, ["refine", str(contract), *base, "--report", str(empty / "no" / "r.html")]
     )
-    assert "could not write the report" in line and "does not exist" in line
+    assert "could not write the report" in line and f"{empty} is a file, not a folder" in line
     line = _one_line_error(capsys, ["refine", str(contract), *base, "--scorer", "tf-idf"])
     assert "tf-idf" in line
 

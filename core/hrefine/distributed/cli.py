@@ -17,6 +17,7 @@ import typer
 
 from hrefine._cli_support import say
 from hrefine._encodable import encodable
+from hrefine._folders import folder_problem
 from hrefine.errors import ConfigError
 
 __all__ = ["distributed_app", "summary_line"]
@@ -107,15 +108,13 @@ def _error_lines(output: str, run_id: str) -> list[str]:
 
 
 def _check_local_output(output: str) -> None:
-    """Fail before Ray starts when a local output folder could not be made."""
+    """Fail before Ray starts when a local output folder could not be made (missing parents
+    are fine: the run makes them)."""
     if "://" in output:
         return
-    path = Path(output)
-    if path.exists() and not path.is_dir():
-        msg = f"the output {output} is a file; give a folder"
-        raise ConfigError(msg)
-    if not path.parent.is_dir():
-        msg = f"could not write to {output}: folder {path.parent} does not exist"
+    problem = folder_problem(Path(output))
+    if problem:
+        msg = f"could not write to {output}: {problem}"
         raise ConfigError(msg)
 
 

@@ -20,7 +20,7 @@ from typing import Any
 from hrefine._atomic import write_text
 from hrefine.errors import PersistenceError
 
-__all__ = ["CHECKPOINTS", "latest", "load", "prune", "save"]
+__all__ = ["CHECKPOINTS", "latest", "load", "prune", "read_state", "save"]
 
 CHECKPOINTS = "checkpoints"
 _STATE = "state.json"
@@ -96,6 +96,25 @@ def save(
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return final
+
+
+def read_state(folder: Path) -> dict[str, Any]:
+    """``state.json`` of the checkpoint in ``folder`` (its step, fingerprint and log).
+
+    Raises
+    ------
+    PersistenceError
+        The file is missing, unreadable or not a JSON object.
+    """
+    try:
+        state = json.loads((folder / _STATE).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        msg = f"cannot read the checkpoint {folder}: {exc}; remove it to resume from an older one"
+        raise PersistenceError(msg) from exc
+    if not isinstance(state, dict):
+        msg = f"cannot read the checkpoint {folder}: {_STATE} is not a JSON object"
+        raise PersistenceError(msg)
+    return state
 
 
 def load(folder: Path, *, optimizer: Any) -> dict[str, Any]:

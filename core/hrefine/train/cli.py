@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from hrefine._atomic import echo
-from hrefine._cli_support import say
+from hrefine._cli_support import check_folder, say
 from hrefine._encodable import encodable
 from hrefine.errors import ConfigError
 from hrefine.train.examples import TASKS
@@ -110,9 +110,7 @@ def build_data(
     if output.exists() and not overwrite:
         msg = f"{output} exists; pass --overwrite to replace it"
         raise ConfigError(msg)
-    if not output.parent.is_dir():
-        msg = f"cannot write {output}: folder {output.parent} does not exist"
-        raise ConfigError(msg)
+    check_folder(output, "examples")  # makes missing parent folders
     report = build_examples(task, sources, half=half, limit=limit, lm=lm)  # type: ignore[arg-type]
     write_examples(output, report.examples)
     say(build_line(task, report, output))
@@ -155,8 +153,10 @@ def _run(
         report = build_examples(task, sources, lm=lm)
         say(build_line(task, report))
         examples = report.examples
-    from hrefine.train.trainer import train
+    from hrefine.train.trainer import check_output, train
 
+    # The output folder is checked before the model loads, with messages that name the flags.
+    check_output(out, examples, options, overwrite=overwrite, resume=resume, spelling="cli")
     say(encodable(f"training a {task} adapter on {len(examples)} examples..."))
     result = train(examples, out, lm=lm, options=options, overwrite=overwrite, resume=resume)
     if as_json:
@@ -208,7 +208,10 @@ def _command(task: str) -> None:
         seed: Annotated[int, typer.Option(help="Seed of split, order and initialisation.")] = 0,
         device: Annotated[str | None, typer.Option(help="Torch device; default: best.")] = None,
         overwrite: Annotated[bool, typer.Option(help="Replace an existing output folder.")] = False,
-        resume: Annotated[bool, typer.Option(help="Go on from the last checkpoint.")] = False,
+        resume: Annotated[
+            bool,
+            typer.Option(help="Go on from the last checkpoint (or to more --steps after a run)."),
+        ] = False,
         as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
         quiet: Annotated[bool, typer.Option(help="No progress bar.")] = False,
     ) -> None:

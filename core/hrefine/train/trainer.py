@@ -8,8 +8,9 @@ after them), averaged over all target tokens of an optimizer step, so gradient a
 the same update as one large batch. Examples longer than ``max_length`` lose tokens from the
 prompt (the template's opening is kept); each such cut is counted.
 
-The run saves a checkpoint every ``save_every`` steps; ``resume=True`` goes on from the newest
-one with the same data order, optimizer, schedule and random state, so no step is done twice.
+The run saves a checkpoint every ``save_every`` steps and at its end; ``resume=True`` goes on
+from the newest one with the same data order, optimizer, schedule and random state, so no step
+is done twice (a finished run goes on to a larger ``max_steps`` the same way).
 A run stopped with Ctrl-C saves a checkpoint of the steps it finished before it stops. The
 finished adapter is saved at the top of the output folder, where
 :meth:`~hrefine.models.LocalLM.load_adapter` reads it; ``train-report.json`` is written last.
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from hrefine._atomic import write_text
+from hrefine._folders import folder_problem, make_folder
 from hrefine._optional import require
 from hrefine.errors import ConfigError, EmptyInputError
 from hrefine.train import _checkpoint
@@ -40,7 +42,16 @@ from hrefine.train._loss import Tokenized, evaluate, make_batch, token_losses
 from hrefine.train.examples import Example
 from hrefine.train.options import TrainOptions
 
-__all__ = ["REPORT", "Tokenized", "TrainResult", "split_examples", "tokenize", "train"]
+__all__ = [
+    "REPORT",
+    "SPELLINGS",
+    "Tokenized",
+    "TrainResult",
+    "check_output",
+    "split_examples",
+    "tokenize",
+    "train",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -152,8 +163,9 @@ def _fingerprint(examples: Sequence[Example], options: TrainOptions) -> str:
         h.update(json.dumps(e.to_dict(), sort_keys=True, ensure_ascii=False).encode("utf-8"))
         h.update(b"\n")
     plain = options.plain()
-    for name in ("progress", "eval_every", "save_every", "keep_checkpoints", "device"):
-        plain.pop(name, None)  # may change between a run and its resume
+    # These may change between a run and its resume (max_steps: a resume goes on to more).
+    for name in ("progress", "eval_every", "save_every", "keep_checkpoints", "device", "max_steps"):
+        plain.pop(name, None)
     plain["target_modules"] = list(options.target_modules)
     h.update(json.dumps(plain, sort_keys=True).encode("utf-8"))
     return h.hexdigest()
@@ -203,32 +215,90 @@ def _interrupt_deferred() -> Iterator[None]:
         raise KeyboardInterrupt
 
 
-def _prepare_out(out: Path, *, overwrite: bool, resume: bool) -> Path | None:
-    """Check the output folder; returns the checkpoint to resume from, if any."""
-    if out.exists() and not out.is_dir():
-        msg = f"the output {out} is a file; give a folder for the adapter"
-        raise ConfigError(msg)
-    if not out.parent.is_dir():
-        msg = f"cannot write the adapter to {out}: folder {out.parent} does not exist"
+#: How messages name the settings of the output folder: :func:`train`'s keywords, or the flags
+#: of ``hrefine train`` (a command line must not be told to pass ``overwrite=True``).
+SPELLINGS: dict[str, dict[str, str]] = {
+    "python": {"overwrite": "overwrite=True", "resume": "resume=True", "steps": "max_steps"},
+    "cli": {"overwrite": "--overwrite", "resume": "--resume", "steps": "--steps"},
+}
+
+
+def check_output(
+    out: str | Path,
+    examples: Sequence[Example],
+    options: TrainOptions,
+    *,
+    overwrite: bool = False,
+    resume: bool = False,
+    spelling: str = "python",
+) -> Path | None:
+    """Check the output folder of a run before anything loads; nothing is written.
+
+    Parameters
+    ----------
+    out, examples, options, overwrite, resume:
+        As given to :func:`train`.
+    spelling:
+        ``"python"`` or ``"cli"``: whether messages name :func:`train`'s keywords or the flags
+        of ``hrefine train`` (:data:`SPELLINGS`).
+
+    Returns
+    -------
+    Path | None
+        The checkpoint a resume goes on from (None: a fresh run).
+
+    Raises
+    ------
+    ConfigError
+        ``out`` cannot be a folder; it is not empty (without ``overwrite`` or ``resume``); its
+        checkpoint was made with other examples or settings, or already holds ``max_steps``
+        steps or more.
+    """
+    names = SPELLINGS[spelling]
+    out = Path(out).expanduser()
+    problem = folder_problem(out)
+    if problem:
+        msg = f"cannot write the adapter to {out}: {problem}"
         raise ConfigError(msg)
     if resume:
         found = _checkpoint.latest(out)
         if found is not None:
+            state = _checkpoint.read_state(found)
+            step = int(state.get("step", 0))
+            if state.get("fingerprint") != _fingerprint(examples, options):
+                msg = (
+                    f"the checkpoint {found} was made with other examples or settings; resume "
+                    f"with the same data and options, or train anew with {names['overwrite']} "
+                    f"(without {names['resume']})"
+                )
+                raise ConfigError(msg)
+            if step >= options.max_steps:
+                msg = (
+                    f"{out} holds a run of {step} steps already; give {names['steps']} above "
+                    f"{step} to go on, or {names['overwrite']} to train anew"
+                )
+                raise ConfigError(msg)
             return found
         if (out / REPORT).is_file() and not overwrite:
-            msg = f"{out} holds a finished run; pass overwrite=True (--overwrite) to train anew"
-            raise ConfigError(msg)
-    if out.exists() and any(out.iterdir()):
-        if not overwrite:
             msg = (
-                f"the output folder {out} exists and is not empty; pass overwrite=True "
-                "(--overwrite) to replace it, or resume=True (--resume) to go on from its "
-                "last checkpoint"
+                f"{out} holds a finished run with no checkpoint to go on from; pass "
+                f"{names['overwrite']} to train anew"
             )
             raise ConfigError(msg)
-        shutil.rmtree(out)
-    out.mkdir(exist_ok=True)
+    if out.is_dir() and any(out.iterdir()) and not overwrite:
+        msg = (
+            f"the output folder {out} exists and is not empty; pass {names['overwrite']} to "
+            f"replace it, or {names['resume']} to go on from its last checkpoint"
+        )
+        raise ConfigError(msg)
     return None
+
+
+def _prepare_out(out: Path, *, overwrite: bool, from_checkpoint: Path | None) -> None:
+    """Empty the output folder for a fresh run (when allowed), and make it with its parents."""
+    if from_checkpoint is None and overwrite and out.is_dir() and any(out.iterdir()):
+        shutil.rmtree(out)
+    make_folder(out, "adapter")
 
 
 def _lm_of(lm: Any) -> Any:
@@ -301,7 +371,8 @@ def train(
         Built examples (:mod:`hrefine.train.builders`, or read with
         :func:`~hrefine.train.examples.read_examples`).
     out:
-        Output folder: the adapter at its top, ``checkpoints/``, ``train-report.json``.
+        Output folder: the adapter at its top, ``checkpoints/``, ``train-report.json``. It is
+        made with its missing parents.
     lm:
         The base model: a :class:`~hrefine.models.LocalLM`, a model folder or cached name, or
         None for the embedded SmolLM2. It is not modified (training runs on a copy).
@@ -310,7 +381,9 @@ def train(
     overwrite:
         Replace ``out`` when it exists (otherwise a non-empty folder is refused).
     resume:
-        Go on from the newest checkpoint in ``out`` (a fresh run when there is none).
+        Go on from the newest checkpoint in ``out`` (a fresh run when there is none): an
+        interrupted run, or a finished one to a larger ``max_steps`` (its rate then decays
+        from where it stands to the new last step).
     callback:
         Called after each step with ``(step, loss)``; returning False stops the run (it saves
         a checkpoint first, as Ctrl-C does).
@@ -325,8 +398,9 @@ def train(
     EmptyInputError
         No example is left to train on (after the split and the length limit).
     ConfigError
-        A bad setting, an output folder that exists (without ``overwrite``/``resume``), or a
-        resume with other data or settings than the checkpoint's.
+        A bad setting, an output folder that exists (without ``overwrite``/``resume``), a
+        resume with other data or settings than the checkpoint's, or one to no more steps
+        than it holds (see :func:`check_output`).
     KeyboardInterrupt
         Re-raised after the checkpoint of an interrupted run is saved.
     """
@@ -342,9 +416,10 @@ def train(
     # Settings and the model are checked before the output folder is touched.
     device = pick_device(opts.device)
     autocast = _precision(device, opts.precision)
-    base_lm = _lm_of(lm)
     out = Path(out).expanduser()
-    from_checkpoint = _prepare_out(out, overwrite=overwrite, resume=resume)
+    from_checkpoint = check_output(out, examples, opts, overwrite=overwrite, resume=resume)
+    base_lm = _lm_of(lm)
+    _prepare_out(out, overwrite=overwrite, from_checkpoint=from_checkpoint)
     fingerprint = _fingerprint(examples, opts)
 
     train_part, held_part = split_examples(examples, opts.eval_fraction, opts.seed)
@@ -395,12 +470,6 @@ def train(
     resumed_from: int | None = None
     if from_checkpoint is not None:
         state = _checkpoint.load(from_checkpoint, optimizer=optimizer)
-        if state.get("fingerprint") != fingerprint:
-            msg = (
-                f"the checkpoint {from_checkpoint} was made with other examples or settings; "
-                "resume with the same data and options, or pass overwrite=True to start anew"
-            )
-            raise ConfigError(msg)
         peft = require("peft", "models")
         weights = peft.utils.load_peft_weights(str(from_checkpoint), device=device)
         peft.set_peft_model_state_dict(model, weights)
@@ -408,6 +477,11 @@ def train(
         if scaler is not None and state.get("scaler"):
             scaler.load_state_dict(state["scaler"])
         step = resumed_from = int(state["step"])
+        # The rate of the next step under this run's schedule: a resume to more steps than
+        # the checkpoint's run had decays from here to the new max_steps (the finished run
+        # left it at 0); with the same max_steps this is the rate the checkpoint holds.
+        for group, base_lr in zip(optimizer.param_groups, scheduler.base_lrs, strict=True):
+            group["lr"] = base_lr * schedule(step)
         losses = [(int(s), float(v)) for s, v in state["losses"]]
         evals = list(state["evals"])
         logger.info("Resuming from %s (step %d)", from_checkpoint, step)
@@ -487,11 +561,11 @@ def train(
     finally:
         if bar is not None:
             bar.close()
-    if interrupted:
-        checkpoint()
-    else:
-        if held:
-            evals.append(held_out())
+    if not interrupted and held:
+        evals.append(held_out())
+    # A finished run keeps its last checkpoint too, so that a resume can go on to more steps.
+    checkpoint()
+    if not interrupted:
         model.save_pretrained(str(out))
     result = TrainResult(
         out=out,

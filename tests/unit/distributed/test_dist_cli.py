@@ -25,7 +25,7 @@ def test_cli_html_writes_results_and_names_the_failures(
 
     rows = [*wtq_pages[:1], {"id": "broken", "html": ""}]
     source = write_jsonl(tmp_path / "pages.jsonl", rows)
-    out = tmp_path / "out"
+    out = tmp_path / "runs" / "out"  # its parent is made, as by run_stage
     args = ["distributed", "html", "-i", str(source), "-o", str(out), "--workers", "1"]
     assert main([*args, "--quiet"]) == 0
     err = capsys.readouterr().err
@@ -46,6 +46,9 @@ def test_cli_refuses_an_output_that_is_a_file(
     code = main(["distributed", "html", "-i", "x.jsonl", "-o", str(tmp_path / "taken")])
     assert code == 2
     assert "is a file; give a folder" in capsys.readouterr().err
+    code = main(["distributed", "html", "-i", "x.jsonl", "-o", str(tmp_path / "taken" / "out")])
+    assert code == 2
+    assert "is a file, not a folder" in capsys.readouterr().err
 
 
 def test_actor_plan_asks_for_gpus_only_where_there_are_some() -> None:

@@ -72,3 +72,39 @@ def test_train_skips_malformed_rows_and_refuses_an_existing_folder(
     assert res.exit_code == 2 and "--data" in res.output
     res = runner.invoke(app, [*args, "--overwrite", "--precision", "int4"])
     assert res.exit_code == 2 and "precision" in res.output
+
+
+def test_train_makes_missing_folders_and_resumes_to_more_steps(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    lm = build_tiny_lm(tmp_path / "tiny")
+    rows = [
+        json.dumps(
+            {
+                "task": "query-analysis",
+                "user": " ".join(TINY_WORDS[i : i + 5]),
+                "target": TINY_WORDS[40 + i % 2],
+                "group": f"d{i % 3}",
+            }
+        )
+        for i in range(6)
+    ]
+    data = tmp_path / "ex.jsonl"
+    data.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    out = tmp_path / "adapters" / "qa"  # "adapters" does not exist yet
+    args = ["train", "query-analysis", "--data", str(data), "--out", str(out), "--lm", str(lm)]
+    fast = ["--batch-size", "2", "--rank", "2", "--eval-fraction", "0", "--quiet"]
+    res = runner.invoke(app, [*args, *fast, "--steps", "1"])
+    assert res.exit_code == 0, res.output
+    assert (out / "adapter_config.json").is_file()
+    res = runner.invoke(app, [*args, *fast, "--steps", "2", "--resume"])
+    assert res.exit_code == 0, res.output
+    assert "trained 2 steps" in res.output and "resumed from step 1" in res.output
+    # Nothing left to do: the message names the command line's flags, not Python's keywords.
+    res = runner.invoke(app, [*args, *fast, "--steps", "2", "--resume"])
+    assert res.exit_code == 2
+    assert "--steps above 2" in res.output and "--overwrite" in res.output
+    assert "=True" not in res.output and "max_steps" not in res.output
+    res = runner.invoke(app, [*args, *fast, "--steps", "2"])
+    assert res.exit_code == 2 and "pass --overwrite" in res.output and "--resume" in res.output
+    assert "=True" not in res.output

@@ -108,12 +108,52 @@ def test_existing_output_folder_is_refused_unless_overwrite(tiny: LocalLM, tmp_p
     result = train(_tiny_examples(), out, lm=tiny, max_steps=1, overwrite=True, **_FAST)
     assert result.steps == 1 and not (out / "notes.txt").exists()
     assert (out / "adapter_config.json").is_file()
-    with pytest.raises(ConfigError, match="finished run"):
+    with pytest.raises(ConfigError, match="holds a run of 1 steps already; give max_steps above 1"):
         train(_tiny_examples(), out, lm=tiny, max_steps=1, resume=True, **_FAST)
     a_file = tmp_path / "a_file"
     a_file.write_text("x", encoding="utf-8")
     with pytest.raises(ConfigError, match="is a file"):
         train(_tiny_examples(), a_file, lm=tiny, max_steps=1, **_FAST)
+
+
+def test_missing_parent_folders_of_the_output_are_made(tiny: LocalLM, tmp_path: Path) -> None:
+    out = tmp_path / "adapters" / "qa"
+    result = train(_tiny_examples(), out, lm=tiny, max_steps=1, eval_fraction=0, **_FAST)
+    assert result.steps == 1 and (out / "adapter_config.json").is_file()
+    blocked = tmp_path / "a_file"
+    blocked.write_text("x", encoding="utf-8")
+    with pytest.raises(ConfigError, match="is a file, not a folder"):
+        train(_tiny_examples(), blocked / "qa", lm=tiny, max_steps=1, **_FAST)
+
+
+def test_a_finished_run_resumes_to_more_steps(tiny: LocalLM, tmp_path: Path) -> None:
+    from safetensors.torch import load_file
+
+    examples = _tiny_examples()
+    out = tmp_path / "run"
+    first = train(examples, out, lm=tiny, max_steps=2, eval_fraction=0, **_FAST)
+    assert first.steps == 2
+    before = load_file(str(out / "adapter_model.safetensors"))
+    done: list[int] = []
+    more = train(
+        examples,
+        out,
+        lm=tiny,
+        max_steps=4,
+        eval_fraction=0,
+        resume=True,
+        callback=lambda s, _: done.append(s),
+        **_FAST,
+    )
+    assert more.resumed_from == 2 and more.steps == 4 and done == [3, 4]
+    assert [s for s, _ in more.losses] == [1, 2, 3, 4]
+    after = load_file(str(out / "adapter_model.safetensors"))
+    # The two new steps moved the weights: the rate went on from the end of the first run
+    # (where it had decayed to 0) towards the new last step.
+    assert any(not bool((after[k] == before[k]).all()) for k in before)
+    assert json.loads((out / REPORT).read_text(encoding="utf-8"))["steps"] == 4
+    with pytest.raises(ConfigError, match="holds a run of 4 steps already"):
+        train(examples, out, lm=tiny, max_steps=4, eval_fraction=0, resume=True, **_FAST)
 
 
 def test_half_precision_on_a_cpu_is_refused_before_anything_is_written(
