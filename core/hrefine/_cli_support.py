@@ -25,6 +25,7 @@ __all__ = [
     "announce_loading",
     "loading_line",
     "one_line",
+    "plain_flags",
     "quiet_model_loading",
     "read_input",
     "say",
@@ -49,10 +50,30 @@ def say(line: str) -> None:
     typer.echo(line, err=True)
 
 
+def plain_flags(command: Any) -> None:
+    """Show the on/off flags of ``command`` and of every command under it as plain flags.
+
+    typer's help prints a value type beside each option, ``<bool>`` for a flag that takes no
+    value (``--quiet <bool>``, even ``--help <bool>``). An empty metavar leaves that column
+    empty for flags; options that take a value keep their type.
+    """
+    help_option = command.get_help_option(typer.Context(command))
+    for param in [*command.params, help_option]:
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+    for sub in getattr(command, "commands", {}).values():
+        plain_flags(sub)
+
+
 class OneLineErrors(TyperGroup):
     """The root command group: an :class:`~hrefine.errors.HrefineError` raised by any command
     is printed as ``hrefine: error: <message>`` on one line, exit status 2. With ``--debug`` (or
-    ``HREFINE_DEBUG=1``) it propagates, with its traceback."""
+    ``HREFINE_DEBUG=1``) it propagates, with its traceback. Flags show as plain flags in every
+    command's help (:func:`plain_flags`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        plain_flags(self)
 
     def invoke(self, ctx: Any) -> Any:  # typer's own click.Context (typer vendors click)
         """Run the command line, turning a user's mistake into one line on stderr."""

@@ -34,7 +34,7 @@ from hrefine._cli_support import (
 )
 from hrefine._encodable import encodable
 from hrefine.distributed.cli import distributed_app
-from hrefine.eval.cli import eval_app
+from hrefine.eval.cli import eval_command
 from hrefine.garlic.cli import garlic_app
 from hrefine.html.options import DEFAULT_BUDGET
 from hrefine.longrefiner.cli import refine as refine_command
@@ -296,7 +296,7 @@ def html_prune(
         say(encodable(f"report written to {report}"))
 
 
-app.add_typer(eval_app, name="eval")
+app.command("eval")(eval_command)
 app.add_typer(raptor_app, name="raptor")
 app.add_typer(garlic_app, name="garlic")
 app.add_typer(distributed_app, name="distributed")

@@ -323,3 +323,36 @@ def test_doctor_loads_models_without_bars_or_warnings() -> None:
     assert proc.returncode == 0, proc.stderr
     assert "all-MiniLM-L6-v2" in proc.stdout
     assert proc.stderr == ""  # no "Loading weights" bar, no FutureWarning
+
+
+def test_eval_help_lists_every_registered_method_and_no_subcommands(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from hrefine.eval.methods import available_methods
+
+    assert main(["eval", "--help"]) == 0
+    help_text = " ".join(capsys.readouterr().out.replace("\u2502", " ").split())
+    assert "Usage: hrefine eval [OPTIONS]" in help_text and "COMMAND" not in help_text
+    for name in available_methods():
+        assert f" {name}," in help_text, name  # garlic, longrefiner, longrefiner-lm too
+
+
+def test_every_commands_help_shows_flags_as_plain_flags(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import typer
+
+    def paths(command: object, prefix: list[str]) -> list[list[str]]:
+        found = [prefix]
+        for name, sub in getattr(command, "commands", {}).items():
+            found += paths(sub, [*prefix, name])
+        return found
+
+    every = paths(typer.main.get_command(app), [])
+    assert ["distributed", "html"] in every and ["eval"] in every
+    for path in every:
+        assert main([*path, "--help"]) == 0, path
+        out = capsys.readouterr().out
+        assert "--help" in out and "<bool>" not in out, path
+    assert main(["distributed", "html", "--help"]) == 0
+    assert "<int>" in capsys.readouterr().out  # options that take a value keep their type

@@ -191,6 +191,10 @@ def test_mistakes_are_one_line(
     assert "--max-tokens" in _one_line_error(
         capsys, ["garlic", "query", str(folder), "-q", "x", "-n", "-3"]
     )
+    # Limits are refused before the graph (here: not a graph) and the model load.
+    for flag in ("--max-steps", "--patience", "--fill-tokens"):
+        err = _one_line_error(capsys, ["garlic", "query", str(folder), "-q", "x", flag, "0"])
+        assert f"{flag} must be at least 1, got 0" in err
     assert "not written by hrefine" in _one_line_error(
         capsys, ["garlic", "query", str(folder), "-q", "x"]
     )

@@ -5,11 +5,14 @@ corpus, skips every id ``OUT`` holds already, runs the stage in an actor pool (`
 GPUs per actor when the cluster has them) and writes Parquet to ``OUT/status=ok/`` and the
 failed records, with their reasons, to ``OUT/status=error/``. ``--address auto`` joins the cluster
 ``ray start`` made; without it a local Ray instance runs the stage. Ray Data's progress bars
-show while it runs (``--quiet``: only the closing line).
+show while it runs (``--quiet``: only the closing line, and none of Ray's log lines below ERROR).
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -20,7 +23,7 @@ from hrefine._encodable import encodable
 from hrefine._folders import folder_problem
 from hrefine.errors import ConfigError
 
-__all__ = ["distributed_app", "summary_line"]
+__all__ = ["distributed_app", "quiet_ray_logs", "summary_line"]
 
 distributed_app = typer.Typer(
     help="Run a stage over a JSONL/Parquet corpus on a Ray cluster (extra 'distributed').",
@@ -118,6 +121,39 @@ def _check_local_output(output: str) -> None:
         raise ConfigError(msg)
 
 
+@contextlib.contextmanager
+def quiet_ray_logs(quiet: bool) -> Iterator[None]:
+    """With ``quiet``, keep Ray's notices below ERROR off the terminal for the block.
+
+    They are Ray Data's INFO lines about each dataset's execution and Ray's warnings about
+    progress bars and token authentication; Ray's log files still get everything. Ray sets up
+    its loggers when it is imported, so this imports it first; the levels are put back after.
+    """
+    if not quiet:
+        yield
+        return
+    from hrefine.distributed.cluster import ray
+
+    ray()  # imports ray and ray.data, whose import sets up their loggers
+    core = logging.getLogger("ray")
+    # Ray Data's own logger does not pass records on to "ray": its terminal handler is raised.
+    consoles = [
+        h
+        for h in logging.getLogger("ray.data").handlers
+        if type(h).__name__ != "SessionFileHandler"  # its log file, kept whole
+    ]
+    core_level, console_levels = core.level, [h.level for h in consoles]
+    core.setLevel(logging.ERROR)
+    for handler in consoles:
+        handler.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        core.setLevel(core_level)
+        for handler, level in zip(consoles, console_levels, strict=True):
+            handler.setLevel(level)
+
+
 def _run(stage: str, common: dict[str, Any], **stage_args: Any) -> None:
     from hrefine.distributed import run_stage
 
@@ -126,7 +162,8 @@ def _run(stage: str, common: dict[str, Any], **stage_args: Any) -> None:
     where = common["address"] or "a local Ray instance"
     if not quiet:
         say(encodable(f"{stage}: reading {', '.join(common['input'])} on {where}..."))
-    report = run_stage(stage, progress=not quiet, **common, **stage_args)
+    with quiet_ray_logs(quiet):
+        report = run_stage(stage, progress=not quiet, **common, **stage_args)
     for line in _error_lines(report.output, report.run_id):
         say(line)
     say(summary_line(report))

@@ -1,9 +1,9 @@
 """``hrefine eval``: evaluate methods on the shared data from the command line.
 
-The main CLI mounts :data:`eval_app` as its ``eval`` command
-(``app.add_typer(eval_app, name="eval")``), which prints the user's mistakes (an unknown
-method or dataset, a budget below 1, a bad tokenizer, no data folder) as one line. Heavy imports
-happen inside the command.
+The main CLI mounts :func:`eval_command` as its ``eval`` command (``app.command("eval")``: a
+command, not a group, so its help shows no ``COMMAND`` it does not have) and prints the user's
+mistakes (an unknown method or dataset, a budget below 1, a bad tokenizer, no data folder) as
+one line. :data:`eval_app` runs the same command alone. Heavy imports happen inside the command.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import typer
 
 from hrefine._cli_support import announce_loading, say
 from hrefine.errors import ConfigError, DatasetUnavailableError
-from hrefine.eval.methods import RENAMED_METHODS
+from hrefine.eval.methods import RENAMED_METHODS, available_methods
 
 __all__ = ["eval_app", "eval_command"]
 
@@ -32,10 +32,14 @@ _EMBEDDING_METHODS = {
     *_RAPTOR_METHODS,
 }
 
-eval_app = typer.Typer(
-    help="Evaluate context compressors at several token budgets.",
-    invoke_without_command=True,
-    add_completion=False,
+eval_app = typer.Typer(add_completion=False)
+
+# Every registered method, from the registry itself, so that a new one is never left out.
+_METHODS_HELP = (
+    f"Method(s), comma-separated: {', '.join(available_methods())}, or module:ClassName "
+    "(--list says what each is). Settings go with --option, e.g. llm=default|extractive|<model "
+    "folder> (raptor, garlic) or lm=<model folder> (longrefiner-lm). Renamed, still accepted: "
+    f"{_RENAMED_HELP}."
 )
 
 
@@ -122,7 +126,6 @@ def _loading(methods: list[str], options: dict[str, Any], tokenizer: str | None)
 
 def _listing() -> str:
     from hrefine.eval.loaders import DATASETS, default_data_dir
-    from hrefine.eval.methods import available_methods
 
     root = default_data_dir()
     lines = [
@@ -136,19 +139,9 @@ def _listing() -> str:
     return "\n".join(lines)
 
 
-@eval_app.callback(invoke_without_command=True)
+@eval_app.command()
 def eval_command(
-    method: Annotated[
-        str,
-        typer.Option(
-            "--method",
-            "-m",
-            help="Method(s), comma-separated: lead-text, chunks-bm25, chunks-embedding (the "
-            "baselines), htmlrag, htmlrag-bm25, htmlrag-generative (the pruner), raptor, "
-            "raptor-traversal (RAPTOR; -o llm=default|extractive|<model folder>), or "
-            f"module:ClassName. Renamed, still accepted: {_RENAMED_HELP}.",
-        ),
-    ] = "",
+    method: Annotated[str, typer.Option("--method", "-m", help=_METHODS_HELP)] = "",
     dataset: Annotated[
         str,
         typer.Option(
@@ -199,7 +192,10 @@ def eval_command(
         bool, typer.Option("--list", help="List methods and datasets, then exit.")
     ] = False,
 ) -> None:
-    """Run METHOD on DATASET at each budget; write JSON, Markdown and a PNG plot under OUT."""
+    """Evaluate context compressors at several token budgets.
+
+    Run METHOD on DATASET at each budget; write JSON, Markdown and a PNG plot under OUT.
+    """
     if list_all:
         typer.echo(_listing())
         raise typer.Exit(0)

@@ -234,6 +234,15 @@ def query(
     if max_tokens is not None and max_tokens < 0:
         msg = f"--max-tokens must be a positive number (0: no limit), got {max_tokens}"
         raise ConfigError(msg)
+    # The search's limits are checked here, before the graph and the model load.
+    for flag, value in (
+        ("--patience", patience),
+        ("--max-steps", max_steps),
+        ("--fill-tokens", fill_tokens),
+    ):
+        if value is not None and value < 1:
+            msg = f"{flag} must be at least 1, got {value}"
+            raise ConfigError(msg)
     settings: dict[str, Any] = {}
     if max_tokens is not None:
         settings["max_tokens"] = max_tokens or None

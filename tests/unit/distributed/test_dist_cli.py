@@ -94,3 +94,25 @@ def test_import_leaves_ray_and_torch_out(module: str) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_quiet_keeps_rays_info_lines_off_the_terminal() -> None:
+    import logging
+
+    from hrefine.distributed.cli import quiet_ray_logs
+
+    pytest.importorskip("ray.data")
+    core = logging.getLogger("ray")
+    consoles = [
+        h
+        for h in logging.getLogger("ray.data").handlers
+        if type(h).__name__ != "SessionFileHandler"
+    ]
+    assert consoles  # Ray Data prints its INFO lines through a handler of its own
+    before = (core.level, [h.level for h in consoles])
+    with quiet_ray_logs(True):
+        assert not core.isEnabledFor(logging.WARNING)  # token authentication, progress bars
+        assert all(h.level == logging.ERROR for h in consoles)  # "Starting execution of ..."
+    assert (core.level, [h.level for h in consoles]) == before
+    with quiet_ray_logs(False):
+        assert core.level == before[0]
