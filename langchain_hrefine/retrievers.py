@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from hrefine._adapter_errors import OneLineSettingErrors
 from hrefine.errors import ConfigError
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -47,7 +48,7 @@ def _with_top_n(compressor: BaseDocumentCompressor, k: int | None) -> BaseDocume
     return compressor.model_copy(update={"top_n": top_n})
 
 
-class CompressionRetriever(BaseRetriever):
+class CompressionRetriever(OneLineSettingErrors, BaseRetriever):
     """Retrieve with ``base_retriever``, then compress the results with ``base_compressor``.
 
     A small, dependency-free replacement for ``ContextualCompressionRetriever`` (which now lives

@@ -15,6 +15,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from hrefine._adapter_errors import OneLineSettingErrors
 from hrefine.budget import MemoCounter, TokenCounter, get_counter
 from hrefine.errors import ConfigError, EmptyInputError
 from hrefine.html.clean import serialize
@@ -35,7 +36,7 @@ logger = logging.getLogger(__name__)
 _MODES = ("auto", "page", "blocks")
 
 
-class HtmlPageNodeParser(NodeParser):
+class HtmlPageNodeParser(OneLineSettingErrors, NodeParser):
     """A LlamaIndex node parser that never cuts HTML mid-tag.
 
     Attributes

@@ -200,7 +200,9 @@ def adapter_model(base: type, options: type[Options], *, name: str) -> type:
     once (in the options dataclass) and reaches LangChain and LlamaIndex alike: each field has
     the setting's type, default and description. Settings in ``options.adapter_excluded`` are
     left out (the adapter declares a field of its framework's type in their place). Values are
-    checked by the options class when the adapter builds its options from the fields.
+    checked by the options class when the adapter builds its options from the fields. A
+    ``ValidationError`` raised while the component is made names the field and its rule on its
+    first line (:class:`~hrefine._adapter_errors.OneLineSettingErrors`).
 
     Parameters
     ----------
@@ -226,7 +228,11 @@ def adapter_model(base: type, options: type[Options], *, name: str) -> type:
         strict = any(arg in (int, float, bool) for arg in get_args(hint) or (hint,))
         field = Field(default=f.default, description=description, strict=strict or None)
         fields[f.name] = (hint, field)
-    model: type = create_model(name, __base__=base, __module__=base.__module__, **fields)
+    from hrefine._adapter_errors import OneLineSettingErrors
+
+    # Once in a class's bases is enough (the adapters stack two calls).
+    bases: Any = base if issubclass(base, OneLineSettingErrors) else (OneLineSettingErrors, base)
+    model: type = create_model(name, __base__=bases, __module__=base.__module__, **fields)
     return model
 
 
