@@ -7,8 +7,10 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import sys
 from abc import abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -28,6 +30,29 @@ from llama_index.core.storage.docstore.types import RefDocInfo
 from llama_index.core.storage.storage_context import DEFAULT_PERSIST_DIR, StorageContext
 
 from llamaindex_hrefine._convert import answer_llm, json_problem, node_list
+
+
+@contextmanager
+def progress_bar(show: bool, what: str) -> Iterator[Callable[[str], None] | bool]:
+    """While open, the build's progress as LlamaIndex shows it (``show_progress=True``): a
+    tqdm bar on stderr, one tick per build step, the step written beside it. Yields the
+    ``progress`` argument of the core build (False when not shown)."""
+    if not show:
+        yield False
+        return
+    from tqdm.auto import tqdm
+
+    bar = tqdm(desc=what, unit="step", file=sys.stderr)
+
+    def step(line: str) -> None:
+        bar.set_postfix_str(line, refresh=False)
+        bar.update(1)
+
+    try:
+        yield step
+    finally:
+        bar.close()
+
 
 __all__ = [
     "FORMAT",

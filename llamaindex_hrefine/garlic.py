@@ -36,7 +36,13 @@ from llamaindex_hrefine._convert import (
     to_sources,
     visited_to_nodes,
 )
-from llamaindex_hrefine._tree_index import StoredTreeIndex, TreeIndexStruct, digest, fill_struct
+from llamaindex_hrefine._tree_index import (
+    StoredTreeIndex,
+    TreeIndexStruct,
+    digest,
+    fill_struct,
+    progress_bar,
+)
 
 #: ``as_query_engine`` arguments that go to the retriever.
 _RETRIEVER_KEYS = ("patience", "max_steps", "max_tokens", "k", "similarity_top_k")
@@ -149,13 +155,14 @@ class GarlicIndex(StoredTreeIndex[GarlicIndexStruct]):
     def _build_index_from_nodes(
         self, nodes: Sequence[BaseNode], **build_kwargs: Any
     ) -> GarlicIndexStruct:
-        graph = GarlicGraph.build(
-            to_sources(nodes),
-            lm=to_garlic_llm(self._llm),
-            embedder=to_embedder(self._embed_model),
-            options=self._options,
-            progress=self._show_progress,
-        )
+        with progress_bar(self._show_progress, "GARLIC graph") as progress:
+            graph = GarlicGraph.build(
+                to_sources(nodes),
+                lm=to_garlic_llm(self._llm),
+                embedder=to_embedder(self._embed_model),
+                options=self._options,
+                progress=progress,
+            )
         tree = graph.tree
         node_ids = [str(uuid.uuid4()) for _ in range(len(tree))]
         sources = list(tree.metadata.get("sources", []))

@@ -44,7 +44,13 @@ from llamaindex_hrefine._convert import (
     to_raptor_llm,
     to_sources,
 )
-from llamaindex_hrefine._tree_index import StoredTreeIndex, TreeIndexStruct, digest, fill_struct
+from llamaindex_hrefine._tree_index import (
+    StoredTreeIndex,
+    TreeIndexStruct,
+    digest,
+    fill_struct,
+    progress_bar,
+)
 
 __all__ = [
     "RaptorIndex",
@@ -225,14 +231,15 @@ class RaptorIndex(StoredTreeIndex[RaptorIndexStruct]):
     def _build_index_from_nodes(
         self, nodes: Sequence[BaseNode], **build_kwargs: Any
     ) -> RaptorIndexStruct:
-        raptor = RaptorTree.build(
-            to_sources(nodes),
-            self._options,
-            llm=to_raptor_llm(self._llm, self._options),
-            embedder=self._embedder,
-            tokenizer=self._tokenizer,
-            progress=self._show_progress,
-        )
+        with progress_bar(self._show_progress, "RAPTOR tree") as progress:
+            raptor = RaptorTree.build(
+                to_sources(nodes),
+                self._options,
+                llm=to_raptor_llm(self._llm, self._options),
+                embedder=self._embedder,
+                tokenizer=self._tokenizer,
+                progress=progress,
+            )
         struct = RaptorIndexStruct()
         nodes_out = self._changes(struct, raptor, range(len(raptor)), {}, dict(enumerate(nodes)))
         self._docstore.add_documents(nodes_out, allow_update=True)

@@ -29,7 +29,7 @@ __all__ = [
 LONGREFINER_BUDGET = 1024
 
 #: The RAPTOR part builds on the opening of the shortest QuALITY story, whole lines up to this
-#: many tokens: SmolLM2 summarises on the CPU, and the whole story would take minutes.
+#: many tokens (a tree small enough to print; an LLM passed as ``llm`` summarises for seconds).
 RAPTOR_OPENING_TOKENS = 1500
 #: Most new tokens per summary in the RAPTOR part (the paper's 100 cost a third more time).
 RAPTOR_SUMMARY_TOKENS = 64
@@ -211,15 +211,14 @@ def run_raptor_demo(*, data: Path | None, console: Console, llm: Any = None) -> 
     The story is the shortest of the shared QuALITY data (a fixed pick); its opening is
     :data:`RAPTOR_OPENING_TOKENS` tokens of whole lines. The question is the story's question
     whose gold option's words the opening holds most of (so that the opening can answer it).
-    Summaries are written by the embedded SmolLM2-135M-Instruct, embeddings by
-    all-MiniLM-L6-v2; nothing is downloaded (``llm`` replaces SmolLM2, as in
+    Summaries are the default extracts (no model), embeddings by all-MiniLM-L6-v2; nothing
+    is downloaded (``llm`` writes the summaries instead, as in
     :meth:`RaptorTree.build <hrefine.raptor.RaptorTree.build>`). Returns what it printed, as
     numbers.
     """
     from hrefine.budget import default_counter
     from hrefine.eval import DatasetUnavailableError, load_dataset, option_recall
     from hrefine.raptor import RaptorTree, Source
-    from hrefine.raptor.cli import progress_lines
 
     try:
         items = load_dataset("quality", data_dir=data)
@@ -239,19 +238,18 @@ def run_raptor_demo(*, data: Path | None, console: Console, llm: Any = None) -> 
     console.print(
         Panel(
             "RAPTOR: leaves of ~100 tokens, clustered (UMAP + Gaussian mixture) and summarised "
-            "by the embedded SmolLM2-135M-Instruct, layer after layer; embeddings by "
-            "all-MiniLM-L6-v2. A summary takes seconds on a CPU, so the tree is built on the "
-            f"opening {RAPTOR_OPENING_TOKENS:,} tokens of QuALITY story {doc_id} "
+            "layer after layer, by default with no model (each summary is the leading "
+            "sentences of its cluster's texts, so nothing is invented); embeddings by "
+            "all-MiniLM-L6-v2. "
+            f"The tree is built on the opening {RAPTOR_OPENING_TOKENS:,} tokens of QuALITY "
+            f"story {doc_id} "
             f"({len(opening):,} of its {len(item.document):,} characters).",
             title="hrefine demo: RAPTOR",
         )
     )
     console.print("building the tree (one line per step on stderr)...")
     source = Source(opening, metadata={"source": f"quality/{doc_id}"}, id=doc_id)
-    with progress_lines(True):
-        tree = RaptorTree.build(
-            [source], llm=llm, progress=True, summary_tokens=RAPTOR_SUMMARY_TOKENS
-        )
+    tree = RaptorTree.build([source], llm=llm, progress=True, summary_tokens=RAPTOR_SUMMARY_TOKENS)
     built = time.perf_counter() - started
     stats = tree.stats
 

@@ -61,7 +61,9 @@ class Chunk(NamedTuple):
     tokens: int
 
 
-def chunks(text: str, counter: TokenCounter, chunk_tokens: int = 128) -> list[Chunk]:
+def chunks(
+    text: str, counter: TokenCounter, chunk_tokens: int = 128, *, join_short: bool = False
+) -> list[Chunk]:
     """Cut plain text into chunks of about ``chunk_tokens`` tokens, in document order.
 
     Lines are packed greedily; a chunk closes at a paragraph break (blank line) once it holds at
@@ -76,8 +78,14 @@ def chunks(text: str, counter: TokenCounter, chunk_tokens: int = 128) -> list[Ch
     counter:
         Token counter for chunk sizes.
     chunk_tokens:
-        Target chunk size in tokens. A chunk exceeds it only where one word does, or by a token
-        or two where a tokenizer merges across a line join.
+        Target chunk size in tokens. A chunk exceeds it only where one word does, by a token
+        or two where a tokenizer merges across a line join, or (``join_short``) by a short
+        piece joined to its neighbour.
+    join_short:
+        No chunk shorter than a quarter of ``chunk_tokens``: a short piece (a title or heading
+        line left alone before a long paragraph, a closing line) joins the chunk after it (the
+        last one: the chunk before it), so every chunk holds real text and a heading is never
+        a chunk of its own. RAPTOR's and GARLIC's leaves are cut so.
 
     Returns
     -------
@@ -94,7 +102,29 @@ def chunks(text: str, counter: TokenCounter, chunk_tokens: int = 128) -> list[Ch
     """
     pieces = _pack(text, counter, chunk_tokens)
     counts = counter.count_many([p[0] for p in pieces])
+    if join_short:
+        pieces, counts = _join_short(pieces, counts, counter, max(1, chunk_tokens // 4))
     return [Chunk(t, s, e, n) for (t, s, e), n in zip(pieces, counts, strict=True)]
+
+
+def _join_short(
+    pieces: list[_Piece], counts: list[int], counter: TokenCounter, least: int
+) -> tuple[list[_Piece], list[int]]:
+    """``pieces`` with each one under ``least`` tokens joined (by a line break) to the next, or
+    the last one to the one before it; the joined pieces are counted again."""
+    if len(pieces) < 2 or min(counts) >= least:
+        return pieces, counts
+    out: list[_Piece] = []
+    carry: list[_Piece] = []
+    for piece, cost in zip(pieces, counts, strict=True):
+        carry.append(piece)
+        if cost >= least or sum(counter.count(p[0]) for p in carry) >= least:
+            out.append(_join(carry, "\n"))
+            carry = []
+    if carry:  # a short tail joins the chunk before it
+        tail = [out.pop(), *carry] if out else carry
+        out.append(_join(tail, "\n"))
+    return out, counter.count_many([p[0] for p in out])
 
 
 def chunk_text(text: str, counter: TokenCounter, chunk_tokens: int = 128) -> list[str]:

@@ -169,7 +169,7 @@ def test_read_sources_decodes_and_converts(tmp_path: Path) -> None:
         (["raptor", "build", "{tmp}/doc.pdf", "-o", "{tmp}/t"], "PDF"),
         (["raptor", "build", "{tmp}/empty.txt", "-o", "{tmp}/t"], "documents are empty"),
         (["raptor", "build", "{tmp}/doc.txt", "-o", "{tmp}/doc.txt"], "it is a file"),
-        (["raptor", "build", "{tmp}/doc.txt", "-o", "{tmp}/no/t"], "does not exist"),
+        (["raptor", "build", "{tmp}/doc.txt", "-o", "{tmp}/doc.txt/t"], "is a file, not a folder"),
         (["raptor", "build", "-", "-", "-o", "{tmp}/t"], "more than once"),
         (["raptor", "build", "{tmp}/doc.txt", "-o", "{tmp}/t", "--chunk-tokens", "2"], "chunk"),
         (["raptor", "build", "{tmp}/doc.txt", "-o", "{tmp}/t", "--llm", "{tmp}/no-lm"], "no-lm"),
@@ -197,10 +197,9 @@ def test_query_mistakes_on_a_saved_tree_are_one_line_errors(
     assert "--k must be a positive" in _one_line_error(capsys, [*base, "-q", "x", "--k", "-1"])
     assert "mode must be one of" in _one_line_error(capsys, [*base, "-q", "x", "--mode", "up"])
     assert "smaller than the smallest" in _one_line_error(capsys, [*base, "-q", "x", "-n", "1"])
-    bad = str(tmp_path / "no" / "r.html")
-    assert "could not write the report" in _one_line_error(
-        capsys, [*base, "-q", "x", "--report", bad]
-    )
+    (tmp_path / "notes.txt").write_text("a file where a folder would go", encoding="utf-8")
+    bad = str(tmp_path / "notes.txt" / "r.html")  # a missing folder is made; a file is not one
+    assert "not a folder" in _one_line_error(capsys, [*base, "-q", "x", "--report", bad])
     # a saved tree whose embeddings were truncated
     copy = tmp_path / "truncated"
     copy.mkdir()
@@ -235,7 +234,7 @@ def test_build_with_the_embedded_models(runner: CliRunner, tmp_path: Path) -> No
         app,
         [
             *("raptor", "build", str(text), "-o", str(out)),
-            *("--chunk-tokens", "40", "--summary-tokens", "24"),
+            *("--chunk-tokens", "40", "--summary-tokens", "24", "--llm", "smollm2"),
         ],
     )
     assert res.exit_code == 0, res.output

@@ -5,9 +5,8 @@ document (kept in memory, and on disk under ``cache_dir`` when given), so every 
 document is answered from the same tree. Each ``(question, budget)`` retrieves nodes to the
 budget (collapsed tree or traversal) and joins their texts best first, cut to the budget.
 
-:class:`ExtractiveSummariser` is a summariser that needs no LLM: each "summary" is made of the
-leading sentences of the texts it summarises. It is instant, and a measure of what a better
-summariser than a small local LM buys (or costs).
+:class:`~hrefine.raptor.ExtractiveSummariser` (RAPTOR's default summariser, re-exported here)
+needs no LLM: each "summary" is made of the leading sentences of the cluster's texts.
 
 Registered in :mod:`hrefine.eval.methods` as ``"raptor"`` (collapsed tree) and
 ``"raptor-traversal"``.
@@ -19,17 +18,17 @@ import hashlib
 import json
 import logging
 import os
-import re
 import shutil
 import time
 from pathlib import Path
 from typing import Any
 
 from hrefine.budget import TokenCounter, get_counter
-from hrefine.errors import ConfigError, InputTypeError, PersistenceError
+from hrefine.errors import PersistenceError
 from hrefine.eval.baselines import _LRU, as_plain_text
 from hrefine.eval.text import SEPARATOR, truncate_to_tokens
-from hrefine.raptor.options import DEFAULT_PROMPT, RaptorOptions, check_mode
+from hrefine.raptor.extractive import ExtractiveSummariser
+from hrefine.raptor.options import RaptorOptions, check_mode
 
 __all__ = ["LLM_CHOICES", "ExtractiveSummariser", "RaptorCompressor"]
 
@@ -39,79 +38,21 @@ logger = logging.getLogger(__name__)
 LLM_CHOICES = ("default", "extractive")
 #: Settings that change only retrieval, not the tree (left out of the disk cache key).
 _RETRIEVAL_ONLY = frozenset(
-    {"mode", "k", "max_tokens", "llm_concurrency", "llm_retries", "llm_timeout"}
+    {
+        "mode",
+        "k",
+        "max_tokens",
+        "lexical_weight",
+        "summary_rank",
+        "llm_concurrency",
+        "llm_retries",
+        "llm_timeout",
+    }
 )
+#: Retrieval settings a tree loaded from the cache takes from this compressor.
+_LOADED_RETRIEVAL = ("k", "max_tokens", "lexical_weight", "summary_rank")
 #: Bump when what a cached tree depends on changes in a way its key does not show.
-_CACHE_FORMAT = 1
-# Sentence ends (after . ! ? ; and whitespace) and line breaks: the units of an extract.
-_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\s*\n\s*")
-_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
-
-
-class ExtractiveSummariser:
-    """A no-LLM summariser: the leading sentences of the texts being summarised.
-
-    It reads the texts out of the summary prompt (what the ``prompt`` template puts around
-    ``{context}`` is removed; the texts are its blank-line separated paragraphs), then takes the
-    first sentence of every text, then the second of every text, and so on, while they fit
-    ``max_tokens``; the chosen sentences are written in their texts' order.
-
-    Parameters
-    ----------
-    prompt:
-        The summary prompt template the tree uses (``{context}`` marks the texts).
-    tokenizer:
-        Counts the summary's tokens (anything :func:`hrefine.budget.get_counter` accepts).
-    max_tokens:
-        Longest summary, in tokens (the tree's ``summary_tokens``).
-    """
-
-    __name__ = "extractive"
-
-    def __init__(
-        self, prompt: str = DEFAULT_PROMPT, *, tokenizer: Any = None, max_tokens: int = 100
-    ) -> None:
-        if "{context}" not in prompt:
-            msg = "prompt must contain '{context}', where the texts to summarise go"
-            raise ConfigError(msg)
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-            msg = f"max_tokens must be a positive int, got {max_tokens!r}"
-            raise ConfigError(msg)
-        self.head, _, self.tail = prompt.partition("{context}")
-        self.counter: TokenCounter = get_counter(tokenizer)
-        self.max_tokens = max_tokens
-
-    def texts(self, prompt: str) -> list[str]:
-        """The texts a summary prompt asks to summarise (its context's paragraphs)."""
-        context = prompt
-        if self.head and context.startswith(self.head):
-            context = context[len(self.head) :]
-        if self.tail and context.endswith(self.tail):
-            context = context[: -len(self.tail)]
-        return [p.strip() for p in _PARAGRAPH_BREAK.split(context) if p.strip()]
-
-    def __call__(self, prompt: str) -> str:
-        """The extract for ``prompt``; empty only when the prompt holds no text at all."""
-        if not isinstance(prompt, str):
-            msg = f"prompt must be a str, got {type(prompt).__name__}"
-            raise InputTypeError(msg)
-        texts = self.texts(prompt)
-        sentences = [[s.strip() for s in _SENTENCE_END.split(t) if s.strip()] for t in texts]
-        flat = [(i, j) for i, text in enumerate(sentences) for j in range(len(text))]
-        counts = self.counter.count_many([sentences[i][j] for i, j in flat])
-        costs = dict(zip(flat, counts, strict=True))
-        chosen: set[tuple[int, int]] = set()
-        used = 0
-        rounds = max((len(s) for s in sentences), default=0)
-        for j in range(rounds):  # first sentences of every text, then the second ones, ...
-            for i, text in enumerate(sentences):
-                if j < len(text) and used + costs[(i, j)] + 1 <= self.max_tokens:
-                    chosen.add((i, j))
-                    used += costs[(i, j)] + 1  # one for the joining space
-        if not chosen:  # every first sentence is too long: the start of the first text
-            return truncate_to_tokens(texts[0], self.counter, self.max_tokens) if texts else ""
-        extract = " ".join(sentences[i][j] for i, j in sorted(chosen))
-        return truncate_to_tokens(extract, self.counter, self.max_tokens)
+_CACHE_FORMAT = 2  # 2: short pieces joined to the leaves beside them
 
 
 class RaptorCompressor:
@@ -192,10 +133,14 @@ class RaptorCompressor:
     # -- models ---------------------------------------------------------------------------------
     @property
     def llm(self) -> Any:
-        """The summariser handed to the tree (None: the tree loads the embedded SmolLM2)."""
-        if self._llm is None and self._llm_spec != "default":
+        """The summariser handed to the tree (loaded on first use)."""
+        if self._llm is None:
             spec = self._llm_spec
-            if spec == "extractive":
+            if spec == "default":  # the tree's own default is the extract: load SmolLM2 here
+                from hrefine.models import default_lm
+
+                self._llm = default_lm()
+            elif spec == "extractive":
                 self._llm = ExtractiveSummariser(
                     self.options.prompt,
                     tokenizer=self.counter,
@@ -309,7 +254,7 @@ class RaptorCompressor:
 
     def _retrieval(self) -> dict[str, Any]:
         """The retrieval settings a loaded tree gets (the saved ones may differ)."""
-        return {name: getattr(self.options, name) for name in ("k", "max_tokens")}
+        return {name: getattr(self.options, name) for name in _LOADED_RETRIEVAL}
 
     def compress(self, document: str, query: str, max_tokens: int) -> str:
         """The tree's nodes for ``query`` within ``max_tokens``, in document order (a summary

@@ -11,7 +11,6 @@ can shrink, or ``max_levels`` is reached. Every node is embedded for the search.
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -20,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from hrefine._progress import Progress, reporter
 from hrefine._saved import is_count
 from hrefine.budget import TokenCounter, get_counter
 from hrefine.errors import InputTypeError, PersistenceError
@@ -52,8 +52,6 @@ SOURCE_ID = "hrefine_source_id"
 BATCH = "hrefine_batch"
 # How far a summary point's edge weights may sum away from 1 in a loaded graph.
 _WEIGHT_TOLERANCE = 1e-4
-
-Progress = Callable[[str], None] | bool | None
 
 
 class GarlicGraph:
@@ -123,7 +121,8 @@ class GarlicGraph:
         options:
             A :class:`GarlicOptions`; ``settings`` change single fields of it.
         progress:
-            True logs each level (logger ``hrefine.garlic``); a callable gets a line per level.
+            True: a line per level on stderr (no logging set-up needed); a callable gets each
+            line instead.
 
         Raises
         ------
@@ -332,11 +331,7 @@ class _Grower:
 
 
 def _reporter(progress: Progress) -> Callable[[str], None]:
-    if callable(progress):
-        return progress
-    if progress:
-        return logging.getLogger("hrefine.garlic").info
-    return lambda line: None
+    return reporter(progress, "garlic")
 
 
 def _problem(tree: Tree) -> str | None:

@@ -28,7 +28,7 @@ from hrefine.errors import BudgetTooSmallError
 from hrefine.longrefiner import prompts
 from hrefine.longrefiner.document import StructuredDocument
 from hrefine.longrefiner.options import LongRefinerOptions
-from hrefine.models.lexical import BM25Scorer
+from hrefine.models.lexical import BM25Scorer, fuse
 from hrefine.results import unit_scores
 
 __all__ = [
@@ -215,10 +215,7 @@ def local_scores(
     elif isinstance(scorer, EmbeddingScorer):
         extra = float(lexical_weight)
         if extra > 0:
-            match = np.asarray(BM25Scorer().score(query, shown), dtype=np.float64)
-            top = float(match.max()) if len(match) else 0.0
-            if top > 0:
-                raw = raw + extra * match / top
+            raw = fuse(raw, BM25Scorer().score(query, shown), extra)
         values = unit_scores(list(raw), scale="cosine", extra=extra)
     elif raw.size and (raw.min() < 0 or raw.max() > 1):
         values = unit_scores(list(raw), scale="logit")

@@ -15,7 +15,7 @@ from hrefine._optional import require
 from hrefine._unicode import CJK
 from hrefine.errors import ConfigError
 
-__all__ = ["BM25Scorer", "lexical_tokens", "plural_stem", "query_window"]
+__all__ = ["BM25Scorer", "fuse", "lexical_tokens", "plural_stem", "query_window"]
 
 _SPACED = re.compile(r"\S+")
 # What an apostrophe joins to a word ("Handmaid's", "don't", "we'll"): not a word of its own, and
@@ -97,6 +97,24 @@ def plural_stem(word: str) -> str:
     if word.endswith("s") and not word.endswith(("us", "ss")):
         return word[:-1]
     return word
+
+
+def fuse(dense: np.ndarray, match: np.ndarray, weight: float) -> np.ndarray:
+    """Dense similarities with a BM25 match added: ``dense + weight * match / best match``.
+
+    The one fusion of every method (LongRefiner's leaves, RAPTOR's nodes, GARLIC's leaves):
+    the match is scaled by the call's best so that it adds at most ``weight`` whatever the
+    texts' lengths, and a call where no text matches adds nothing. Names, numbers and rare
+    words of a question, which an embedding blurs, then still count. The result is in
+    ``[-1, 1 + weight]``; :func:`hrefine.results.unit_scores` with ``scale="cosine"`` and
+    ``extra=weight`` maps it into [0, 1].
+    """
+    out = np.asarray(dense, dtype=np.float64)
+    lex = np.asarray(match, dtype=np.float64)
+    top = float(lex.max()) if lex.size else 0.0
+    if weight <= 0 or top <= 0:
+        return out.copy()
+    return out + float(weight) * lex / top
 
 
 class BM25Scorer:

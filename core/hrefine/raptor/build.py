@@ -110,7 +110,11 @@ def add_leaves(
     empty = list(tree.metadata.get("empty_sources", []))
     for offset, source in enumerate(sources):
         index = first + offset
-        pieces = chunks(source.text, counter, chunk_tokens) if source.text.strip() else []
+        pieces = (
+            chunks(source.text, counter, chunk_tokens, join_short=True)
+            if source.text.strip()
+            else []
+        )
         if not pieces:
             empty.append(index)
         for piece in pieces:

@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
-import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -31,7 +28,6 @@ __all__ = [
     "build_summary",
     "node_dict",
     "node_line",
-    "progress_lines",
     "raptor_app",
     "read_sources",
 ]
@@ -111,52 +107,15 @@ def check_no_other_save(output: Path, kind: str) -> None:
         raise ConfigError(msg)
 
 
-class _LayerLines(logging.Handler):
-    """Turns the tree's progress log into one stderr line per step, numbered by layer."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.INFO)
-        self.layer = 0
-        self.started = time.perf_counter()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        took = f"{time.perf_counter() - self.started:6.1f} s"
-        count = record.args[0] if isinstance(record.args, tuple) and record.args else None
-        if str(record.msg).startswith("summarising"):
-            self.layer += 1
-            say(f"{took}  layer {self.layer}: summarising {count} clusters...")
-        elif str(record.msg).startswith("embedding"):
-            what = "leaves" if self.layer == 0 else "summaries"
-            where = "leaves" if self.layer == 0 else f"layer {self.layer}"
-            say(f"{took}  {where}: embedding {count} {what}...")
-        else:
-            say(f"{took}  {record.getMessage()}")
-
-
-@contextmanager
-def progress_lines(show: bool) -> Iterator[None]:
-    """While open, the tree's progress log (logger ``hrefine.raptor``) goes to stderr."""
-    if not show:
-        yield
-        return
-    log = logging.getLogger("hrefine.raptor")
-    handler = _LayerLines()
-    level, propagate = log.level, log.propagate
-    log.addHandler(handler)
-    log.setLevel(logging.INFO)
-    log.propagate = False  # shown once, here, not again by a root handler
-    try:
-        yield
-    finally:
-        log.removeHandler(handler)
-        log.setLevel(level)
-        log.propagate = propagate
-
-
 def _llm(name: str | None) -> Any:
-    """A local generative LM by folder or cached name (None: the embedded SmolLM2)."""
+    """A local generative LM by folder or cached name; ``"smollm2"`` the embedded SmolLM2;
+    None: no model (the tree's extractive summaries)."""
     if name is None:
         return None
+    if name.strip().lower() in ("smollm2", "default"):
+        from hrefine.models import default_lm
+
+        return default_lm()
     from hrefine.models._lm_name import local_lm_from
 
     return local_lm_from(name)
@@ -208,8 +167,9 @@ def build(
     llm: Annotated[
         str | None,
         typer.Option(
-            help="Summariser: a local model folder or cached name (default: the embedded "
-            "SmolLM2-135M-Instruct).",
+            help="Summariser: a local model folder or cached name, or 'smollm2' (the embedded "
+            "SmolLM2-135M-Instruct; minutes on a CPU). Default: no model, each summary is the "
+            "leading sentences of its cluster's texts.",
         ),
     ] = None,
     embedder: Annotated[
@@ -247,10 +207,9 @@ def build(
         raise EmptyInputError(msg)
     summariser = _llm(llm)  # a model that is not on disk fails here, before anything loads
     if not quiet:
-        models = [embedder or "all-MiniLM-L6-v2", llm or "SmolLM2-135M-Instruct"]
+        models = [embedder or "all-MiniLM-L6-v2", *([llm] if llm else [])]
         say(encodable(f"loading {' and '.join(models)}; {len(sources)} documents..."))
-    with progress_lines(not quiet):
-        tree = RaptorTree.build(sources, llm=summariser, progress=not quiet, **settings)
+    tree = RaptorTree.build(sources, llm=summariser, progress=not quiet, **settings)
     saved = tree.save(output)
     say(build_summary(tree, saved))
 

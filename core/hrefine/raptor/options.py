@@ -24,6 +24,8 @@ DEFAULT_PROMPT = (
 DEFAULT_SYSTEM_PROMPT = "You are a Summarizing Text Portal"
 #: Retrieval modes.
 MODES = ("collapsed", "traversal")
+#: How summaries rank against the leaves they summarise (see ``RaptorOptions.summary_rank``).
+SUMMARY_RANKS = ("free", "below", "off")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -58,6 +60,17 @@ class RaptorOptions(Options):
     max_tokens: int | None = setting(
         None, help="Token budget of the returned nodes together; None: only k limits them."
     )
+    lexical_weight: float = setting(
+        0.5,
+        help="Weight of the BM25 match (scaled by the best node's) added to each node's cosine.",
+    )
+    summary_rank: str = setting(
+        "free",
+        help=(
+            "'free': summaries rank by their own score; 'below': never above the best node they"
+            " summarise; 'off': leaves only."
+        ),
+    )
     llm_concurrency: int = setting(16, help="Most summary calls in flight at once.")
     llm_retries: int = setting(
         2, help="Extra tries of a summary call that failed or came back empty."
@@ -89,6 +102,13 @@ class RaptorOptions(Options):
             raise ConfigError(msg)
         check_mode(self.mode)
         check_int("k", self.k, minimum=1, none=True)
+        check_number("lexical_weight", self.lexical_weight, minimum=0.0)
+        if self.summary_rank not in SUMMARY_RANKS:
+            msg = (
+                f"summary_rank must be one of {', '.join(map(repr, SUMMARY_RANKS))}, "
+                f"got {self.summary_rank!r}"
+            )
+            raise ConfigError(msg)
         check_int("max_tokens", self.max_tokens, minimum=1, none=True)
         check_int("llm_concurrency", self.llm_concurrency, minimum=1)
         check_int("llm_retries", self.llm_retries, minimum=0)

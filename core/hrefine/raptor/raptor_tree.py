@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from hrefine._progress import Progress, reporter
 from hrefine._query import check_query
 from hrefine._saved import is_count
 from hrefine.budget import TokenCounter, get_counter
@@ -23,11 +24,14 @@ from hrefine.raptor import build as _build
 from hrefine.raptor.build import SOURCE, SOURCES, TOKENS, Source, as_sources
 from hrefine.raptor.insert import insert_steps
 from hrefine.raptor.options import RaptorOptions, check_mode
-from hrefine.raptor.retrieve import RetrievedNode, collapsed, relevance, traversal
+from hrefine.raptor.retrieve import RetrievedNode, collapsed, node_scores, relevance, traversal
 from hrefine.raptor.summarise import Summariser
 from hrefine.tree import NodeKind, Tree
 
 __all__ = ["KIND", "RaptorTree"]
+
+#: Settings :meth:`RaptorTree.retrieve` takes for one query beside ``mode``, ``k``, ``max_tokens``.
+_PER_QUERY = frozenset({"lexical_weight", "summary_rank"})
 
 #: The ``kind`` of a saved RAPTOR tree.
 KIND = "raptor"
@@ -117,7 +121,7 @@ class RaptorTree:
         llm: Any = None,
         embedder: Any = None,
         tokenizer: Any = None,
-        progress: bool = False,
+        progress: Progress = False,
         **settings: Any,
     ) -> RaptorTree:
         """Build a tree over ``docs`` (texts or :class:`Source` objects).
@@ -136,7 +140,8 @@ class RaptorTree:
         tokenizer:
             Tokenizer of every count (anything :func:`hrefine.budget.get_counter` takes).
         progress:
-            Log each layer as it is made.
+            True: one line per step on stderr (no logging set-up needed); a callable: it
+            gets each line; False: nothing.
 
         Raises
         ------
@@ -161,7 +166,7 @@ class RaptorTree:
         llm: Any = None,
         embedder: Any = None,
         tokenizer: Any = None,
-        progress: bool = False,
+        progress: Progress = False,
         **settings: Any,
     ) -> RaptorTree:
         """:meth:`build` without blocking the event loop (the LLM is awaited; models and
@@ -250,15 +255,16 @@ class RaptorTree:
         """Summary layers above the leaves (0: leaves only)."""
         return max((n.level for n in self.tree), default=0)
 
-    def _scores(self, query_vector: np.ndarray) -> np.ndarray:
-        vectors = self.tree.embeddings
+    def _scores(self, query_vector: np.ndarray, tree: Tree | None = None) -> np.ndarray:
+        vectors = (self.tree if tree is None else tree).embeddings
         assert vectors is not None
         q = np.asarray(query_vector, dtype=np.float32).reshape(-1)
         norm = float(np.linalg.norm(q))
         return np.asarray(vectors @ (q / norm if norm else q), dtype=np.float64)
 
-    def _costs(self) -> np.ndarray:
-        return np.asarray([int(n.metadata[TOKENS]) for n in self.tree], dtype=np.int64)
+    def _costs(self, tree: Tree | None = None) -> np.ndarray:
+        nodes = self.tree if tree is None else tree
+        return np.asarray([int(n.metadata[TOKENS]) for n in nodes], dtype=np.int64)
 
     def retrieve(
         self,
@@ -267,6 +273,7 @@ class RaptorTree:
         mode: str | None = None,
         k: int | str | None = "default",
         max_tokens: int | str | None = "default",
+        **settings: Any,
     ) -> list[RetrievedNode]:
         """The nodes most similar to ``query``, best first.
 
@@ -282,6 +289,9 @@ class RaptorTree:
             Default: the options' ``k``.
         max_tokens:
             Token budget of the returned nodes together (None: none). Default: the options'.
+        **settings:
+            Other retrieval settings for this query only: ``lexical_weight``,
+            ``summary_rank``.
 
         Raises
         ------
@@ -292,9 +302,9 @@ class RaptorTree:
         BudgetTooSmallError
             ``max_tokens`` is smaller than every node.
         """
-        text, how, k_, budget = self._query_settings(query, mode, k, max_tokens)
+        text, how, opts = self._query_settings(query, mode, k, max_tokens, settings)
         vector = self.embedder.embed_query(text)
-        return self._retrieve(how, vector, k_, budget)
+        return self._retrieve(how, text, vector, opts)
 
     async def aretrieve(
         self,
@@ -303,46 +313,67 @@ class RaptorTree:
         mode: str | None = None,
         k: int | str | None = "default",
         max_tokens: int | str | None = "default",
+        **settings: Any,
     ) -> list[RetrievedNode]:
         """:meth:`retrieve` with the query embedded in the default executor."""
-        text, how, k_, budget = self._query_settings(query, mode, k, max_tokens)
+        text, how, opts = self._query_settings(query, mode, k, max_tokens, settings)
         loop = asyncio.get_running_loop()
         embedder = await loop.run_in_executor(None, lambda: self.embedder)
         vector = await loop.run_in_executor(None, embedder.embed_query, text)
-        return self._retrieve(how, vector, k_, budget)
+        return self._retrieve(how, text, vector, opts)
 
     def _query_settings(
-        self, query: object, mode: str | None, k: object, max_tokens: object
-    ) -> tuple[str, str, int | None, int | None]:
-        """The query ready for the embedder, the mode, ``k`` and the budget, all checked."""
+        self,
+        query: object,
+        mode: str | None,
+        k: object,
+        max_tokens: object,
+        settings: dict[str, Any],
+    ) -> tuple[str, str, RaptorOptions]:
+        """The query ready for the embedder, the mode and the query's options, all checked."""
+        unknown = sorted(set(settings) - _PER_QUERY)
+        if unknown:
+            msg = (
+                f"retrieve() got unknown setting(s) {', '.join(unknown)}; per query: mode, k, "
+                f"max_tokens, {', '.join(sorted(_PER_QUERY))}"
+            )
+            raise InputTypeError(msg)
         if not isinstance(query, str):
             msg = f"query must be a str, got {type(query).__name__}"
             raise InputTypeError(msg)
         # A blank query would rank nodes on an empty embedding: refuse it, as every method does.
         text = check_query(query, used_for="RAPTOR ranks the tree's nodes against the query")
         how = check_mode(self.options.mode if mode is None else mode)
-        changes: dict[str, Any] = {}
+        changes: dict[str, Any] = dict(settings)
         if k != "default":
             changes["k"] = k
         if max_tokens != "default":
             changes["max_tokens"] = max_tokens
         opts = self.options.replace(**changes) if changes else self.options
-        return text, how, opts.k, opts.max_tokens
+        return text, how, opts
 
     def _retrieve(
-        self, how: str, vector: np.ndarray, k: int | None, budget: int | None
+        self, how: str, query: str, vector: np.ndarray, opts: RaptorOptions
     ) -> list[RetrievedNode]:
-        scores = self._scores(vector)
-        costs = self._costs()
+        tree = self.tree  # one tree for the whole query, whatever an insert does meanwhile
+        k, budget = opts.k, opts.max_tokens
+        scores = node_scores(
+            tree,
+            query,
+            self._scores(vector, tree),
+            lexical_weight=opts.lexical_weight,
+            summary_rank=opts.summary_rank,
+        )
+        costs = self._costs(tree)
         if how == "collapsed":
             ids = collapsed(scores, costs, k=k, max_tokens=budget)
         else:
-            ids = traversal(self.tree, scores, costs, k=k, max_tokens=budget)
-        rel = relevance([float(scores[i]) for i in ids])
-        return [self._result(i, float(scores[i]), r) for i, r in zip(ids, rel, strict=True)]
+            ids = traversal(tree, scores, costs, k=k, max_tokens=budget)
+        rel = relevance([float(scores[i]) for i in ids], extra=opts.lexical_weight)
+        return [self._result(tree, i, float(scores[i]), r) for i, r in zip(ids, rel, strict=True)]
 
-    def _result(self, node_id: int, score: float, rel: float) -> RetrievedNode:
-        node = self.tree[node_id]
+    def _result(self, tree: Tree, node_id: int, score: float, rel: float) -> RetrievedNode:
+        node = tree[node_id]
         meta = {key: v for key, v in node.metadata.items() if key not in (TOKENS, SOURCES)}
         if node.kind == NodeKind.SUMMARY:
             meta["hrefine_children"] = list(node.children)
@@ -353,7 +384,7 @@ class RaptorTree:
             relevance=rel,
             layer=node.level,
             kind=str(node.kind),
-            sources=tuple(_build.node_sources(self.tree, node_id)),
+            sources=tuple(_build.node_sources(tree, node_id)),
             tokens=int(node.metadata[TOKENS]),
             metadata=meta,
         )
@@ -441,25 +472,29 @@ def _check_loaded(tree: Tree, path: object) -> None:
         raise PersistenceError(msg)
 
 
-def _progress(grower: _build.Grower, show: bool) -> _build.Grower:
-    """``grower``, logging each request when ``show``."""
-    if not show:
+def _progress(grower: _build.Grower, progress: Progress) -> _build.Grower:
+    """``grower``, reporting each step (:func:`hrefine._progress.reporter`): the leaves'
+    embedding, then per layer the clusters summarised and the summaries embedded."""
+    if not progress:
         return grower
-    import logging
+    say = reporter(progress, "raptor")
 
-    log = logging.getLogger("hrefine.raptor")
-
-    def logged() -> _build.Grower:
+    def reported() -> _build.Grower:
         answer: Any = None
+        layer = 0
         while True:
             try:
                 work = grower.send(answer)
             except StopIteration as stop:
+                say(f"done: {len(stop.value.get('clusters', []))} summary layers")
                 return dict(stop.value)
             if isinstance(work, _build.SummariseWork):
-                log.info("summarising %d clusters", len(work.prompts))
+                layer += 1
+                say(f"layer {layer}: summarising {len(work.prompts)} clusters...")
             elif isinstance(work, _build.EmbedWork):
-                log.info("embedding %d texts", len(work.texts))
+                where = "leaves" if layer == 0 else f"layer {layer}"
+                what = "leaves" if layer == 0 else "summaries"
+                say(f"{where}: embedding {len(work.texts)} {what}...")
             answer = yield work
 
-    return logged()
+    return reported()

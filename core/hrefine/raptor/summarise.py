@@ -71,7 +71,8 @@ class Summariser:
     llm:
         A ``str -> str`` callable (sync or async), a :class:`~hrefine.models.LocalLM`, a
         :class:`~hrefine.models.text_generator.TextGenerator` (used with its own settings), or
-        None for the embedded :func:`~hrefine.models.default_lm`.
+        None for :class:`~hrefine.raptor.ExtractiveSummariser` (no model: the leading
+        sentences of the cluster's texts; pass ``default_lm()`` for the embedded SmolLM2-135M).
     options:
         The tree's options (prompt, system prompt, summary length, concurrency, retries,
         timeout).
@@ -84,10 +85,12 @@ class Summariser:
 
     @staticmethod
     def _generator(llm: Any, options: RaptorOptions) -> TextGenerator:
-        if llm is None:
-            from hrefine.models import default_lm
+        if llm is None:  # measured no worse than SmolLM2's summaries, and never invents
+            from hrefine.raptor.extractive import ExtractiveSummariser
 
-            llm = default_lm()
+            llm = ExtractiveSummariser(
+                options.prompt, tokenizer=options.tokenizer, max_tokens=options.summary_tokens
+            )
         if isinstance(llm, TextGenerator):
             return llm
         if hasattr(llm, "generate") and hasattr(llm, "session"):  # a LocalLM

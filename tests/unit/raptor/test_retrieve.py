@@ -8,14 +8,50 @@ from typing import Any
 import numpy as np
 import pytest
 from hrefine.errors import BudgetTooSmallError, ConfigError, InputTypeError
+from hrefine.models.lexical import BM25Scorer
 from hrefine.raptor import RaptorTree
 from raptor_fakes import Summariser
 
 
 def _scores(tree: RaptorTree, query: str) -> np.ndarray:
+    """Each node's cosine plus half its BM25 match scaled by the best (the default fusion)."""
     vectors = tree.tree.embeddings
     assert vectors is not None
-    return np.asarray(vectors @ tree.embedder.embed_query(query), dtype=np.float64)
+    cosine = np.asarray(vectors @ tree.embedder.embed_query(query), dtype=np.float64)
+    match = BM25Scorer().score(query, [n.text for n in tree.tree]).astype(np.float64)
+    return cosine + 0.5 * match / match.max()
+
+
+def test_a_rare_word_of_the_query_lifts_the_leaf_that_holds_it(built: RaptorTree) -> None:
+    # A word only one leaf holds: the BM25 match carries that leaf past nodes the embedding
+    # ranks above it; without the lexical part the ranking is the cosine's alone.
+    texts = [built.tree[i].text for i in built.tree.leaves]
+    once = [
+        w
+        for w in {w.strip(".,;:()") for t in texts for w in t.split()}
+        if w.isalpha() and len(w) >= 8 and sum(w in t for t in texts) == 1
+    ]
+    word = sorted(once)[0]
+    holder = next(i for i in built.tree.leaves if word in built.tree[i].text)
+    query = f"What is said about {word}?"
+    fused = [h.id for h in built.retrieve(query, k=None, max_tokens=None)]
+    plain = [h.id for h in built.retrieve(query, k=None, max_tokens=None, lexical_weight=0.0)]
+    assert fused.index(holder) < plain.index(holder)
+    assert fused.index(holder) < 3
+
+
+def test_summary_rank_below_and_off(built: RaptorTree, qasper_doc: Any) -> None:
+    below = built.retrieve(qasper_doc.question, k=None, max_tokens=None, summary_rank="below")
+    rank = {h.id: r for r, h in enumerate(below)}
+    for h in below:  # every summary comes after the best node it summarises
+        if h.kind == "summary":
+            assert min(rank[c] for c in built.tree[h.id].children) < rank[h.id]
+    off = built.retrieve(qasper_doc.question, k=None, max_tokens=2000, summary_rank="off")
+    assert off and all(h.kind == "chunk" for h in off)
+    off_traversal = built.retrieve(
+        qasper_doc.question, mode="traversal", k=3, max_tokens=None, summary_rank="off"
+    )
+    assert all(h.kind == "chunk" for h in off_traversal)
 
 
 @pytest.mark.parametrize("budget", [150, 512, 1024])
