@@ -130,3 +130,28 @@ def test_chunking_loses_nothing_keeps_order_and_size(
         unsplittable = len(c.text.split()) == 1 and not _CJK.search(c.text)
         assert c.tokens <= size or unsplittable
         prev_end = c.end
+
+
+def test_join_short_puts_a_lone_title_with_the_text_it_heads() -> None:
+    counter = get_counter("regex")
+    body = " ".join(["The forest of the planet is wide and the trees are tall."] * 30)
+    text = f"The Hork-Bajir Chronicles\n\n{body}\n\nThe End"
+    plain = chunks(text, counter, 60)
+    assert plain[0].text == "The Hork-Bajir Chronicles"  # alone before a paragraph too long
+    joined = chunks(text, counter, 60, join_short=True)
+    assert joined[0].text.startswith("The Hork-Bajir Chronicles\nThe forest")
+    assert joined[-1].text.endswith("tall.\nThe End")  # a short tail joins the one before
+    assert all(c.tokens >= 15 for c in joined)
+    # Nothing lost, spans still cover the text.
+    assert _squash("".join(c.text for c in joined)) == _squash(text)
+    assert joined[0].start == 0 and joined[-1].end == len(text)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.text(alphabet="ab .\n", min_size=0, max_size=40), min_size=1, max_size=12))
+def test_join_short_loses_no_text(parts: list[str]) -> None:
+    text = "\n\n".join(parts)
+    counter = RegexCounter()
+    got = chunks(text, counter, 12, join_short=True)
+    assert _squash("".join(c.text for c in got)) == _squash(text)
+    assert len(got) <= max(1, len(chunks(text, counter, 12)))

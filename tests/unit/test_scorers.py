@@ -527,3 +527,34 @@ def test_a_pickled_embedder_keeps_its_precision() -> None:
     assert twin._dtype == "" and twin.precision == "bfloat16"  # resolved again on load
     assert twin.compute_dtype == "bfloat16"
     np.testing.assert_allclose(twin.embed(["Tournament / Win–Loss"]), vec, atol=1e-6)
+
+
+def test_fuse_adds_the_scaled_match_and_nothing_without_one() -> None:
+    from hrefine.models.lexical import fuse
+
+    dense = np.array([0.5, 0.2, 0.1])
+    assert fuse(dense, np.array([2.0, 4.0, 0.0]), 0.5).tolist() == [0.75, 0.7, 0.1]
+    assert fuse(dense, np.zeros(3), 0.5).tolist() == dense.tolist()
+    assert fuse(dense, np.array([1.0, 0, 0]), 0.0).tolist() == dense.tolist()
+
+
+def test_windowed_scorer_reads_every_word() -> None:
+    from hrefine.models.scorers import WindowedScorer, base_scorer
+
+    # A block whose answer sits past the first 128 word pieces: read once, only its opening
+    # counts; read in windows, the window holding the answer decides.
+    filler = " ".join(["the committee met again to discuss routine budget matters"] * 25)
+    block = f"Minutes\n{filler} The comet Halley returns every 76 years to the inner system."
+    other = "Minutes\nThe observatory lists telescopes, domes and opening hours for visitors."
+    query = "How often does Halley's comet return?"
+    once = get_scorer("embedding", max_tokens=128)
+    windowed = WindowedScorer(once, 40)
+    assert base_scorer(windowed) is once
+    assert len(windowed.windows(block)) > 3
+    assert all(w.startswith("Minutes\n") for w in windowed.windows(block))
+    assert windowed.windows(other) == [other]
+    plain = once.score(query, [block, other])
+    fine = windowed.score(query, [block, other])
+    assert fine[0] > plain[0] + 0.1
+    assert fine[0] > fine[1]
+    assert fine[1] == pytest.approx(plain[1], abs=1e-6)  # short texts are read as they are

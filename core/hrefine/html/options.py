@@ -213,6 +213,13 @@ class HtmlPrunerOptions(Options):
     embed_max_tokens: int | None = setting(
         128, help="Word pieces of each block an hrefine embedder reads; None: its own limit."
     )
+    window_words: int | None = setting(
+        None,
+        help=(
+            "A dense scorer reads a longer block in windows of this many words and takes the"
+            " best (every word read); None: each block read once, to embed_max_tokens."
+        ),
+    )
     input_format: str = setting(
         "auto", help="How inputs are read: 'auto' (per document), 'html', 'markdown' or 'text'."
     )
@@ -266,6 +273,7 @@ class HtmlPrunerOptions(Options):
         check_number("lexical_weight", self.lexical_weight, minimum=0)
         check_int("read_words", self.read_words, minimum=1, none=True)
         check_int("embed_max_tokens", self.embed_max_tokens, minimum=2, none=True)
+        check_int("window_words", self.window_words, minimum=8, none=True)
         check_int("cleaned_cache", self.cleaned_cache, minimum=0)
         check_int("max_input_bytes", self.max_input_bytes, minimum=1, none=True)
         check_input_format(self.input_format)

@@ -182,9 +182,9 @@ def score_scale(pruner: HtmlPruner) -> tuple[str, float]:
     """What the pruner's raw block scores are (:func:`hrefine.results.unit_scores`'s
     ``scale``) and how much its BM25 match may add to them."""
     from hrefine.models.lexical import BM25Scorer
-    from hrefine.models.scorers import EmbeddingScorer
+    from hrefine.models.scorers import EmbeddingScorer, base_scorer
 
-    scorer = pruner.scorer
+    scorer = base_scorer(pruner.scorer)
     if isinstance(scorer, BM25Scorer):
         return "relative", 0.0
     extra = float(pruner.options.lexical_weight)

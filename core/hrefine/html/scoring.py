@@ -21,7 +21,7 @@ from hrefine.html.blocks import BlockForest
 from hrefine.html.options import HtmlPrunerOptions
 from hrefine.html.tags import GROUP_TAGS
 from hrefine.models.lexical import BM25Scorer, query_window
-from hrefine.models.scorers import EmbeddingScorer
+from hrefine.models.scorers import EmbeddingScorer, base_scorer
 
 __all__ = ["BlockScorer", "ScoredItem", "stage1_items"]
 
@@ -399,7 +399,7 @@ class BlockScorer:
     def scorer(self) -> Any:
         """The model scorer (resolved on first use)."""
         if self._scorer is None:
-            from hrefine.models.scorers import get_scorer
+            from hrefine.models.scorers import WindowedScorer, get_scorer
 
             spec = self.options.scorer
             if spec == "bm25":  # the pruner's own, stemming (see bm25)
@@ -408,6 +408,8 @@ class BlockScorer:
                 self._scorer = get_scorer(
                     spec, embedder=self.options.embedder, max_tokens=self.options.embed_max_tokens
                 )
+                if self.options.window_words is not None:
+                    self._scorer = WindowedScorer(self._scorer, self.options.window_words)
         return self._scorer
 
     @property
@@ -481,7 +483,7 @@ class BlockScorer:
                 body = whole
         top = float(bm25[body].max()) if bm25 is not None and body.any() else 0.0
         source: list[int | None] = [None] * n  # whose dense score item k takes
-        if top > 0 and isinstance(scorer, EmbeddingScorer):
+        if top > 0 and isinstance(base_scorer(scorer), EmbeddingScorer):
             source = [
                 it.borrow if it.borrow is not None and not back[it.borrow] else None for it in items
             ]

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from hrefine.models.lm_session import AppendResult, LMSession
     from hrefine.models.local_lm import LocalLM
     from hrefine.models.rerank import CrossEncoderScorer, PairScorer
-    from hrefine.models.scorers import EmbeddingScorer, Scorer, get_scorer
+    from hrefine.models.scorers import EmbeddingScorer, Scorer, WindowedScorer, get_scorer
     from hrefine.models.smollm2 import default_lm
     from hrefine.models.text_generator import LLMCallable, TextGenerator, as_text_generator
 
@@ -48,6 +48,7 @@ _WHERE = {
     "PairScorer": "rerank",
     "EmbeddingScorer": "scorers",
     "Scorer": "scorers",
+    "WindowedScorer": "scorers",
     "get_scorer": "scorers",
 }
 
@@ -65,6 +66,7 @@ __all__ = [
     "Scorer",
     "SentenceTransformerEmbedder",
     "TextGenerator",
+    "WindowedScorer",
     "as_text_generator",
     "batch_size_for",
     "default_embedder",

@@ -22,6 +22,8 @@ __all__ = [
     "SCORER_NAMES",
     "EmbeddingScorer",
     "Scorer",
+    "WindowedScorer",
+    "base_scorer",
     "canonical_scorer",
     "check_scorer",
     "get_scorer",
@@ -85,6 +87,69 @@ class EmbeddingScorer:
         if self.max_tokens is None or not takes_max_tokens(method):
             return {}
         return {"max_tokens": self.max_tokens}
+
+
+class WindowedScorer:
+    """A scorer that reads every word: a long text is scored in windows, and takes its best.
+
+    A text of more than ``window_words`` words after its first line is cut into consecutive
+    windows of ``window_words`` words (the last one joined to the one before it when shorter
+    than half a window); each window is scored with the text's first line above it (a block's
+    headings, a section's title) and the text takes its best window's score. Texts up to one
+    and a half windows long are scored as they are. All windows of one call go to ``scorer``
+    in one call. A dense scorer that reads ~128 word pieces of each text would otherwise rank
+    a long block by its opening alone, where plain chunk retrieval reads every word.
+
+    Parameters
+    ----------
+    scorer:
+        The scorer of the windows (any :class:`Scorer`).
+    window_words:
+        Words per window (>= 8).
+    """
+
+    def __init__(self, scorer: Scorer, window_words: int) -> None:
+        if isinstance(window_words, bool) or not isinstance(window_words, int) or window_words < 8:
+            msg = f"window_words must be a whole number >= 8, got {window_words!r}"
+            raise ConfigError(msg)
+        self.scorer = scorer
+        self.window_words = window_words
+        self.name = f"{scorer.name}/windows:{window_words}"
+
+    def windows(self, text: str) -> list[str]:
+        """The texts ``text`` is scored as (itself when short enough)."""
+        head, sep, body = text.partition("\n")
+        if not sep or len(head.split()) > self.window_words // 2:
+            head, body = "", text
+        words = body.split()
+        size = self.window_words
+        if len(words) <= size + size // 2:
+            return [text]
+        starts = list(range(0, len(words), size))
+        if len(words) - starts[-1] < size // 2:
+            starts.pop()  # a short tail joins the window before it
+        ends = [*starts[1:], len(words)]
+        lead = f"{head}\n" if head else ""
+        return [lead + " ".join(words[a:b]) for a, b in zip(starts, ends, strict=True)]
+
+    def score(self, query: str, texts: Sequence[str]) -> np.ndarray:
+        """Each text's best window score for ``query``."""
+        if not texts:
+            return np.zeros(0, dtype=np.float32)
+        cut = [self.windows(t) for t in texts]
+        flat = [w for ws in cut for w in ws]
+        found = np.asarray(self.scorer.score(query, flat), dtype=np.float64)
+        out = np.empty(len(texts), dtype=np.float64)
+        start = 0
+        for k, ws in enumerate(cut):
+            out[k] = float(found[start : start + len(ws)].max())
+            start += len(ws)
+        return out
+
+
+def base_scorer(scorer: Any) -> Any:
+    """The scorer a :class:`WindowedScorer` reads its windows with (any other: itself)."""
+    return scorer.scorer if isinstance(scorer, WindowedScorer) else scorer
 
 
 def get_scorer(
