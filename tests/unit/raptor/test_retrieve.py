@@ -152,3 +152,36 @@ def test_aretrieve_matches_retrieve(built: RaptorTree, qasper_doc: Any) -> None:
         return await built.aretrieve(qasper_doc.question, mode="traversal", k=3)
 
     assert asyncio.run(main()) == built.retrieve(qasper_doc.question, mode="traversal", k=3)
+
+
+def test_a_query_sees_one_tree_while_an_insert_swaps_it_in(
+    built: RaptorTree, qasper_doc: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An insert finishing between the query's reads (scores, then token costs, then texts)
+    # made them disagree: ConfigError('got 39 scores for 41 units'). The query now reads the
+    # tree once; the swap lands before the next query.
+    import copy
+
+    from hrefine.tree import Tree
+
+    expected = [h.id for h in built.retrieve(qasper_doc.question, k=None, max_tokens=500)]
+    grown = RaptorTree.from_tree(
+        copy.deepcopy(built.tree), built.options, llm=Summariser(), embedder=built.embedder
+    )
+    grown.insert(["A later note on Brazilian Portuguese tweets and their annotators."])
+    original_tree, bigger = built.tree, grown.tree
+    assert len(bigger) > len(original_tree)
+    scores = RaptorTree._scores
+
+    def swap_after_scoring(self: RaptorTree, vector: Any, tree: Tree | None = None) -> Any:
+        out = scores(self, vector, tree)
+        self.tree = bigger  # what _insert_finish does, mid-query
+        return out
+
+    monkeypatch.setattr(RaptorTree, "_scores", swap_after_scoring)
+    try:
+        hits = built.retrieve(qasper_doc.question, k=None, max_tokens=500)
+        assert [h.id for h in hits] == expected
+        assert len(built.tree) == len(bigger)  # the next query sees the new tree
+    finally:
+        built.tree = original_tree
