@@ -184,7 +184,13 @@ class GarlicIndex(StoredTreeIndex[GarlicIndexStruct]):
         if digest(tree, struct.options) != struct.digest:
             msg = f"{where}: the stored graph does not match its checksum (edited or truncated)"
             raise PersistenceError(msg)
-        options = GarlicOptions.from_saved(struct.options, where).replace(**self._settings)
+        # A model the caller gives is used, the saved one unread; a saved one that is a path
+        # is refused (a store may name only model names).
+        models = {"lm": self._llm, "embedder": self._embed_model}
+        given = {*self._settings, *(name for name, m in models.items() if m is not None)}
+        options = GarlicOptions.from_saved(
+            struct.options, where, given=given, load="GarlicIndex.from_persist_dir(dir, {name}=...)"
+        ).replace(**self._settings)
         self._options = options
         return GarlicGraph.from_tree(
             tree, options, embedder=to_embedder(self._embed_model), where=where

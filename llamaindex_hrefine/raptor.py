@@ -394,7 +394,15 @@ class RaptorIndex(StoredTreeIndex[RaptorIndexStruct]):
         if digest(tree, struct.options) != struct.digest:
             msg = f"{where}: the stored tree does not match its checksum (edited or truncated)"
             raise PersistenceError(msg)
-        saved = RaptorOptions.from_saved(struct.options, where)
+        # A model the caller gives (or all, with options given) is used, the saved one unread;
+        # a saved one that is a path is refused (a store may name only model names).
+        models = {"llm": self._llm, "embedder": self._embedder, "tokenizer": self._tokenizer}
+        given = {*self._settings, *(name for name, m in models.items() if m is not None)}
+        if self._given_options is not None:
+            given |= RaptorOptions.adapter_excluded
+        saved = RaptorOptions.from_saved(
+            struct.options, where, given=given, load="RaptorIndex.from_persist_dir(dir, {name}=...)"
+        )
         base = self._given_options if self._given_options is not None else saved
         options = base.replace(**self._settings) if self._settings else base
         self._options = options

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
+import os
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar, get_args, get_type_hints
 
 from hrefine.errors import ConfigError, InputTypeError, PersistenceError
@@ -61,7 +63,8 @@ class Options:
     """
 
     #: Fields the framework adapters do not expose as fields of their own (each adapter has a
-    #: field of its framework's type in their place, converted in its ``_convert.py``).
+    #: field of its framework's type in their place, converted in its ``_convert.py``). They
+    #: are the models, so :meth:`from_saved` checks what a save names for them.
     adapter_excluded: ClassVar[frozenset[str]] = frozenset()
 
     @classmethod
@@ -78,18 +81,46 @@ class Options:
         raise cls._unknown([name])
 
     @classmethod
-    def from_saved(cls: type[_O], config: Mapping[str, Any], where: str, /) -> _O:
+    def from_saved(
+        cls: type[_O],
+        config: Mapping[str, Any],
+        where: str,
+        /,
+        *,
+        folder: str | os.PathLike[str] | None = None,
+        given: Iterable[str] = (),
+        load: str = "pass {name}= to the load",
+    ) -> _O:
         """The options a saved tree, graph or index recorded.
 
-        Names this class does not know are left out (a save by another hrefine version).
+        Names this class does not know are left out (a save by another hrefine version). A
+        saved model setting (one of ``adapter_excluded``: a tokenizer, an embedder, an LLM) is
+        opened later, so it may only be a model name or a file inside ``folder``
+        (:func:`hrefine._saved_names.saved_model`); one the caller gives the load itself
+        (``given``) is left out unread, as the caller's value wins.
+
+        Parameters
+        ----------
+        config:
+            The saved settings.
+        where:
+            The save, in messages.
+        folder:
+            The saved folder, whose own files a model setting may name (None: names only).
+        given:
+            Settings the caller passes to the load (their saved model values are not used).
+        load:
+            How to pass a model to this load, for messages; ``{name}`` is the setting.
 
         Raises
         ------
         PersistenceError
             A saved value is out of range, of the wrong type or a whole number beyond
-            :data:`~hrefine._saved.MAX_SAVED_INT` (``where`` names the save).
+            :data:`~hrefine._saved.MAX_SAVED_INT`, or a saved model setting names a path
+            outside ``folder`` (``where`` names the save).
         """
         from hrefine._saved import MAX_SAVED_INT, first_unsaveable_int
+        from hrefine._saved_names import saved_model
 
         too_large = first_unsaveable_int(dict(config))
         if too_large is not None:  # would pass the range checks, then overflow an int64
@@ -99,8 +130,16 @@ class Options:
             )
             raise PersistenceError(msg)
         known = set(cls.names())
+        passed = set(given)
+        root = None if folder is None else Path(folder)
+        values = {name: v for name, v in config.items() if name in known}
+        for name in cls.adapter_excluded & values.keys():
+            if name in passed:
+                del values[name]  # the caller's model wins; the saved one is never opened
+            else:
+                values[name] = saved_model(name, values[name], where=where, folder=root, load=load)
         try:
-            return cls.build(**{name: v for name, v in config.items() if name in known})
+            return cls.build(**values)
         except (ValueError, TypeError) as exc:
             msg = f"{where}: the saved settings are not valid {cls.__name__} settings: {exc}"
             raise PersistenceError(msg) from exc

@@ -205,13 +205,20 @@ class GarlicGraph:
     ) -> GarlicGraph:
         """Load a graph saved by :meth:`save`; ``settings`` change its saved options.
 
+        A model the save names (its tokenizer, embedder) is used only when it is a model name
+        or a file inside ``path``; a model given here is used instead, the saved one unread.
+
         Raises
         ------
         PersistenceError
-            The folder is not a saved GARLIC graph, or a file in it was edited or truncated.
+            The folder is not a saved GARLIC graph, a file in it was edited or truncated, or
+            its settings name a model by a path outside it (pass that model here instead).
         """
         tree, config, _ = load_tree(path, kind=KIND)
-        options = GarlicOptions.from_saved(config, str(path)).replace(**settings)
+        given = [*settings, *(["embedder"] if embedder is not None else [])]
+        options = GarlicOptions.from_saved(
+            config, str(path), folder=path, given=given, load="GarlicGraph.load(path, {name}=...)"
+        ).replace(**settings)
         return cls.from_tree(tree, options, embedder=embedder, where=str(path))
 
     @classmethod

@@ -263,6 +263,20 @@ def query(
             "--max-tokens", "-n", help="Token budget of the nodes together; 0: no budget."
         ),
     ] = None,
+    tokenizer: Annotated[
+        str | None,
+        typer.Option(
+            help="Tokenizer of the budget, instead of the one the tree was built with (needed "
+            "when that one is a file outside the tree's folder; counts are made again).",
+        ),
+    ] = None,
+    embedder: Annotated[
+        str | None,
+        typer.Option(
+            help="Embedder of the question: the model the tree was built with, needed when "
+            "the tree names it by a folder outside its own.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the nodes as JSON.")] = False,
     report: Annotated[
         Path | None,
@@ -286,7 +300,8 @@ def query(
         raise ConfigError(msg)
     k_ = _none_if_zero(k, "--k")
     budget = _none_if_zero(max_tokens, "--max-tokens")
-    tree = RaptorTree.load(folder)
+    # A model the tree names by a path outside its folder is not opened: given here, it is.
+    tree = RaptorTree.load(folder, tokenizer=tokenizer, embedder=embedder)
     nodes = tree.retrieve(question, mode=mode, k=k_, max_tokens=budget)
     used = sum(n.tokens for n in nodes)
     how = (mode or tree.options.mode).lower()

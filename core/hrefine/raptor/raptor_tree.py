@@ -35,6 +35,10 @@ _PER_QUERY = frozenset({"lexical_weight", "summary_rank"})
 
 #: The ``kind`` of a saved RAPTOR tree.
 KIND = "raptor"
+#: How to pass a model to a load instead of the one a save names (in messages).
+_LOAD_HINT = (
+    "RaptorTree.load(path, {name}=...) (hrefine raptor query takes --tokenizer and --embedder)"
+)
 #: Held while an insert swaps in its finished copy (an instant; one lock keeps trees copyable).
 _SWAP = threading.Lock()
 
@@ -407,14 +411,21 @@ class RaptorTree:
         """Load a tree saved by :meth:`save`; ``settings`` change its saved options.
 
         Token counts are made again when ``tokenizer`` is given (budgets are in its tokens).
+        A model the save names (its tokenizer, embedder) is used only when it is a model name
+        or a file inside ``path``; a model given here is used instead, the saved one unread.
 
         Raises
         ------
         PersistenceError
-            The folder is not a saved RAPTOR tree, or a file in it was edited or truncated.
+            The folder is not a saved RAPTOR tree, a file in it was edited or truncated, or its
+            settings name a model by a path outside it (pass that model here instead).
         """
         tree, config, _ = load_tree(path, kind=KIND)
-        options = RaptorOptions.from_saved(config, str(path)).replace(**settings)
+        models = {"llm": llm, "embedder": embedder, "tokenizer": tokenizer}
+        given = [*settings, *(name for name, model in models.items() if model is not None)]
+        options = RaptorOptions.from_saved(
+            config, str(path), folder=path, given=given, load=_LOAD_HINT
+        ).replace(**settings)
         return cls.from_tree(
             tree, options, llm=llm, embedder=embedder, tokenizer=tokenizer, where=str(path)
         )
