@@ -11,6 +11,7 @@ from typing import Any, cast
 
 from hrefine.errors import ConfigError, InputTypeError, NotSupportedError, PersistenceError
 from hrefine.garlic import GarlicGraph, GarlicOptions, GarlicSearcher, SearchResult
+from hrefine.garlic.options import one_llm
 from hrefine.models import Embedder
 from hrefine.options import check_int
 from hrefine.tree import Tree
@@ -126,6 +127,8 @@ class GarlicIndex(StoredTreeIndex[GarlicIndexStruct]):
         show_progress: bool = False,
         **settings: Any,
     ) -> None:
+        # lm= is GARLIC's earlier name of llm= (ConfigError when both are given).
+        llm = one_llm(settings.pop("lm", None), llm)
         # BaseIndex.__init__ builds the graph, so everything it needs is set first.
         self._options = GarlicOptions.build(options, **settings)
         self._settings = settings
@@ -395,6 +398,7 @@ class GarlicRetriever(QueryCheckedRetriever):
         InputTypeError, ConfigError
             An input or a setting is not valid.
         """
+        llm = one_llm(settings.pop("lm", None), llm)  # lm=: GARLIC's earlier name of llm=
         limits = {"patience": patience, "max_steps": max_steps, "max_tokens": max_tokens}
         given = {name: value for name, value in limits.items() if value is not None}
         graph = GarlicGraph.build(

@@ -66,6 +66,9 @@ class Options:
     #: field of its framework's type in their place, converted in its ``_convert.py``). They
     #: are the models, so :meth:`from_saved` checks what a save names for them.
     adapter_excluded: ClassVar[frozenset[str]] = frozenset()
+    #: Other names a setting is also taken under, alias -> setting (GARLIC's ``llm`` for
+    #: ``lm``: every method takes its model as ``llm=``).
+    aliases: ClassVar[Mapping[str, str]] = {}
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
@@ -130,10 +133,10 @@ class Options:
             )
             raise PersistenceError(msg)
         known = set(cls.names())
-        passed = set(given)
+        passed = {cls.aliases.get(n, n) for n in given}
         root = None if folder is None else Path(folder)
         values = {name: v for name, v in config.items() if name in known}
-        for name in cls.adapter_excluded & values.keys():
+        for name in [n for n in values if n in cls.adapter_excluded]:  # in a stable order
             if name in passed:
                 del values[name]  # the caller's model wins; the saved one is never opened
             else:
@@ -151,20 +154,35 @@ class Options:
         Raises
         ------
         ConfigError
-            A setting name is not one of this class's (the message lists them) or a value is
-            out of range.
+            A setting name is not one of this class's (the message lists them), a setting is
+            given under its name and an alias, or a value is out of range.
         InputTypeError
             ``options`` is not a ``cls`` or a value is of the wrong type.
         """
         if options is not None and not isinstance(options, cls):
             msg = f"options must be a {cls.__name__}, got {type(options).__name__}"
             raise InputTypeError(msg)
+        settings = cls._unaliased(settings)
         unknown = sorted(set(settings) - set(cls.names()))
         if unknown:
             raise cls._unknown(unknown)
         if options is None:
             return cls(**settings)
         return dataclasses.replace(options, **settings) if settings else options
+
+    @classmethod
+    def _unaliased(cls, settings: dict[str, Any]) -> dict[str, Any]:
+        """``settings`` with each alias turned into its setting's name (ConfigError: both)."""
+        if not cls.aliases.keys() & settings.keys():
+            return settings
+        out = dict(settings)
+        for alias, name in cls.aliases.items():
+            if alias in out:
+                if name in out:
+                    msg = f"give {name}= or {alias}= (the same setting), not both"
+                    raise ConfigError(msg)
+                out[name] = out.pop(alias)
+        return out
 
     def replace(self: _O, **changes: Any) -> _O:
         """A copy with ``changes`` applied and validated (unknown names raise ConfigError)."""

@@ -160,10 +160,9 @@ def test_the_cli_refuses_a_forged_tree_in_one_line(
     raptor: RaptorTree, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     folder = _saved(raptor, tmp_path / "t", tokenizer="/etc/passwd", embedder="/etc")
-    line = one_line_error(capsys, ["raptor", "query", str(folder), "-q", "x"])
+    query = ["raptor", "query", str(folder), "-q", "x"]
+    # Each forged model is refused unless given; the one given is used instead (not opened).
+    line = one_line_error(capsys, [*query, "--embedder", "org/some-model"])
     assert "saved tokenizer '/etc/passwd'" in line and "--tokenizer" in line
-    # Passing the tokenizer gets past it; the forged embedder is refused the same way.
-    line = one_line_error(
-        capsys, ["raptor", "query", str(folder), "-q", "x", "--tokenizer", "regex"]
-    )
+    line = one_line_error(capsys, [*query, "--tokenizer", "regex"])
     assert "saved embedder '/etc'" in line and "--embedder" in line

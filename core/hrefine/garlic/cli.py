@@ -85,6 +85,7 @@ def build(
     lm: Annotated[
         str | None,
         typer.Option(
+            "--llm",
             "--lm",
             help="The summariser: a local model folder or cached name, or 'default' (the "
             "embedded SmolLM2-135M-Instruct, also used when not given).",
@@ -206,6 +207,7 @@ def query(
     lm: Annotated[
         str | None,
         typer.Option(
+            "--llm",
             "--lm",
             help="The LM that reads and says Yes or No: a local model folder or cached name, "
             "or 'default' (the embedded SmolLM2-135M-Instruct, also used when not given).",

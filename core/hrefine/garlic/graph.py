@@ -23,7 +23,7 @@ from hrefine._progress import Progress, reporter
 from hrefine._saved import is_count
 from hrefine.budget import TokenCounter, get_counter
 from hrefine.errors import InputTypeError, PersistenceError
-from hrefine.garlic.options import GarlicOptions
+from hrefine.garlic.options import GarlicOptions, one_llm
 from hrefine.garlic.summarise import (
     Batch,
     LocalWriter,
@@ -98,6 +98,7 @@ class GarlicGraph:
         cls,
         documents: str | Source | Sequence[str | Source],
         *,
+        llm: Any = None,
         lm: Any = None,
         embedder: Any = None,
         options: GarlicOptions | None = None,
@@ -111,11 +112,13 @@ class GarlicGraph:
         documents:
             Texts or :class:`~hrefine.raptor.Source` objects (text, metadata copied onto each
             of its leaves, id).
-        lm:
+        llm:
             The LLM: a :class:`~hrefine.models.LocalLM` (attention edges, prompts counted in
             its tokenizer), or a ``str -> str`` callable, sync or async, or a TextGenerator
             (embedding edges, prompts counted with the budget tokenizer). None: the options'
             ``lm``, else the embedded SmolLM2-135M.
+        lm:
+            The same as ``llm`` (its earlier name); give one of them.
         embedder:
             Anything :func:`hrefine.models.get_embedder` takes (None: the embedded model).
         options:
@@ -131,26 +134,28 @@ class GarlicGraph:
         InputTypeError
             ``documents`` is not texts or Sources.
         ConfigError
-            A setting is out of range, or ``edges="attention"`` with an LLM other than a LocalLM.
+            A setting is out of range, ``edges="attention"`` with an LLM other than a LocalLM,
+            or both ``llm`` and ``lm`` are given.
         GenerationError
             The LLM failed, or wrote no summary point for a batch after its retries.
         """
         started = time.perf_counter()
+        given = one_llm(lm, llm)
         opts = GarlicOptions.build(options, **settings)
         sources = as_sources(documents)
         counter = get_counter(opts.tokenizer)
-        llm = lm if lm is not None else opts.lm
-        if llm is None:
+        model = given if given is not None else opts.lm
+        if model is None:
             from hrefine.models import default_lm
 
-            llm = default_lm()
-        mode = edge_mode(opts.edges, llm)
+            model = default_lm()
+        mode = edge_mode(opts.edges, model)
         tree = Tree(metadata={"sources": [s.id for s in sources], "edge_mode": mode})
         leaves = add_leaves(tree, sources, 0, counter, opts.chunk_tokens)
         for leaf in leaves:
             meta = tree[leaf].metadata
             meta[SOURCE_ID] = sources[int(meta[SOURCE])].id
-        writer = make_writer(llm, opts, counter)
+        writer = make_writer(model, opts, counter)
         self = cls(tree, opts, embedder=embedder)
         tree.set_embeddings(leaves, embed_in_full(self.embedder, [tree[i].text for i in leaves]))
         grown = _Grower(self, writer, mode, counter, _reporter(progress)).grow(leaves)
@@ -203,7 +208,8 @@ class GarlicGraph:
     def load(
         cls, path: str | os.PathLike[str], *, embedder: Any = None, **settings: Any
     ) -> GarlicGraph:
-        """Load a graph saved by :meth:`save`; ``settings`` change its saved options.
+        """Load a graph saved by :meth:`save`; ``settings`` change its saved options (the
+        searcher's LLM may be among them, as ``llm`` or ``lm``).
 
         A model the save names (its tokenizer, embedder) is used only when it is a model name
         or a file inside ``path``; a model given here is used instead, the saved one unread.

@@ -8,12 +8,13 @@ and 5), stop patience 1, and the attention term and the embedding term weighed e
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from hrefine.errors import ConfigError, InputTypeError
 from hrefine.options import Options, check_int, check_number, setting
 
-__all__ = ["EDGE_MODES", "SEARCH_PROMPT", "SUMMARY_PROMPT", "GarlicOptions"]
+__all__ = ["EDGE_MODES", "SEARCH_PROMPT", "SUMMARY_PROMPT", "GarlicOptions", "one_llm"]
 
 #: The summary prompt of the paper's Table 4. ``{points}`` is replaced by the batch's input
 #: nodes, one per line; the model answers with ``*`` bullets ("summary points").
@@ -44,6 +45,8 @@ class GarlicOptions(Options):
     :class:`~hrefine.garlic.GarlicSearcher` (search)."""
 
     adapter_excluded: ClassVar[frozenset[str]] = frozenset({"lm", "embedder", "tokenizer"})
+    # RAPTOR and the adapters take the model as llm=; GARLIC takes that name too.
+    aliases: ClassVar[Mapping[str, str]] = {"llm": "lm"}
 
     chunk_tokens: int = setting(300, help="Leaf size in tokens (chunks cut on sentence ends).")
     batch_tokens: int = setting(
@@ -88,7 +91,10 @@ class GarlicOptions(Options):
         120.0,
         help="Seconds per try of a summary or search call of a str -> str LLM; None: no limit.",
     )
-    lm: Any = setting(None, help="The LLM: a LocalLM (attention edges), or a str -> str callable.")
+    lm: Any = setting(
+        None,
+        help="The LLM: a LocalLM (attention edges), or a str -> str callable (also taken as llm).",
+    )
     embedder: Any = setting(None, help="The embedder (None: the embedded all-MiniLM-L6-v2).")
     tokenizer: Any = setting(None, help="Tokenizer of the budgets (None: Llama-3.2's).")
 
@@ -126,3 +132,17 @@ class GarlicOptions(Options):
         check_number("embedding_weight", self.embedding_weight, minimum=0.0)
         check_int("seed", self.seed, minimum=0)
         check_number("llm_timeout", self.llm_timeout, minimum=0.001, none=True)
+
+
+def one_llm(lm: Any, llm: Any) -> Any:
+    """The model given as ``lm=`` or as ``llm=`` (the name every method takes), or None.
+
+    Raises
+    ------
+    ConfigError
+        Both are given.
+    """
+    if lm is not None and llm is not None:
+        msg = "give the model as llm= or as lm= (the same argument), not both"
+        raise ConfigError(msg)
+    return llm if llm is not None else lm

@@ -62,7 +62,7 @@ import numpy as np
 from hrefine._query import check_query
 from hrefine.budget import TokenCounter, get_counter
 from hrefine.errors import ConfigError, EmptyInputError, InputTypeError, TreeError
-from hrefine.garlic.options import GarlicOptions
+from hrefine.garlic.options import GarlicOptions, one_llm
 from hrefine.garlic.summarise import llm_generator
 from hrefine.models.text_generator import TextGenerator
 from hrefine.options import check_int
@@ -440,10 +440,12 @@ class GarlicSearcher:
     graph:
         A :class:`~hrefine.garlic.GarlicGraph`, or any object with ``tree``, ``top_level()`` and
         ``edge_arrays()`` (see the module docstring).
-    lm:
+    llm:
         A :class:`~hrefine.models.LocalLM` (attention mode), or a ``str -> str`` callable (sync
         or async) or :class:`~hrefine.models.TextGenerator` (prompt-only mode). ``None``: the
         options' ``lm``, else the embedded :func:`~hrefine.models.default_lm`.
+    lm:
+        The same as ``llm`` (its earlier name); give one of them.
     embedder:
         Embeds the query; it must be the model the node embeddings came from. ``None``: the
         graph's ``embedder`` when it has one, else the options', else the embedded default.
@@ -458,12 +460,15 @@ class GarlicSearcher:
         When ``graph`` lacks ``tree``, ``top_level`` or ``edge_arrays``.
     TreeError
         When the edge arrays do not fit the tree.
+    ConfigError
+        When both ``llm`` and ``lm`` are given, or a setting is out of range.
     """
 
     def __init__(
         self,
         graph: Any,
         *,
+        llm: Any = None,
         lm: Any = None,
         embedder: Any = None,
         options: GarlicOptions | None = None,
@@ -476,10 +481,11 @@ class GarlicSearcher:
                 f"edge_arrays(); {type(graph).__name__} lacks {', '.join(missing) or 'a Tree'}"
             )
             raise InputTypeError(msg)
+        model = one_llm(lm, llm)
         base = options if options is not None else getattr(graph, "options", None)
         self.options = GarlicOptions.build(base, **settings)
         self.graph = graph
-        self._lm_arg = lm if lm is not None else self.options.lm
+        self._lm_arg = model if model is not None else self.options.lm
         self._embedder_arg = embedder
         self.counter: TokenCounter = get_counter(self.options.tokenizer)
         self.edges = self._edge_arrays(graph)
