@@ -171,7 +171,8 @@ def test_html_prune_report_to_an_unwritable_path_is_a_clear_error(
 ) -> None:
     page = tmp_path / "p.html"
     page.write_text("<p>Some words in a paragraph.</p>", encoding="utf-8")
-    bad = tmp_path / "missing-dir" / "r.html"
+    (tmp_path / "notes.txt").write_text("a file where a folder would go", encoding="utf-8")
+    bad = tmp_path / "notes.txt" / "r.html"  # a missing folder is made; a file is not one
     res = runner.invoke(
         app, ["html", "prune", str(page), "-q", "words", "--scorer", "bm25", "--report", str(bad)]
     )
@@ -234,8 +235,9 @@ def test_html_prune_mistakes_are_one_line_errors(
     assert "unknown scorer" in _one_line_error(capsys, [*prune, "--scorer", "bm52"])
     line = _one_line_error(capsys, [*prune, "--tokenizer", "no-such-tokenizer"])
     assert "tokenizer 'no-such-tokenizer'" in line
-    line = _one_line_error(capsys, [*prune, "-o", str(tmp_path / "no-dir" / "out.html")])
-    assert "could not write the pruned HTML" in line
+    (tmp_path / "notes.txt").write_text("a file where a folder would go", encoding="utf-8")
+    line = _one_line_error(capsys, [*prune, "-o", str(tmp_path / "notes.txt" / "out.html")])
+    assert "not a folder" in line
     assert "no such file" in _one_line_error(capsys, ["html", "clean", str(tmp_path / "x.html")])
 
 
