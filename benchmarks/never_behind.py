@@ -1,0 +1,218 @@
+"""Each method against plain chunk retrieval on every document of the dev data, per half.
+
+Every question of every document of L-Eval NQ (HTML pages), CUAD and Qasper, and every strict
+WTQ question (table pages; HtmlRAG and the baselines only), at 512 / 1024 / 2048 Llama-3.2
+tokens, in one run on the same questions:
+
+- the baselines: ``lead-text`` (start of the document), ``chunks-bm25`` and
+  ``chunks-embedding`` (100-token chunks, top-scored that fit, in document order);
+- hrefine's methods at their defaults: ``htmlrag`` (HTML pages only), ``longrefiner`` (no
+  model) and ``raptor`` (the collapsed tree as the eval method builds it by default);
+- any variant given on the command line (``--variant NAME=METHOD:JSON`` settings).
+
+Documents split into the tuning and checking halves by :func:`hrefine.eval.loaders.half_of`;
+every figure comes with a bootstrap 95% interval over the half's questions (2,000 resamples,
+seeded). Per-question hits are cached in ``benchmarks/.cache/never_behind`` under a key that
+holds the method, its settings and a digest of hrefine's source, so a code change measures
+again and a second table costs nothing.
+
+Writes ``results/never_behind.{json,md}``::
+
+    python -m benchmarks.never_behind
+    python -m benchmarks.never_behind --datasets leval-cuad --methods longrefiner \\
+        --variant 'lr-x=longrefiner:{"leaf_tokens": 100}'
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks._common import RESULTS_DIR, hardware, quiet_bm25s
+from benchmarks.halves import code_digest
+
+DATASETS = ("leval-nq", "leval-cuad", "leval-qasper", "wtq")
+#: Datasets only the HTML methods run on (WTQ's table pages: HtmlRAG's own ground).
+HTML_DATASETS = ("wtq",)
+BUDGETS = (512, 1024, 2048)
+BASELINES = ("lead-text", "chunks-bm25", "chunks-embedding")
+#: hrefine's methods: (report name, registered method, settings). RAPTOR's summaries are the
+#: extractive stand-in here (SmolLM2 on 2 cores takes hours over every document).
+METHODS: dict[str, tuple[str, dict[str, Any]]] = {
+    "htmlrag": ("htmlrag", {}),
+    "longrefiner": ("longrefiner", {}),
+    "raptor": ("raptor", {"llm": "extractive"}),
+}
+#: Methods that read HTML: run on HTML datasets only.
+HTML_ONLY = ("htmlrag",)
+CHUNK_TOKENS = 100
+HALVES = ("tune", "check")
+RESAMPLES = 2000
+CACHE = Path(__file__).resolve().parent / ".cache" / "never_behind"
+METRIC = "containment"
+#: Built RAPTOR trees, shared by every RAPTOR variant that changes retrieval only.
+TREES = CACHE / "raptor-trees"
+
+
+#: ``--only-half``: run on this half's documents only (a slow variant such as SmolLM2's).
+ONLY_HALF: str | None = None
+
+
+def items(ds: str) -> list[Any]:
+    """Every question of ``ds`` (WTQ: the strict ones), in subset order; only ``ONLY_HALF``'s
+    when set."""
+    from hrefine.eval.loaders import half_of, load_dataset, subset
+
+    if ds == "wtq":  # the strict questions, as every HtmlRAG benchmark scores them
+        got = subset(load_dataset("wtq", strict_only=True), None)
+    else:
+        got = subset(load_dataset(ds), None)
+    return [it for it in got if ONLY_HALF is None or half_of(it.doc_id) == ONLY_HALF]
+
+
+def _build(method: str, settings: dict[str, Any]) -> Any:
+    from hrefine.eval.methods import get_method
+
+    opts = dict(settings)
+    if method.startswith("chunks-"):
+        opts.setdefault("chunk_tokens", CHUNK_TOKENS)
+    if method.startswith("raptor"):
+        opts.setdefault("cache_dir", str(TREES / _code()))
+    return get_method(method, **opts)
+
+
+def _code() -> str:
+    """The cache's code key: the source digest, or ``NEVER_BEHIND_CODE`` where an analysis
+    session pins it (while files that cannot change the outputs are being edited)."""
+    return os.environ.get("NEVER_BEHIND_CODE") or code_digest()
+
+
+def hits(ds: str, name: str, method: str, settings: dict[str, Any]) -> dict[str, Any]:
+    """``{item id: {budget: containment}}`` of one method on one dataset (cached)."""
+    from hrefine.eval.results import score_output
+
+    key = hashlib.sha1(
+        json.dumps([method, settings, CHUNK_TOKENS, ONLY_HALF], sort_keys=True).encode()
+    ).hexdigest()[:10]
+    path = CACHE / f"{ds}-{name}-{key}-{_code()}.json"
+    if path.is_file():
+        return json.loads(path.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+    comp = _build(method, settings)
+    out: dict[str, Any] = {}
+    start = time.perf_counter()
+    for it in items(ds):
+        row: dict[str, float | None] = {}
+        for b in BUDGETS:
+            row[str(b)] = score_output(it, comp.compress(it.document, it.question, b)).get(METRIC)
+        out[it.id] = row
+    print(f"  {ds} {name}: {time.perf_counter() - start:.0f} s", file=sys.stderr)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out), encoding="utf-8")
+    return out
+
+
+def interval(values: Sequence[float], seed: int = 0) -> tuple[float, float, float]:
+    """Mean and bootstrap 95% interval (percentile, ``RESAMPLES`` resamples of the questions)."""
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.size == 0:
+        return (float("nan"),) * 3  # type: ignore[return-value]
+    rng = np.random.default_rng(seed)
+    means = arr[rng.integers(0, arr.size, size=(RESAMPLES, arr.size))].mean(axis=1)
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    return float(arr.mean()), float(lo), float(hi)
+
+
+def table(ds: str, runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """``{half: {method: {budget: [mean, lo, hi, n]}}}`` over questions every run scored."""
+    from hrefine.eval.loaders import half_of
+
+    by_id = {it.id: it for it in items(ds)}
+    out: dict[str, Any] = {}
+    for half in HALVES:
+        if ONLY_HALF is not None and half != ONLY_HALF:
+            continue
+        ids = [
+            i
+            for i, it in by_id.items()
+            if half_of(it.doc_id) == half
+            and all(r.get(i, {}).get("1024") is not None for r in runs.values())
+        ]
+        out[half] = {
+            name: {str(b): [*interval([r[i][str(b)] for i in ids]), len(ids)] for b in BUDGETS}
+            for name, r in runs.items()
+        }
+    return out
+
+
+def render(res: dict[str, Any]) -> str:
+    """Markdown tables: per dataset and half, every method with its interval."""
+    lines = [
+        "## Each method against chunk retrieval, every dev document, per half",
+        "",
+        f"Answer containment; budgets in Llama-3.2 tokens; chunks of {CHUNK_TOKENS} tokens; "
+        f"bootstrap 95% intervals over the half's questions ({RESAMPLES} resamples). "
+        f"Code {res['code']}; {res['hardware'].get('cpu', '')}.",
+        "",
+    ]
+    for ds, halves in res["tables"].items():
+        for half, rows in halves.items():
+            n = next(iter(next(iter(rows.values())).values()))[3]
+            lines += [f"### {ds}, {half} half ({n} questions)", ""]
+            lines += ["| method | " + " | ".join(str(b) for b in BUDGETS) + " |"]
+            lines += ["|---|" + "---:|" * len(BUDGETS)]
+            for name, cells in rows.items():
+                fmt = [
+                    f"{m:.3f} [{lo:.2f}, {hi:.2f}]"
+                    for m, lo, hi, _ in (cells[str(b)] for b in BUDGETS)
+                ]
+                lines += [f"| {name} | " + " | ".join(fmt) + " |"]
+            lines += [""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--datasets", default=",".join(DATASETS))
+    ap.add_argument("--methods", default=",".join(METHODS), help="names in METHODS")
+    ap.add_argument("--variant", action="append", default=[], help='NAME=METHOD:{"setting": value}')
+    ap.add_argument("--no-save", action="store_true", help="print, do not write results/")
+    ap.add_argument("--only-half", choices=HALVES, default=None, help="one half's documents")
+    args = ap.parse_args(argv)
+    global ONLY_HALF
+    ONLY_HALF = args.only_half
+    quiet_bm25s()
+    specs: list[tuple[str, str, dict[str, Any]]] = [(m, m, {}) for m in BASELINES]
+    specs += [(m, *METHODS[m]) for m in args.methods.split(",") if m]
+    for v in args.variant:
+        name, _, rest = v.partition("=")
+        method, _, js = rest.partition(":")
+        specs.append((name, method, json.loads(js) if js else {}))
+    res: dict[str, Any] = {"code": _code(), "hardware": hardware(), "tables": {}}
+    for ds in args.datasets.split(","):
+        html = items(ds)[0].doc_format == "html"
+        runs = {
+            name: hits(ds, name, method, settings)
+            for name, method, settings in specs
+            if (html or method not in HTML_ONLY)
+            and (ds not in HTML_DATASETS or method in HTML_ONLY or name in BASELINES)
+        }
+        res["tables"][ds] = table(ds, runs)
+    text = render(res)
+    print(text)
+    if not args.no_save:
+        (RESULTS_DIR / "never_behind.json").write_text(json.dumps(res, indent=1) + "\n")
+        (RESULTS_DIR / "never_behind.md").write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
