@@ -140,3 +140,19 @@ def test_nodes_from_other_settings_are_flagged(tree: RaptorTree) -> None:
     nodes = tree.retrieve(QUESTION, k=2, max_tokens=None)
     page = render_report(tree, QUESTION, nodes, k=8, max_tokens=None)
     assert "were not retrieved with the settings above" in page
+
+
+def test_reasons_replay_leaves_only_and_cosine_only(tree: RaptorTree) -> None:
+    from hrefine.raptor.report import SUMMARIES_OFF
+
+    for changes in ({"summary_rank": "off"}, {"lexical_weight": 0.0}):
+        other = RaptorTree.from_tree(
+            tree.tree, tree.options.replace(**changes), llm=tree.summariser, embedder=tree.embedder
+        )
+        for mode in ("collapsed", "traversal"):
+            nodes = other.retrieve(QUESTION, mode=mode, k=3, max_tokens=400)
+            why = explain(other, QUESTION, mode=mode, k=3, max_tokens=400)
+            assert why.chosen == [n.id for n in nodes], (changes, mode)
+        if changes.get("summary_rank") == "off":
+            summaries = [n.id for n in other.tree if n.level > 0]
+            assert summaries and all(why.reasons[i] == SUMMARIES_OFF for i in summaries)

@@ -44,6 +44,7 @@ __all__ = [
     "NOT_REACHED",
     "NOT_TOP_K",
     "OVER_BUDGET",
+    "SUMMARIES_OFF",
     "Explained",
     "explain",
     "render_report",
@@ -64,7 +65,9 @@ OVER_BUDGET = "over_budget"
 K_REACHED = "k_reached"
 NOT_TOP_K = "not_top_k_of_layer"
 NOT_REACHED = "not_reached"
+SUMMARIES_OFF = "summaries_off"
 _REASON_TEXT = {
+    SUMMARIES_OFF: "summary_rank is 'off': leaves only",
     K_REACHED: "the k limit was reached before its turn",
     NOT_TOP_K: "tree traversal: not among the best k of its layer's candidates",
     NOT_REACHED: "tree traversal: none of its parents was chosen",
@@ -151,13 +154,15 @@ def explain(
         raise InputTypeError(msg)
     scores = _scores(tree, query)
     costs = [int(node.metadata.get(TOKENS, 0)) for node in tree.tree]
+    off = {i: SUMMARIES_OFF for i in range(len(scores)) if not np.isfinite(scores[i])}
     reasons: dict[int, str] = {}
     if how == "collapsed":
-        candidates = list(range(len(scores)))
+        candidates = [i for i in range(len(scores)) if i not in off]
         width = limit
     else:
-        candidates = _traverse(tree, scores, limit, reasons)
+        candidates = [i for i in _traverse(tree, scores, limit, reasons) if i not in off]
         width = None  # traversal's k limits each layer, not the result
+    reasons.update(off)
     chosen: list[int] = []
     room: dict[int, int] = {}
     left = budget
@@ -174,12 +179,23 @@ def explain(
 
 
 def _scores(tree: RaptorTree, query: str) -> np.ndarray:
+    """The scores retrieval ranks by: cosine plus the weighted BM25 match, summaries ranked
+    by the tree's ``summary_rank`` (:func:`hrefine.raptor.retrieve.node_scores`)."""
+    from hrefine.raptor.retrieve import node_scores
+
     vectors = tree.tree.embeddings
     if vectors is None:
         return np.zeros(len(tree.tree), dtype=np.float64)
     q = np.asarray(tree.embedder.embed_query(query), dtype=np.float32).reshape(-1)
     norm = float(np.linalg.norm(q))
-    return np.asarray(vectors @ (q / norm if norm else q), dtype=np.float64)
+    cosine = np.asarray(vectors @ (q / norm if norm else q), dtype=np.float64)
+    return node_scores(
+        tree.tree,
+        query,
+        cosine,
+        lexical_weight=tree.options.lexical_weight,
+        summary_rank=tree.options.summary_rank,
+    )
 
 
 def _traverse(
