@@ -116,11 +116,13 @@ def _join_short(
         return pieces, counts
     out: list[_Piece] = []
     carry: list[_Piece] = []
+    carried = 0
     for piece, cost in zip(pieces, counts, strict=True):
         carry.append(piece)
-        if cost >= least or sum(counter.count(p[0]) for p in carry) >= least:
+        carried += cost
+        if carried >= least:
             out.append(_join(carry, "\n"))
-            carry = []
+            carry, carried = [], 0
     if carry:  # a short tail joins the chunk before it
         tail = [out.pop(), *carry] if out else carry
         out.append(_join(tail, "\n"))

@@ -183,16 +183,12 @@ def _scores(tree: RaptorTree, query: str) -> np.ndarray:
     by the tree's ``summary_rank`` (:func:`hrefine.raptor.retrieve.node_scores`)."""
     from hrefine.raptor.retrieve import node_scores
 
-    vectors = tree.tree.embeddings
-    if vectors is None:
+    if tree.tree.embeddings is None:
         return np.zeros(len(tree.tree), dtype=np.float64)
-    q = np.asarray(tree.embedder.embed_query(query), dtype=np.float32).reshape(-1)
-    norm = float(np.linalg.norm(q))
-    cosine = np.asarray(vectors @ (q / norm if norm else q), dtype=np.float64)
     return node_scores(
         tree.tree,
         query,
-        cosine,
+        tree._scores(tree.embedder.embed_query(query), tree.tree),
         lexical_weight=tree.options.lexical_weight,
         summary_rank=tree.options.summary_rank,
     )
