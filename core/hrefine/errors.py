@@ -17,6 +17,7 @@ __all__ = [
     "HtmlParseError",
     "InputTypeError",
     "MissingDependencyError",
+    "ModelIntegrityError",
     "ModelNotFoundError",
     "ModelOutputError",
     "NotSupportedError",
@@ -79,6 +80,11 @@ class ModelOutputError(HrefineError, ValueError):
 
 class GenerationError(HrefineError, RuntimeError):
     """An LLM call failed on every try or timed out; ``__cause__`` holds the last error."""
+
+
+class ModelIntegrityError(HrefineError, ValueError):
+    """A model's files are not the bytes that were checked (a packaged model's parts join to
+    another length or SHA-256); they are refused, never loaded."""
 
 
 class ModelNotFoundError(HrefineError, FileNotFoundError):

@@ -17,8 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hrefine.errors import HrefineError, ModelNotFoundError
-from hrefine.models import smollm2
+from hrefine.models import _model_cache, smollm2
 from hrefine.models._attention import eager_attention
+from hrefine.models._model_cache import is_complete
 from hrefine.models.device import batch_size_for, pick_device, pick_dtype
 from hrefine.models.local_lm import LocalLM
 from lm_fixture import load_default_lm
@@ -320,7 +321,7 @@ def test_missing_model_package_raises_model_not_found(
 
 def test_default_lm_uses_the_cached_copy(lm: LocalLM) -> None:
     folder = Path(lm.model_name_or_path)
-    assert smollm2._is_complete(folder)
+    assert is_complete(folder)
     assert (folder / "model.safetensors").is_file()
     assert not [p for p in folder.parent.iterdir() if p.name.endswith(".tmp")]
 
@@ -342,7 +343,7 @@ def test_cache_is_written_atomically(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     def broken(*args: object, **kwargs: object) -> tuple[_FakeSaver, _FakeSaver]:
         return _FakeSaver(), _FakeSaver(fail=True)
 
-    monkeypatch.setattr(smollm2, "load_pretrained", broken)
+    monkeypatch.setattr(_model_cache, "load_pretrained", broken)
     with pytest.raises(OSError, match="disk full"):
         smollm2._build_cache(gguf, target)
     assert not target.exists()
@@ -350,9 +351,11 @@ def test_cache_is_written_atomically(monkeypatch: pytest.MonkeyPatch, tmp_path: 
 
     target.mkdir()  # a damaged folder without the completion marker is replaced
     (target / "junk").write_text("x")
-    monkeypatch.setattr(smollm2, "load_pretrained", lambda *a, **k: (_FakeSaver(), _FakeSaver()))
+    monkeypatch.setattr(
+        _model_cache, "load_pretrained", lambda *a, **k: (_FakeSaver(), _FakeSaver())
+    )
     smollm2._build_cache(gguf, target)
-    assert smollm2._is_complete(target)
+    assert is_complete(target)
     assert not (target / "junk").exists()
     assert [p.name for p in target.parent.iterdir()] == ["m"]
 

@@ -207,17 +207,18 @@ def test_mistakes_are_one_line_errors(
     assert "tf-idf" in line
 
 
-def test_a_missing_model_fails_in_one_line_after_saying_what_loads(
+def test_a_missing_model_fails_in_one_line_before_anything_loads(
     capsys: pytest.CaptureFixture[str], contract: Path, tmp_path: Path
 ) -> None:
+    """As in ``raptor build`` and ``garlic build``: the model is looked for first, so no
+    "loading ..." line promises what cannot load."""
     model = tmp_path / "no-model"
     argv = ["refine", str(contract), "-q", QUESTION, "-n", "50", "--scorer", "bm25"]
     code = main([*argv, "--lm", str(model)])
     err = capsys.readouterr().err.splitlines()
     assert code == 2
-    assert err[0] == f"loading the LM {str(model)!r} and the Llama-3.2 tokenizer..."
-    assert err[-1].startswith("hrefine: error: ") and str(model) in err[-1]
-    assert len(err) == 2
+    assert len(err) == 1
+    assert err[0].startswith("hrefine: error: ") and str(model) in err[0]
 
 
 def test_debug_shows_the_traceback_instead(

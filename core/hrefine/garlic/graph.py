@@ -37,6 +37,7 @@ from hrefine.garlic.summarise import (
     write_level,
 )
 from hrefine.models import get_embedder
+from hrefine.models._lm_name import model_or_name
 from hrefine.persist import load_tree, save_tree
 from hrefine.raptor.build import SOURCE, TOKENS, Source, add_leaves, as_sources, embed_in_full
 from hrefine.tree import NodeKind, Tree
@@ -144,7 +145,7 @@ class GarlicGraph:
         opts = GarlicOptions.build(options, **settings)
         sources = as_sources(documents)
         counter = get_counter(opts.tokenizer)
-        model = given if given is not None else opts.lm
+        model = model_or_name(given if given is not None else opts.lm)
         if model is None:
             from hrefine.models import default_lm
 

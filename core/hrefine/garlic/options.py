@@ -93,7 +93,10 @@ class GarlicOptions(Options):
     )
     lm: Any = setting(
         None,
-        help="The LLM: a LocalLM (attention edges), or a str -> str callable (also taken as llm).",
+        help=(
+            "The LLM: a LocalLM or a model name or folder such as 'qwen2.5-coder-1.5b' "
+            "(attention edges), or a str -> str callable (also taken as llm)."
+        ),
     )
     embedder: Any = setting(None, help="The embedder (None: the embedded all-MiniLM-L6-v2).")
     tokenizer: Any = setting(None, help="Tokenizer of the budgets (None: Llama-3.2's).")

@@ -64,6 +64,7 @@ from hrefine.budget import TokenCounter, get_counter
 from hrefine.errors import ConfigError, EmptyInputError, InputTypeError, TreeError
 from hrefine.garlic.options import GarlicOptions, one_llm
 from hrefine.garlic.summarise import llm_generator
+from hrefine.models._lm_name import model_or_name
 from hrefine.models.text_generator import TextGenerator
 from hrefine.options import check_int
 from hrefine.tree import Tree
@@ -485,7 +486,7 @@ class GarlicSearcher:
         base = options if options is not None else getattr(graph, "options", None)
         self.options = GarlicOptions.build(base, **settings)
         self.graph = graph
-        self._lm_arg = model if model is not None else self.options.lm
+        self._lm_arg = model_or_name(model if model is not None else self.options.lm)
         self._embedder_arg = embedder
         self.counter: TokenCounter = get_counter(self.options.tokenizer)
         self.edges = self._edge_arrays(graph)

@@ -437,7 +437,9 @@ def refine(
     if tokenizer is not None:
         settings["tokenizer"] = tokenizer
     if lm is not None:
-        settings["lm"] = lm
+        from hrefine.models._lm_name import local_lm_from
+
+        settings["lm"] = local_lm_from(lm)  # a model not on disk fails before any line
     LongRefinerOptions.build(**settings)  # a bad setting fails before any model loads
     _check_model_switches(
         lm,

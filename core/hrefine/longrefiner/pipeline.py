@@ -314,9 +314,10 @@ class LongRefiner:
         if self.options.llm is None:
             return None
         if self._generator is None:
+            from hrefine.models._lm_name import model_or_name
             from hrefine.models.text_generator import TextGenerator, as_text_generator
 
-            llm = self.options.llm
+            llm = model_or_name(self.options.llm)  # a model name or folder: its LocalLM
             # A framework model wrapped by an adapter comes as a TextGenerator, set up already.
             self._generator = (
                 llm

@@ -11,7 +11,7 @@ import logging
 from typing import Any
 
 from hrefine.errors import ModelNotFoundError
-from hrefine.models.device import pick_dtype
+from hrefine.models.device import native_bf16, pick_dtype
 
 __all__ = ["DTYPES", "load_pretrained", "pass_options"]
 
@@ -36,6 +36,9 @@ def _torch_dtype(dtype: str | None, device: str) -> Any:
         return "auto"
     if dtype is None:
         return pick_dtype(device)
+    if dtype == "native":  # bfloat16 only where the hardware multiplies it, else float32
+        chosen = pick_dtype(device)
+        return torch.bfloat16 if native_bf16(device) else chosen
     return getattr(torch, DTYPES[dtype])
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import logging
+import os
 import threading
 from collections.abc import Sequence
 from functools import lru_cache
@@ -556,7 +557,8 @@ def default_embedder() -> SentenceTransformerEmbedder:
 def get_embedder(embedder: Any = None) -> Embedder:
     """Resolve ``embedder`` to an :class:`Embedder`.
 
-    ``None`` gives :func:`default_embedder`; a string is a local path or cached model name; an
+    ``None`` gives :func:`default_embedder`; a string is a local path, a packaged model's name
+    (``"all-mpnet-base-v2"``, installed by ``hrefine models install``) or a cached model name; an
     object with ``embed_documents``/``embed_query`` (LangChain style) or a callable
     ``list[str] -> vectors`` is wrapped in a :class:`CallableEmbedder`. hrefine's own embedders
     are used as they are; any other object with ``embed``/``embed_query`` is wrapped in a
@@ -572,6 +574,11 @@ def get_embedder(embedder: Any = None) -> Embedder:
     if embedder is None:
         return default_embedder()
     if isinstance(embedder, str):
+        from hrefine.models.packaged import find_packaged, packaged_embedder
+
+        packaged = None if os.path.exists(embedder) else find_packaged(embedder, "embedder")
+        if packaged is not None:  # "all-mpnet-base-v2": the copy `hrefine models install` made
+            return cast("Embedder", packaged_embedder(packaged.name))
         return SentenceTransformerEmbedder(embedder)
     if hasattr(embedder, "embed") and hasattr(embedder, "embed_query"):
         from hrefine.testing import KeywordEmbedder

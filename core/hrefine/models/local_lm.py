@@ -51,8 +51,10 @@ class LocalLM:
     device:
         Torch device string; ``None`` picks CUDA, then MPS, then the CPU.
     dtype:
-        ``"float32"``, ``"bfloat16"``, ``"float16"`` or ``"auto"`` (the checkpoint's own); ``None``
-        takes bfloat16 on a CUDA device that supports it and float32 elsewhere.
+        ``"float32"``, ``"bfloat16"``, ``"float16"``, ``"auto"`` (the checkpoint's own) or
+        ``"native"`` (bfloat16 where the device multiplies it in hardware: a CUDA GPU that
+        supports it, a CPU with AVX512-BF16 or AMX; float32 elsewhere); ``None`` takes bfloat16
+        on a CUDA device that supports it and float32 elsewhere.
     attn_implementation:
         Attention kernel for ordinary passes. ``"sdpa"`` (default) is 4-5x faster than
         ``"eager"`` on a 5,000-token CPU prompt; passes that capture attention switch to
@@ -83,8 +85,8 @@ class LocalLM:
         name: str | None = None,
         prepare: Callable[[LocalLM], None] | None = None,
     ) -> None:
-        if dtype is not None and dtype != "auto" and dtype not in DTYPES:
-            msg = f"unknown dtype {dtype!r}; expected one of {sorted(DTYPES)} or 'auto'"
+        if dtype is not None and dtype not in {"auto", "native"} and dtype not in DTYPES:
+            msg = f"unknown dtype {dtype!r}; expected one of {sorted(DTYPES)}, 'auto' or 'native'"
             raise ConfigError(msg)
         self.model_name_or_path = str(model_name_or_path)
         self.gguf_file = gguf_file

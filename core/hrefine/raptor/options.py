@@ -76,7 +76,13 @@ class RaptorOptions(Options):
         2, help="Extra tries of a summary call that failed or came back empty."
     )
     llm_timeout: float | None = setting(120.0, help="Seconds per summary call; None: no limit.")
-    llm: Any = setting(None, help="The summariser: a callable, LocalLM or TextGenerator.")
+    llm: Any = setting(
+        None,
+        help=(
+            "The summariser: a callable, LocalLM, TextGenerator, or a model name or folder "
+            "such as 'qwen2.5-coder-1.5b' (None: extractive)."
+        ),
+    )
     embedder: Any = setting(None, help="The embedder (None: the embedded all-MiniLM-L6-v2).")
     tokenizer: Any = setting(None, help="Tokenizer of every token count (None: Llama-3.2's).")
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from hrefine.errors import GenerationError
+from hrefine.models._lm_name import model_or_name
 from hrefine.models.text_generator import (
     TextGenerator,
     answer_text,
@@ -93,6 +94,7 @@ class Summariser:
             )
         if isinstance(llm, TextGenerator):
             return llm
+        llm = model_or_name(llm)  # "qwen2.5-coder-1.5b", a folder: its LocalLM
         if hasattr(llm, "generate") and hasattr(llm, "session"):  # a LocalLM
             generate = {"max_new_tokens": options.summary_tokens}
             if options.system_prompt:
