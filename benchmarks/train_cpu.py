@@ -109,7 +109,7 @@ def score(
     }
 
 
-def plot(rows: dict[str, dict[str, Any]], path: Path) -> None:
+def plot(rows: dict[str, dict[str, Any]], path: Path, model: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -125,7 +125,7 @@ def plot(rows: dict[str, dict[str, Any]], path: Path) -> None:
     for bar, v in zip(bars, values, strict=True):
         ax.text(v + 0.01, bar.get_y() + bar.get_height() / 2, f"{v:.2f}", va="center")
     ax.invert_yaxis()
-    ax.set_title("Query analysis on SmolLM2-135M: a short CPU LoRA run", fontsize=10)
+    ax.set_title(f"Query analysis on {model}: a short LoRA run", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -142,6 +142,11 @@ def main() -> None:
     )
     parser.add_argument("--device", default="cpu", help="cpu, cuda, ... (a GPU run: see docs)")
     parser.add_argument("--out", type=Path, default=RESULTS / "train_cpu.json")
+    parser.add_argument(
+        "--lm",
+        default=None,
+        help="base model: a folder or name such as qwen2.5-coder-0.5b (default: SmolLM2)",
+    )
     args = parser.parse_args()
 
     import torch
@@ -149,6 +154,7 @@ def main() -> None:
     if args.device == "cpu" and (os.cpu_count() or 1) <= 2:
         torch.set_num_threads(1)  # busy-waiting OpenMP threads on a shared 2-core machine
     from hrefine.models import LocalLM, default_lm
+    from hrefine.models._lm_name import local_lm_from
     from hrefine.train import build_examples, train
 
     started = time.perf_counter()
@@ -158,8 +164,18 @@ def main() -> None:
     dev_set = balanced(check.examples, args.dev_per_label)
     build_s = time.perf_counter() - started
 
-    shared = default_lm()
-    lm = LocalLM(shared.model_name_or_path, device=args.device, name="smollm2-train-bench")
+    # Its own LocalLM over the same files: the adapter trained here never reaches the shared one.
+    shared = default_lm() if args.lm is None else local_lm_from(args.lm)
+    if shared._prepare is not None:  # the embedded model's first use converts its GGUF once
+        shared._prepare(shared)
+    model_name = "SmolLM2-135M-Instruct (embedded)" if args.lm is None else shared.name
+    lm = LocalLM(
+        shared.model_name_or_path,
+        gguf_file=shared.gguf_file,
+        device=args.device,
+        name=f"{shared.name}-train-bench",
+    )
+    del shared
     t0 = time.perf_counter()
     rows = {
         "base, published prompt": score(lm, dev_set, adapter=None, instructions=False),
@@ -186,7 +202,7 @@ def main() -> None:
 
     report = {
         "task": "query-analysis",
-        "model": "SmolLM2-135M-Instruct (embedded)",
+        "model": model_name,
         "device": args.device
         if args.device == "cpu"
         else f"{args.device} ({torch.cuda.get_device_name()})",
@@ -218,7 +234,7 @@ def main() -> None:
         },
     }
     args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    plot(rows, args.out.with_suffix(".png"))
+    plot(rows, args.out.with_suffix(".png"), model_name)
     for name, row in rows.items():
         print(
             f"{name:<26} accuracy {row['accuracy']:.3f}  balanced {row['balanced_accuracy']:.3f}"

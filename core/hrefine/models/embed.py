@@ -574,11 +574,11 @@ def get_embedder(embedder: Any = None) -> Embedder:
     if embedder is None:
         return default_embedder()
     if isinstance(embedder, str):
-        from hrefine.models.packaged import find_packaged, packaged_embedder
+        from hrefine.models.packaged import find_packaged, installed_folder
 
         packaged = None if os.path.exists(embedder) else find_packaged(embedder, "embedder")
         if packaged is not None:  # "all-mpnet-base-v2": the copy `hrefine models install` made
-            return cast("Embedder", packaged_embedder(packaged.name))
+            return _packaged_embedder(str(installed_folder(packaged)), packaged.name)
         return SentenceTransformerEmbedder(embedder)
     if hasattr(embedder, "embed") and hasattr(embedder, "embed_query"):
         from hrefine.testing import KeywordEmbedder
@@ -602,6 +602,12 @@ def get_embedder(embedder: Any = None) -> Embedder:
         "list[str] -> vectors"
     )
     raise InputTypeError(msg)
+
+
+@lru_cache(maxsize=4)
+def _packaged_embedder(folder: str, name: str) -> SentenceTransformerEmbedder:
+    """One embedder per installed packaged model's folder, shared by every method."""
+    return SentenceTransformerEmbedder(folder, name=name)
 
 
 def _callable_or_none(obj: Any, name: str) -> Any:

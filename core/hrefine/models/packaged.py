@@ -48,7 +48,6 @@ __all__ = [
     "installed_folder",
     "join_parts",
     "model_folder",
-    "packaged_embedder",
     "packaged_lm",
     "part_files",
 ]
@@ -429,34 +428,11 @@ def packaged_lm(name: str) -> Any:
     return _lm_at(str(installed_folder(model)), model.name)
 
 
-def packaged_embedder(name: str) -> Any:
-    """The :class:`~hrefine.models.SentenceTransformerEmbedder` of an installed packaged
-    embedder, one per folder and process.
-
-    Raises
-    ------
-    ModelNotFoundError
-        Not installed; the message names the install command.
-    """
-    model = find_packaged(name, "embedder")
-    if model is None:
-        msg = f"no packaged embedder is called {name!r}; known: {', '.join(_names('embedder'))}"
-        raise ConfigError(msg)
-    return _embedder_at(str(installed_folder(model)), model.name)
-
-
 @functools.lru_cache(maxsize=4)
 def _lm_at(folder: str, name: str) -> Any:
     from hrefine.models.local_lm import LocalLM
 
     return LocalLM(folder, name=name, dtype="native")
-
-
-@functools.lru_cache(maxsize=4)
-def _embedder_at(folder: str, name: str) -> Any:
-    from hrefine.models.embed import SentenceTransformerEmbedder
-
-    return SentenceTransformerEmbedder(folder, name=name)
 
 
 def _names(kind: str) -> list[str]:
