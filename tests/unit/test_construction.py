@@ -86,6 +86,20 @@ def test_a_name_in_the_hugging_face_cache_is_found_without_loading(
         require_local_model("no such/../model", "cross-encoder")
 
 
+@pytest.mark.parametrize("path", ["/models/no-such-model", "./no-such", "~/no/such/model"])
+def test_a_missing_folder_is_not_sent_to_the_hub_command(path: str) -> None:
+    """A path that is not there is named as a missing folder: no `huggingface-cli download
+    /models/...` (a path, which no hub command fetches)."""
+    with pytest.raises(ModelNotFoundError, match="is not a folder on this machine") as caught:
+        require_local_model(path, "generative LM")
+    assert "huggingface-cli" not in str(caught.value)
+
+
+def test_a_missing_hub_name_gets_the_hub_command() -> None:
+    with pytest.raises(ModelNotFoundError, match=f"huggingface-cli download {MISSING}"):
+        require_local_model(MISSING, "generative LM")
+
+
 # -- cross-encoders ----------------------------------------------------------------------------
 def test_an_uncached_cross_encoder_fails_when_made_naming_what_was_looked_for() -> None:
     with pytest.raises(ModelNotFoundError, match=f"cross-encoder '{MISSING}'.*never downloads"):

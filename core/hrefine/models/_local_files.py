@@ -72,9 +72,28 @@ def require_local_model(
         return str(folder)
     if text.strip() and cached_file(text, marker) is not None:
         return text
+    if _looks_like_path(text):  # a folder that is not there: no hub command fetches a path
+        msg = (
+            f"{what} {text!r} is not a folder on this machine; hrefine never downloads models: "
+            "give the folder that holds the model's files, or a model name already in the "
+            f"Hugging Face cache ({_hub_cache()})"
+        )
+        raise ModelNotFoundError(msg)
     msg = (
         f"{what} {text!r} is neither a local folder nor a model in the Hugging Face cache "
         f"({_hub_cache()}); hrefine never downloads models: pass a folder, or fetch it once "
         f"with `huggingface-cli download {text}` (or set HF_HOME to the cache that has it)"
     )
     raise ModelNotFoundError(msg)
+
+
+def _looks_like_path(text: str) -> bool:
+    """Whether ``text`` is written as a path (``/models/x``, ``./x``, ``~/x``, ``C:\\x``) rather
+    than a hub name (``owner/name``)."""
+    stripped = text.strip()
+    return (
+        stripped.startswith(("/", "./", "../", "~", "\\"))
+        or (len(stripped) > 1 and stripped[1] == ":")
+        or stripped.count("/") > 1
+        or "\\" in stripped
+    )
