@@ -71,13 +71,15 @@ def _model_zip(extra: dict[str, str] | None = None) -> bytes:
     return buffer.getvalue()
 
 
-def _zip_model(data: bytes, distributions: tuple[str, ...] = ("a", "b", "c")) -> PackagedModel:
+def _zip_model(
+    data: bytes, distributions: tuple[str, ...] = ("a", "b", "c"), part_pattern: str = r"\.bin$"
+) -> PackagedModel:
     return PackagedModel(
         name="toy-embedder",
         kind="embedder",
         distributions=distributions,
         version="1.0",
-        part_pattern=r"\.bin$",
+        part_pattern=part_pattern,
         size=len(data),
         sha256=_sha(data),
         form="zip",
@@ -150,16 +152,7 @@ def toy_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Packaged
         _fake_distribution(site, name, "1.0", files)
     monkeypatch.syspath_prepend(str(site))
     importlib.invalidate_caches()
-    spec = PackagedModel(
-        name="toy-embedder",
-        kind="embedder",
-        distributions=names,
-        version="1.0",
-        part_pattern=r"\.zip\.\d{3}$",
-        size=len(data),
-        sha256=_sha(data),
-        form="zip",
-    )
+    spec = _zip_model(data, names, r"\.zip\.\d{3}$")
     return spec, data
 
 
