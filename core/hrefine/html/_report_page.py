@@ -27,13 +27,16 @@ import html as html_lib
 import re
 from collections.abc import Sequence
 from copy import deepcopy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hrefine.html._load import LIBXML_MAX_DEPTH, parse_document, text_content
 from hrefine.html._text import normalize_space
 from hrefine.html.paragraphs import split_element
-from hrefine.html.result import EMPTY, TRUNCATED, BlockReport
+from hrefine.html.reasons import EMPTY, TRUNCATED
 from hrefine.html.tags import BLOCK_TAGS, HEADING_TAGS, JUNK_TAGS, TABLE_SECTION_TAGS
+
+if TYPE_CHECKING:
+    from hrefine.html.result import BlockReport
 
 __all__ = ["CHUNK", "PageWriter", "esc"]
 

@@ -28,10 +28,13 @@ import json
 import math
 from collections.abc import Sequence
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hrefine.html._report_page import PageWriter, esc
-from hrefine.html.result import EMPTY, BlockReport, PruneResult
+from hrefine.html.reasons import EMPTY
+
+if TYPE_CHECKING:
+    from hrefine.html.result import BlockReport, PruneResult
 
 __all__ = ["render_notebook", "render_report"]
 

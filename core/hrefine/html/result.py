@@ -5,15 +5,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from hrefine.budget import OVER_BUDGET as OVER_BUDGET
+# Reasons a block is not in the output (see hrefine.html.reasons), importable from here too.
+from hrefine.html.reasons import EMPTY as EMPTY
+from hrefine.html.reasons import FAILED as FAILED
+from hrefine.html.reasons import OVER_BUDGET as OVER_BUDGET
+from hrefine.html.reasons import TRUNCATED as TRUNCATED
 
 __all__ = ["BlockReport", "PruneResult"]
-
-# Reasons a block is not in the output (and OVER_BUDGET, the budget's own).
-EMPTY = "empty"
-TRUNCATED = "truncated"
-#: The block's document could not be read (``stats["failed_documents"]`` says why).
-FAILED = "failed"
 
 
 @dataclass
