@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from hrefine._atomic import write_text
-from hrefine.eval.runner import EvalResult, run_meta
+from hrefine.eval.environment import run_meta
+from hrefine.eval.results import EvalResult
 
 __all__ = ["markdown_tables", "plot_results", "results_to_json", "write_report"]
 

@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import logging
 import os
-import platform
-import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +20,7 @@ from hrefine.budget import TokenCounter, get_counter
 from hrefine.errors import ConfigError
 from hrefine.eval.base import Compressor
 from hrefine.eval.baselines import as_plain_text
+from hrefine.eval.environment import run_meta as run_meta
 from hrefine.eval.loaders import (
     DATASETS,
     DatasetUnavailableError,
@@ -408,30 +406,3 @@ def run_many(
                     result.metrics = [*metric_names, "reader_em", "reader_f1"]
                 results.append(result)
     return results
-
-
-def run_meta(results: Sequence[EvalResult]) -> dict[str, Any]:
-    """Environment and settings of a run: versions, platform, tokenizer, time.
-
-    Parameters
-    ----------
-    results:
-        The results the meta describes.
-
-    Returns
-    -------
-    dict[str, Any]
-        JSON-ready metadata.
-    """
-    import hrefine
-
-    tokenizers = sorted({str(r.meta.get("tokenizer")) for r in results})
-    return {
-        "hrefine_version": hrefine.__version__,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "tokenizer": tokenizers[0] if len(tokenizers) == 1 else tokenizers,
-    }
