@@ -216,9 +216,9 @@ class SearchResult:
 
     def to_html(self, graph: Any = None) -> str:
         """A self-contained, script-free HTML report of this search (and ``graph``'s levels)."""
-        from hrefine.garlic.report import render_report
+        from hrefine.garlic._report_page import draw_report
 
-        return render_report(self, graph)
+        return draw_report(self, graph)
 
 
 @dataclass(frozen=True)
