@@ -74,10 +74,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--items", type=int, default=1, help="questions per dataset")
     ap.add_argument("--methods", default=",".join(r[0] for r in RUNS))
     args = ap.parse_args(argv)
-    rows: list[dict[str, Any]] = []
+    path = RESULTS_DIR / "llm_costs.json"
+    # Rows of earlier runs are kept (a run may cover one method); a row measured again replaces.
+    rows: list[dict[str, Any]] = json.loads(path.read_text())["rows"] if path.is_file() else []
     for lm in args.lm.split(","):
-        rows += run(lm, args.items, args.methods.split(","))
-    res = {"hardware": hardware(), "rows": rows}
+        for new in run(lm, args.items, args.methods.split(",")):
+            key = [new[k] for k in ("method", "lm", "dataset", "item", "budget")]
+            rows = [
+                r
+                for r in rows
+                if [r[k] for k in ("method", "lm", "dataset", "item", "budget")] != key
+            ]
+            rows.append(new)
+    res = {"hardware": hardware(), "rows": rows}  # the load average says how busy it was
     lines = [
         "| method | LM | dataset | item | budget | seconds | containment |",
         "|---|---|---|---|---:|---:|---:|",
@@ -89,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     text = "\n".join(lines)
     print(text)
-    (RESULTS_DIR / "llm_costs.json").write_text(json.dumps(res, indent=1) + "\n")
+    path.write_text(json.dumps(res, indent=1) + "\n")
     (RESULTS_DIR / "llm_costs.md").write_text(text + "\n")
     return 0
 
