@@ -136,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", default="qwen2.5-coder-1.5b")
     ap.add_argument("--install", action="store_true", help="also time a fresh install")
     ap.add_argument("--threads", type=int, default=None, help="(internal) one speed run")
+    ap.add_argument("--out", default="packaged_models", help="results/ file stem")
     args = ap.parse_args(argv)
     if args.threads is not None:
         print(json.dumps(speed(args.model, args.threads)))
@@ -178,8 +179,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     text = "\n".join(lines)
     print(text)
-    (RESULTS_DIR / "packaged_models.json").write_text(json.dumps(res, indent=1) + "\n")
-    (RESULTS_DIR / "packaged_models.md").write_text(text + "\n")
+    (RESULTS_DIR / f"{args.out}.json").write_text(json.dumps(res, indent=1) + "\n")
+    (RESULTS_DIR / f"{args.out}.md").write_text(text + "\n")
     return 0
 
 
