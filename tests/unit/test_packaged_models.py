@@ -418,3 +418,33 @@ def test_every_cli_verb_takes_the_packaged_name(
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(page.encode())))
     line = one_line_error(capsys, [a.replace("{out}", str(tmp_path / "out")) for a in argv])
     assert "hrefine models install qwen2.5-coder-1.5b" in line
+
+
+@pytest.mark.lm
+def test_a_packaged_lm_runs_in_bfloat16_where_the_hardware_has_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ``native`` path taken on AVX512-BF16 and AMX CPUs, forced here (emulated where the
+    CPU lacks it): the packaged name loads in bfloat16 and answers as float32 does."""
+    import torch
+    from hrefine.models import _hf_load
+    from hrefine.models.smollm2 import _smollm2_gguf, default_lm
+
+    data = _smollm2_gguf().read_bytes()
+    spec = PackagedModel(
+        name="qwen2.5-coder-1.5b",
+        kind="lm",
+        distributions=("p1", "p2"),
+        version="1",
+        part_pattern=r"\.bin$",
+        size=len(data),
+        sha256=_sha(data),
+        form="gguf",
+    )
+    build(spec, _split(data, tmp_path / "parts", 2))
+    monkeypatch.setattr(_hf_load, "native_bf16", lambda device: True)
+    lm = local_lm_from("qwen2.5-coder-1.5b")
+    question = "Is Paris the capital of France? Answer Yes or No."
+    probs = lm.choice_probs(question, ["Yes", "No"])
+    assert lm.model.dtype is torch.bfloat16
+    assert probs == pytest.approx(default_lm().choice_probs(question, ["Yes", "No"]), abs=0.05)
