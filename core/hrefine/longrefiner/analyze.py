@@ -14,7 +14,7 @@ import math
 import re
 from typing import Any
 
-from hrefine.longrefiner import prompts
+import hrefine.longrefiner.prompts as prompts
 from hrefine.longrefiner.options import LongRefinerOptions
 
 __all__ = ["QueryAnalysis", "analysis_prompt", "fixed_analysis", "parse_analysis", "weights_of"]

@@ -13,8 +13,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar
 
+import hrefine.longrefiner.prompts as prompts
 from hrefine.errors import ConfigError, InputTypeError
-from hrefine.longrefiner import prompts
 from hrefine.options import Options, check_int, check_number, setting
 
 __all__ = ["STEP_SWITCHES", "STRUCTURE_SOURCES", "LongRefinerOptions"]

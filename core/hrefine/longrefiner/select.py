@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
+import hrefine.longrefiner.prompts as prompts
 from hrefine.budget import JOIN_SLACK, TokenCounter, fill
 from hrefine.errors import BudgetTooSmallError
-from hrefine.longrefiner import prompts
 from hrefine.longrefiner.document import StructuredDocument
 from hrefine.longrefiner.options import LongRefinerOptions
 from hrefine.models.lexical import BM25Scorer, fuse

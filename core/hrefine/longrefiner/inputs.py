@@ -1,0 +1,97 @@
+"""Checks of what :meth:`~hrefine.longrefiner.LongRefiner.refine` is given: the query, the
+budget, the documents and their titles, each refused with an error that says what to pass."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence, Set
+from typing import Any
+
+from hrefine._encodable import encodable
+from hrefine._query import check_query
+from hrefine.errors import ConfigError, EmptyInputError, InputTypeError
+from hrefine.longrefiner.document import StructuredDocument
+
+__all__ = [
+    "USED_FOR",
+    "check_budget",
+    "check_call",
+    "check_document",
+    "check_refine_query",
+    "present_documents",
+]
+
+#: What an empty query's error says LongRefiner needs the query for.
+USED_FOR = "LongRefiner scores the document's sections against the query"
+
+
+def present_documents(docs: Sequence[StructuredDocument | None]) -> list[StructuredDocument]:
+    """The documents that have text; all empty is an error."""
+    present = [d for d in docs if d is not None]
+    if not present:
+        msg = f"all {len(docs)} documents are empty (no text to refine)"
+        raise EmptyInputError(msg)
+    return present
+
+
+def check_call(
+    query: object, documents: object, max_tokens: object, titles: Sequence[str] | None
+) -> tuple[str, int, list[str]]:
+    """The query, the budget and the list of texts of one refine call."""
+    text = check_refine_query(query)
+    budget = check_budget(max_tokens)
+    if isinstance(documents, (str, bytes, bytearray)):
+        texts: list[Any] = [documents]
+    elif isinstance(documents, (Mapping, Set)):
+        # A dict would be read as its keys, a set in no set order: neither is a list of texts.
+        msg = (
+            f"documents must be a string or a list of strings, got {type(documents).__name__}; "
+            "pass the texts in a list"
+        )
+        raise InputTypeError(msg)
+    elif isinstance(documents, Sequence) or hasattr(documents, "__iter__"):
+        texts = list(documents)  # type: ignore[call-overload]
+    else:
+        msg = f"documents must be a string or a list of strings, got {type(documents).__name__}"
+        raise InputTypeError(msg)
+    if titles is not None and len(titles) != len(texts):
+        msg = f"got {len(titles)} titles for {len(texts)} documents; pass one per document"
+        raise ConfigError(msg)
+    return text, budget, texts
+
+
+def check_refine_query(query: object) -> str:
+    """The query, checked as every method checks it."""
+    return check_query(query, used_for=USED_FOR)
+
+
+def check_budget(max_tokens: object) -> int:
+    """A whole number of tokens, at least 1."""
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
+        msg = f"max_tokens must be a whole number, got {type(max_tokens).__name__}"
+        raise InputTypeError(msg)
+    if max_tokens < 1:
+        msg = f"max_tokens must be at least 1, got {max_tokens}"
+        raise ConfigError(msg)
+    return max_tokens
+
+
+def check_document(document: object, max_chars: int) -> str:
+    """One document as text: bytes decoded, lone surrogates replaced, size and emptiness checked."""
+    if isinstance(document, (bytes, bytearray)):
+        document = bytes(document).decode("utf-8", errors="replace")
+    if not isinstance(document, str):
+        msg = f"a document must be a string (HTML, Markdown or text), got {type(document).__name__}"
+        raise InputTypeError(msg)
+    # Lone surrogates (JSON's "\\ud800", text cut inside a pair) reach no tokenizer: each
+    # becomes U+FFFD, as in the query, so the structure still holds every other character.
+    document = encodable(document)
+    if len(document) > max_chars:
+        msg = (
+            f"document of {len(document):,} characters is over max_input_chars "
+            f"({max_chars:,}); raise the limit or split the document"
+        )
+        raise ConfigError(msg)
+    if not document.strip():
+        msg = "the document is empty"
+        raise EmptyInputError(msg)
+    return document

@@ -1,0 +1,107 @@
+"""What :meth:`~hrefine.longrefiner.LongRefiner.refine` returns: the kept text per document,
+every node's scores, what was dropped and why, and the timings."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from hrefine.longrefiner.analyze import QueryAnalysis
+from hrefine.longrefiner.document import StructuredDocument
+from hrefine.longrefiner.select import GlobalSelection
+
+__all__ = ["RefineResult", "RefinedDocument"]
+
+
+@dataclasses.dataclass
+class RefinedDocument:
+    """One input document's part of a :class:`RefineResult`.
+
+    Attributes
+    ----------
+    index:
+        Position of the document in the input.
+    text:
+        The kept text: the kept units in document order, joined by the separator (``""`` when
+        nothing of this document was kept).
+    kept:
+        Ids of the kept nodes of ``structure.tree``, in document order.
+    tokens:
+        Tokens of ``text`` in the budget's tokenizer.
+    score:
+        The best combined score among the kept nodes (None when nothing was kept).
+    structure:
+        The document's section tree.
+    local, global_, combined:
+        Every node's local score, global score and combined score (arrays indexed by node id).
+    selection:
+        What step 3 chose in this document.
+    dropped:
+        Every node left out, mapped to why (``"over_budget"``, ``"expanded_into_children"``…).
+    """
+
+    index: int
+    text: str
+    kept: list[int]
+    tokens: int
+    score: float | None
+    structure: StructuredDocument
+    local: np.ndarray
+    global_: np.ndarray
+    combined: np.ndarray
+    selection: GlobalSelection
+    dropped: dict[int, str]
+
+
+@dataclasses.dataclass
+class RefineResult:
+    """The outcome of :meth:`LongRefiner.refine`.
+
+    Attributes
+    ----------
+    query:
+        The question.
+    documents:
+        One entry per input document, in input order.
+    analysis:
+        Step 1's outcome (the weights used).
+    budget:
+        The token budget asked for.
+    tokens:
+        Tokens of the output (all documents' texts joined), never over ``budget``.
+    tokenizer:
+        Name of the tokenizer that counted them.
+    separator:
+        What joins kept units and documents in :attr:`text`.
+    timings:
+        Seconds per step: ``"analysis"``, ``"structure"``, ``"selection"`` (step 3),
+        ``"scoring"`` (local scores), ``"fill"`` (the budgeted selection) and ``"total"``.
+    trimmed:
+        The budget was below every unit: the best paragraph was cut to fit.
+    notes:
+        Fallbacks and repairs, in order (also in each structure's ``notes``).
+    """
+
+    query: str
+    documents: list[RefinedDocument]
+    analysis: QueryAnalysis
+    budget: int
+    tokens: int
+    tokenizer: str
+    separator: str
+    timings: dict[str, float]
+    trimmed: bool = False
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        """The kept text of every document, in input order, joined by the separator."""
+        return self.separator.join(d.text for d in self.documents if d.text)
+
+    def to_html(self) -> str:
+        """A self-contained HTML report: each document's section tree with every section's
+        local, global and combined score, what was kept and what was dropped and why."""
+        from hrefine.longrefiner.report import render_report
+
+        return render_report(self)
