@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from hrefine._cli_support import say
+from hrefine._cli_verbs import Shared, option, verb
 from hrefine._encodable import encodable
 from hrefine._folders import folder_problem
 from hrefine.errors import ConfigError
@@ -75,6 +76,10 @@ RetryOpt = Annotated[
     typer.Option("--retry-errors", help="Process again the rows that failed in earlier runs."),
 ]
 QuietOpt = Annotated[bool, typer.Option("--quiet", help="No progress bars, only the last line.")]
+EmbedderOpt = Annotated[
+    str | None,
+    typer.Option(help="A sentence-transformers folder or cached name (default: MiniLM)."),
+]
 TokenizerOpt = Annotated[
     str | None,
     typer.Option(
@@ -82,6 +87,9 @@ TokenizerOpt = Annotated[
         "folder, a cached model name, a tiktoken name, or regex."
     ),
 ]
+
+#: A stage's own part: its options in, ``run_stage``'s stage arguments out.
+StageArgs = Callable[..., dict[str, Any]]
 
 
 def summary_line(report: Any) -> str:
@@ -175,47 +183,59 @@ def _common(**values: Any) -> dict[str, Any]:
     return values
 
 
-@distributed_app.command("html")
+# The options every stage shares, in the order their help shows them (corpus, cluster, pool).
+_SHARED = (
+    option("input", InputOpt),
+    option("output", OutputOpt),
+    option("address", AddressOpt, None),
+    option("workers", WorkersOpt, None),
+    option("fmt", FormatOpt, None),
+    option("id_column", IdOpt, "id"),
+    option("text_column", TextOpt, None),
+    option("batch_size", BatchOpt, 8),
+    option("gpus_per_worker", GpusOpt, 1.0),
+    option("retry_errors", RetryOpt, False),
+    option("quiet", QuietOpt, False),
+)
+
+
+def _stage(
+    name: str, *, batch_size: bool = True, gpus: bool = True
+) -> Callable[[StageArgs], StageArgs]:
+    """Register a stage's own part as ``hrefine distributed NAME``: the shared options first
+    (``--batch-size`` and ``--gpus-per-worker`` only where the stage has them), then its own.
+    The own part turns its options into :func:`~hrefine.distributed.run_stage`'s stage
+    arguments (``settings``, and ``refine``'s query column and budget)."""
+    left_out = {"batch_size"} - ({"batch_size"} if batch_size else set())
+    left_out |= set() if gpus else {"gpus_per_worker"}
+    shared = [p for p in _SHARED if p.name not in left_out]
+
+    def run(common: Shared, own: StageArgs, values: dict[str, Any]) -> None:
+        stage_args = own(**values)  # a bad setting fails here, before Ray starts
+        _run(name, _common(**common), **stage_args)
+
+    def register(own: StageArgs) -> StageArgs:
+        distributed_app.command(name)(verb(own, run, before=shared))
+        return own
+
+    return register
+
+
+@_stage("html", gpus=False)
 def html(
-    input: InputOpt,
-    output: OutputOpt,
-    address: AddressOpt = None,
-    workers: WorkersOpt = None,
-    fmt: FormatOpt = None,
-    id_column: IdOpt = "id",
-    text_column: TextOpt = None,
-    batch_size: BatchOpt = 8,
-    retry_errors: RetryOpt = False,
-    quiet: QuietOpt = False,
     keep_boilerplate: Annotated[
         bool, typer.Option("--keep-boilerplate", help="Keep navigation, footers and sidebars.")
     ] = False,
     max_words: Annotated[
         int, typer.Option("--max-words", help="Most words of one block of the block tree.")
     ] = 256,
-) -> None:
+) -> dict[str, Any]:
     """Clean HTML pages and build their block trees (column html)."""
-    common = _common(**{k: v for k, v in locals().items() if k not in _HTML_OWN})
-    settings = {"boilerplate": not keep_boilerplate, "max_words": max_words}
-    _run("html", common, settings=settings)
+    return {"settings": {"boilerplate": not keep_boilerplate, "max_words": max_words}}
 
 
-_HTML_OWN = frozenset({"keep_boilerplate", "max_words"})
-
-
-@distributed_app.command("structure")
+@_stage("structure")
 def structure(
-    input: InputOpt,
-    output: OutputOpt,
-    address: AddressOpt = None,
-    workers: WorkersOpt = None,
-    fmt: FormatOpt = None,
-    id_column: IdOpt = "id",
-    text_column: TextOpt = None,
-    batch_size: BatchOpt = 8,
-    gpus_per_worker: GpusOpt = 1.0,
-    retry_errors: RetryOpt = False,
-    quiet: QuietOpt = False,
     source: Annotated[
         str,
         typer.Option(
@@ -227,32 +247,18 @@ def structure(
         typer.Option(help="A local LM folder or cached name that structures plain text."),
     ] = None,
     tokenizer: TokenizerOpt = None,
-) -> None:
+) -> dict[str, Any]:
     """Structure long documents into sections and paragraphs (column text; title optional)."""
-    common = _common(**{k: v for k, v in locals().items() if k not in _STRUCTURE_OWN})
     settings: dict[str, Any] = {"structure": source}
     if lm is not None:
         settings["lm"] = lm
     if tokenizer is not None:
         settings["tokenizer"] = tokenizer
-    _run("structure", common, settings=settings)
+    return {"settings": settings}
 
 
-_STRUCTURE_OWN = frozenset({"source", "lm", "tokenizer"})
-
-
-@distributed_app.command("raptor")
+@_stage("raptor", batch_size=False)
 def raptor(
-    input: InputOpt,
-    output: OutputOpt,
-    address: AddressOpt = None,
-    workers: WorkersOpt = None,
-    fmt: FormatOpt = None,
-    id_column: IdOpt = "id",
-    text_column: TextOpt = None,
-    gpus_per_worker: GpusOpt = 1.0,
-    retry_errors: RetryOpt = False,
-    quiet: QuietOpt = False,
     group_column: Annotated[
         str | None,
         typer.Option(help="Rows with the same value share a tree (default: a tree per row)."),
@@ -261,18 +267,14 @@ def raptor(
         str | None,
         typer.Option(help="Summariser: a local model folder or cached name (default: SmolLM2)."),
     ] = None,
-    embedder: Annotated[
-        str | None,
-        typer.Option(help="A sentence-transformers folder or cached name (default: MiniLM)."),
-    ] = None,
+    embedder: EmbedderOpt = None,
     chunk_tokens: Annotated[int, typer.Option(help="Leaf size in tokens.")] = 100,
     summary_tokens: Annotated[int, typer.Option(help="Most new tokens per summary.")] = 100,
     max_layers: Annotated[int, typer.Option(help="Most summary layers above the leaves.")] = 5,
     seed: Annotated[int, typer.Option(help="Seed of UMAP and the Gaussian mixtures.")] = 224,
     tokenizer: TokenizerOpt = None,
-) -> None:
+) -> dict[str, Any]:
     """Build a RAPTOR tree per group of documents (column text), saved in the Parquet rows."""
-    common = _common(**{k: v for k, v in locals().items() if k not in _RAPTOR_OWN})
     settings: dict[str, Any] = {
         "chunk_tokens": chunk_tokens,
         "summary_tokens": summary_tokens,
@@ -285,26 +287,11 @@ def raptor(
     from hrefine.raptor import RaptorOptions
 
     RaptorOptions.build(**{k: v for k, v in settings.items() if k != "llm"})
-    _run("raptor", common, settings=settings)
+    return {"settings": settings, "group_column": group_column}
 
 
-_RAPTOR_OWN = frozenset(
-    {"llm", "embedder", "chunk_tokens", "summary_tokens", "max_layers", "seed", "tokenizer"}
-)
-
-
-@distributed_app.command("garlic")
+@_stage("garlic", batch_size=False)
 def garlic(
-    input: InputOpt,
-    output: OutputOpt,
-    address: AddressOpt = None,
-    workers: WorkersOpt = None,
-    fmt: FormatOpt = None,
-    id_column: IdOpt = "id",
-    text_column: TextOpt = None,
-    gpus_per_worker: GpusOpt = 1.0,
-    retry_errors: RetryOpt = False,
-    quiet: QuietOpt = False,
     group_column: Annotated[
         str | None,
         typer.Option(help="Rows with the same value share a graph (default: a graph per row)."),
@@ -313,44 +300,26 @@ def garlic(
         str | None,
         typer.Option(help="The LM: a local model folder or cached name (default: SmolLM2)."),
     ] = None,
-    embedder: Annotated[
-        str | None,
-        typer.Option(help="A sentence-transformers folder or cached name (default: MiniLM)."),
-    ] = None,
+    embedder: EmbedderOpt = None,
     chunk_tokens: Annotated[int, typer.Option(help="Leaf size in tokens.")] = 300,
     max_levels: Annotated[int, typer.Option(help="Most summary levels above the leaves.")] = 8,
     edges: Annotated[
         str | None, typer.Option(help="Edge weights: attention or embedding (default: auto).")
     ] = None,
     tokenizer: TokenizerOpt = None,
-) -> None:
+) -> dict[str, Any]:
     """Build a GARLIC graph per group of documents (column text), saved in the Parquet rows."""
-    common = _common(**{k: v for k, v in locals().items() if k not in _GARLIC_OWN})
     settings: dict[str, Any] = {"chunk_tokens": chunk_tokens, "max_levels": max_levels}
     named = (("lm", lm), ("embedder", embedder), ("tokenizer", tokenizer), ("edges", edges))
     settings.update({name: value for name, value in named if value is not None})
     from hrefine.garlic import GarlicOptions
 
     GarlicOptions.build(**{k: v for k, v in settings.items() if k != "lm"})
-    _run("garlic", common, settings=settings)
+    return {"settings": settings, "group_column": group_column}
 
 
-_GARLIC_OWN = frozenset({"lm", "embedder", "chunk_tokens", "max_levels", "edges", "tokenizer"})
-
-
-@distributed_app.command("refine")
+@_stage("refine")
 def refine(
-    input: InputOpt,
-    output: OutputOpt,
-    address: AddressOpt = None,
-    workers: WorkersOpt = None,
-    fmt: FormatOpt = None,
-    id_column: IdOpt = "id",
-    text_column: TextOpt = None,
-    batch_size: BatchOpt = 8,
-    gpus_per_worker: GpusOpt = 1.0,
-    retry_errors: RetryOpt = False,
-    quiet: QuietOpt = False,
     method: Annotated[
         str, typer.Option(help="longrefiner (text) or htmlrag (prune HTML pages).")
     ] = "longrefiner",
@@ -365,20 +334,14 @@ def refine(
         "embedding"
     ),
     tokenizer: TokenizerOpt = None,
-) -> None:
+) -> dict[str, Any]:
     """Refine (query, documents) pairs to a token budget (columns query and documents)."""
-    common = _common(**{k: v for k, v in locals().items() if k not in _REFINE_OWN})
     settings: dict[str, Any] = {"scorer": scorer}
     if tokenizer is not None:
         settings["tokenizer"] = tokenizer
-    _run(
-        "refine",
-        common,
-        settings=settings,
-        method=method,
-        query_column=query_column,
-        max_tokens=max_tokens,
-    )
-
-
-_REFINE_OWN = frozenset({"method", "query_column", "max_tokens", "scorer", "tokenizer"})
+    return {
+        "settings": settings,
+        "method": method,
+        "query_column": query_column,
+        "max_tokens": max_tokens,
+    }
