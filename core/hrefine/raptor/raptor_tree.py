@@ -35,6 +35,9 @@ _PER_QUERY = frozenset({"lexical_weight", "summary_rank"})
 
 #: The ``kind`` of a saved RAPTOR tree.
 KIND = "raptor"
+#: Tree metadata: the name of the counter of the nodes' token counts (counted again on load
+#: with any other counter, so a budget is kept in the loaded tree's tokens).
+COUNTER = "hrefine_counter"
 #: How to pass a model to a load instead of the one a save names (in messages).
 _LOAD_HINT = (
     "RaptorTree.load(path, {name}=...) (hrefine raptor query takes --tokenizer and --embedder)"
@@ -113,6 +116,7 @@ class RaptorTree:
         sources = as_sources(docs)
         self = cls(Tree(), opts, llm=llm, embedder=embedder, tokenizer=tokenizer)
         self.tree.metadata["sources"] = [s.id for s in sources]
+        self.tree.metadata[COUNTER] = self.counter.name
         leaves = _build.add_leaves(self.tree, sources, 0, self.counter, opts.chunk_tokens)
         return self, leaves
 
@@ -451,7 +455,10 @@ class RaptorTree:
         """
         _check_loaded(tree, where)
         self = cls(tree, options, llm=llm, embedder=embedder, tokenizer=tokenizer)
-        if tokenizer is not None:
+        if tokenizer is not None or tree.metadata.get(COUNTER) != self.counter.name:
+            # Counted by another tokenizer (one given to build as an object or name is not
+            # saved): the budget would be kept in its tokens, not in this tree's.
+            tree.metadata[COUNTER] = self.counter.name
             counts = self.counter.count_many([n.text for n in tree])
             for node, n in zip(tree, counts, strict=True):
                 node.metadata[TOKENS] = int(n)
