@@ -200,16 +200,20 @@ def outcomes_to_documents(
         outcomes,
         token_counts,
         tokenizer=tokenizer,
-        unit="documents",
-        metadata_of=lambda i: documents[i].metadata,
-        # a reranker's score, before ours
-        input_score_of=lambda i: documents[i].metadata.get("relevance_score"),
         keep_input_order=keep_input_order,
+        **_inputs(documents),
     )
-    return [
-        Document(page_content=o.html, metadata=metadata, id=documents[o.index].id)
-        for o, metadata in kept
-    ]
+    return [Document(page_content=o.html, metadata=m, id=documents[o.index].id) for o, m in kept]
+
+
+def _inputs(documents: Sequence[Document]) -> dict[str, Any]:
+    """How the core's ``kept_with_metadata`` reads the input Documents: their metadata, and
+    their own score (a reranker's ``relevance_score``, before ours)."""
+    return {
+        "unit": "documents",
+        "metadata_of": lambda i: documents[i].metadata,
+        "input_score_of": lambda i: documents[i].metadata.get("relevance_score"),
+    }
 
 
 # -- LongRefiner ----------------------------------------------------------------------------
@@ -253,17 +257,8 @@ def refined_to_documents(
     hrefine keys (:func:`hrefine.longrefiner.outcome.kept_with_metadata`); an input's own
     ``relevance_score`` (a reranker's) is kept as ``hrefine_input_score``.
     """
-    kept = refined_with_metadata(
-        outcomes,
-        unit="documents",
-        metadata_of=lambda i: documents[i].metadata,
-        input_score_of=lambda i: documents[i].metadata.get("relevance_score"),
-        keep_input_order=keep_input_order,
-    )
-    return [
-        Document(page_content=o.text, metadata=metadata, id=documents[o.index].id)
-        for o, metadata in kept
-    ]
+    kept = refined_with_metadata(outcomes, keep_input_order=keep_input_order, **_inputs(documents))
+    return [Document(page_content=o.text, metadata=m, id=documents[o.index].id) for o, m in kept]
 
 
 def to_refiner_llm(

@@ -2,38 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from hrefine.html import DEFAULT_BUDGET, MIN_BUDGET, HtmlPruner, HtmlPrunerOptions
-from hrefine.html.outcome import (
-    DocumentOutcome,
-    PruneJob,
-    check_query,
-)
+from hrefine.html.outcome import DocumentOutcome, PruneJob, check_query
 from hrefine.models import Embedder
 from hrefine.options import Rebuilt, adapter_model
 from hrefine.results import ResultOptions
-from langchain_core.callbacks import Callbacks
-from langchain_core.documents import BaseDocumentCompressor, Document
+from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import Field, PrivateAttr
 
-from langchain_hrefine._convert import (
-    document_list,
-    documents_to_html,
-    outcomes_to_documents,
-    to_embedder,
-)
+from langchain_hrefine._compressor import JobCompressor
+from langchain_hrefine._convert import documents_to_html, outcomes_to_documents, to_embedder
+from langchain_hrefine._fields import EMBEDDINGS_FOR_SCORER, budget_field, model_field
 
 __all__ = ["HtmlRagCompressor"]
 
 if TYPE_CHECKING:
-    _HtmlRagFields = BaseDocumentCompressor
+    _HtmlRagFields = JobCompressor
 else:  # one field per HtmlPrunerOptions setting (its embedder is the ``embeddings`` field)
     # and per ResultOptions setting (top_n, keep_input_order, strict)
     _HtmlRagFields = adapter_model(
-        adapter_model(BaseDocumentCompressor, HtmlPrunerOptions, name="_HtmlRagPrunerFields"),
+        adapter_model(JobCompressor, HtmlPrunerOptions, name="_HtmlRagPrunerFields"),
         ResultOptions,
         name="_HtmlRagCompressorFields",
     )
@@ -106,18 +97,12 @@ class HtmlRagCompressor(_HtmlRagFields):
     >>> pruned = compressor.compress_documents(docs, "who won in 1972?")  # doctest: +SKIP
     """
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
-
-    max_tokens: int = Field(
-        default=DEFAULT_BUDGET,
-        ge=MIN_BUDGET,
-        strict=True,
-        description=f"Token budget of the pruned HTML (at least {MIN_BUDGET}).",
+    max_tokens: int = budget_field(
+        DEFAULT_BUDGET,
+        f"Token budget of the pruned HTML (at least {MIN_BUDGET}).",
+        minimum=MIN_BUDGET,
     )
-    embeddings: Embeddings | Embedder | None = Field(
-        default=None,
-        description="Embeddings for the 'embedding' scorer; None: the embedded default model.",
-    )
+    embeddings: Embeddings | Embedder | None = model_field(EMBEDDINGS_FOR_SCORER)
     prune_together: bool = Field(
         default=True,
         description="Prune all documents against one budget (True) or each on its own (False).",
@@ -127,26 +112,18 @@ class HtmlRagCompressor(_HtmlRagFields):
         default_factory=lambda: Rebuilt(HtmlPrunerOptions, HtmlPruner)
     )
 
-    def model_post_init(self, context: Any, /) -> None:
-        """Build the core pruner and its token counter now, so that a bad setting (an unknown
-        scorer, a tokenizer that is not there) fails at construction."""
-        _ = self._get_pruner().counter
-        ResultOptions.of(self)
-
-    def warmup(self) -> HtmlRagCompressor:
-        """Load the models now (the budget tokenizer, the scorer's model, and the LM when
-        ``generative``) and run one tiny call, so that the first real call is fast; see
-        :meth:`hrefine.html.HtmlPruner.warmup`. Idempotent; returns this component."""
-        self._get_pruner().warmup()
-        return self
-
     def _get_pruner(self) -> HtmlPruner:
         """The core ``HtmlPruner`` for the current fields (made again when one changed)."""
         return self._pruner.get(self, {"embedder": (self.embeddings, to_embedder)})
 
-    def _finish(
-        self, documents: Sequence[Document], outcomes: list[DocumentOutcome]
-    ) -> list[Document]:
+    def _core(self) -> HtmlPruner:
+        return self._get_pruner()
+
+    def _job(self, documents: list[Document], query: str) -> PruneJob:
+        pages = documents_to_html(documents)
+        return PruneJob.from_fields(self._get_pruner(), pages, check_query(query), self)
+
+    def _finish(self, documents: list[Document], outcomes: list[DocumentOutcome]) -> list[Document]:
         counter = self._get_pruner().counter
         counts = counter.count_many([o.html for o in outcomes])
         return outcomes_to_documents(
@@ -156,48 +133,3 @@ class HtmlRagCompressor(_HtmlRagFields):
             tokenizer=counter.name,
             keep_input_order=ResultOptions.of(self).keep_input_order,
         )
-
-    def _job(self, documents: Sequence[Document], query: str) -> PruneJob:
-        pages = documents_to_html(documents)
-        return PruneJob.from_fields(self._get_pruner(), pages, check_query(query), self)
-
-    def compress_documents(
-        self,
-        documents: Sequence[Document],
-        query: str,
-        callbacks: Callbacks | None = None,
-    ) -> Sequence[Document]:
-        """Prune the HTML of ``documents`` to the budget, keeping what is relevant to ``query``.
-
-        Parameters
-        ----------
-        documents:
-            Documents whose ``page_content`` is HTML.
-        query:
-            The question the context is for.
-        callbacks:
-            Accepted for the LangChain interface; pruning makes no LangChain model calls.
-
-        Returns
-        -------
-        Sequence[Document]
-            New Documents with pruned HTML and the metadata described in the class docstring,
-            most relevant first (or in input order with ``keep_input_order``); documents with
-            nothing kept are left out and counted in each output's
-            ``hrefine_dropped_documents``. All inputs empty: ``[]`` (unless ``strict``).
-        """
-        docs = document_list(documents)
-        job = self._job(docs, query)
-        return self._finish(docs, job.run()) if docs else []
-
-    async def acompress_documents(
-        self,
-        documents: Sequence[Document],
-        query: str,
-        callbacks: Callbacks | None = None,
-    ) -> Sequence[Document]:
-        """:meth:`compress_documents` on the core's async path (the event loop is not blocked);
-        same parameters and result."""
-        docs = document_list(documents)
-        job = self._job(docs, query)
-        return self._finish(docs, await job.arun()) if docs else []

@@ -2,40 +2,32 @@
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import logging
 import os
-from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from hrefine.budget import get_counter
-from hrefine.errors import ConfigError, InputTypeError, TreeError
+from hrefine.errors import InputTypeError
 from hrefine.garlic import GarlicGraph, GarlicOptions, GarlicSearcher, SearchResult
 from hrefine.garlic.visited import fit_to_budget
 from hrefine.models import Embedder
 from hrefine.options import adapter_model
 from hrefine.raptor import Source
 from hrefine.results import by_relevance
-from langchain_core.callbacks import (
-    AsyncCallbackManagerForRetrieverRun,
-    CallbackManagerForRetrieverRun,
-    Callbacks,
-)
-from langchain_core.documents import BaseDocumentCompressor, Document
+from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
-from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import PrivateAttr
 
+from langchain_hrefine._compressor import CoreCompressor
 from langchain_hrefine._convert import (
-    document_list,
     documents_to_sources,
-    texts_to_sources,
     to_embedder,
     to_garlic_llm,
     visited_to_documents,
 )
+from langchain_hrefine._fields import budget_field, field_settings, model_field, options_of
+from langchain_hrefine._store_retriever import LoadArgs, StoreRetriever
 
 __all__ = ["GarlicCompressor", "GarlicRetriever"]
 
@@ -44,27 +36,35 @@ logger = logging.getLogger(__name__)
 #: The settings a call may change: ``invoke(query, patience=..., max_steps=..., max_tokens=...)``.
 CALL_SETTINGS = ("patience", "max_steps", "max_tokens")
 #: The GARLIC settings that are fields of the components (the models are fields of their own).
-FIELD_SETTINGS = tuple(n for n in GarlicOptions.names() if n not in GarlicOptions.adapter_excluded)
+FIELD_SETTINGS = field_settings(GarlicOptions)
 #: The compressor's default budget (the one LongRefiner's compressor uses).
 DEFAULT_BUDGET = 2048
 
 if TYPE_CHECKING:
-    _GarlicRetrieverFields = BaseRetriever
-    _GarlicCompressorFields = BaseDocumentCompressor
+    _GarlicRetrieverFields = StoreRetriever
+    _GarlicCompressorFields = CoreCompressor
 else:  # one field per GarlicOptions setting (its lm, embedder and tokenizer are declared below)
     _GarlicRetrieverFields = adapter_model(
-        BaseRetriever, GarlicOptions, name="_GarlicRetrieverFields"
+        StoreRetriever, GarlicOptions, name="_GarlicRetrieverFields"
     )
     _GarlicCompressorFields = adapter_model(
-        BaseDocumentCompressor, GarlicOptions, name="_GarlicCompressorFields"
+        CoreCompressor, GarlicOptions, name="_GarlicCompressorFields"
     )
 
 
-def _options(component: Any, **changes: Any) -> GarlicOptions:
-    """A component's fields as GarlicOptions (checked), with ``changes``; the tokenizer is kept
-    too, so that a named one (``"cl100k_base"``) is saved with the graph."""
-    values = {n: getattr(component, n) for n in FIELD_SETTINGS}
-    return GarlicOptions.build(**{**values, **changes}, tokenizer=component.tokenizer)
+def _llm_field() -> Any:
+    return model_field(
+        "The LLM: a chat model, LLM, Runnable or str -> str callable (prompt-only "
+        "mode), or a LocalLM (attention); None: the embedded SmolLM2."
+    )
+
+
+def _embeddings_field() -> Any:
+    return model_field("Embeddings of nodes and queries; None: the embedded model.")
+
+
+def _tokenizer_field() -> Any:
+    return model_field("Tokenizer of chunk sizes and max_tokens (None: Llama-3.2's).")
 
 
 def _build_graph(component: Any, sources: list[Source], progress: bool = False) -> GarlicGraph:
@@ -73,7 +73,7 @@ def _build_graph(component: Any, sources: list[Source], progress: bool = False) 
         sources,
         lm=to_garlic_llm(component.llm),
         embedder=to_embedder(component.embeddings),
-        options=_options(component),
+        options=options_of(component, GarlicOptions),
         progress=progress,
     )
 
@@ -140,136 +140,39 @@ class GarlicRetriever(_GarlicRetrieverFields):
     >>> context = retriever.invoke("Who wrote the book?")  # doctest: +SKIP
     """
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    _component = "GarlicRetriever"
+    _options_type = GarlicOptions
+    _call_names = (*CALL_SETTINGS, "k")
+    _saved_fields = ("embedding_weight", "search_prompt", *CALL_SETTINGS)
+    _empty_warning = "GarlicRetriever has no graph; build it with from_documents()"
+    _nothing_to_save = "this GarlicRetriever has no graph to save; build it with from_documents()"
 
-    llm: Any = Field(
-        default=None,
-        description="The LLM: a chat model, LLM, Runnable or str -> str callable (prompt-only "
-        "mode), or a LocalLM (attention); None: the embedded SmolLM2.",
-    )
-    embeddings: Embeddings | Embedder | None = Field(
-        default=None,
-        description="Embeddings of nodes and queries; None: the embedded model.",
-    )
-    tokenizer: Any = Field(
-        default=None,
-        description="Tokenizer of chunk sizes and max_tokens (None: Llama-3.2's).",
-    )
+    llm: Any = _llm_field()
+    embeddings: Embeddings | Embedder | None = _embeddings_field()
+    tokenizer: Any = _tokenizer_field()
 
-    _graph: GarlicGraph | None = PrivateAttr(default=None)
     _last: SearchResult | None = PrivateAttr(default=None)
-
-    def model_post_init(self, context: Any, /) -> None:
-        """Check the settings now, so that a bad one fails at construction."""
-        _options(self)
 
     @property
     def graph(self) -> GarlicGraph | None:
         """The core :class:`~hrefine.garlic.GarlicGraph` (None when made empty): its
         ``stats``, ``levels`` and node tree."""
-        return self._graph
+        graph: GarlicGraph | None = self._store
+        return graph
 
     @property
     def last_result(self) -> SearchResult | None:
         """The core :class:`~hrefine.garlic.SearchResult` of the last call (its trace)."""
         return self._last
 
-    # -- building ---------------------------------------------------------------------------
-    @classmethod
-    def from_texts(
-        cls,
-        texts: Iterable[str],
-        metadatas: Sequence[Mapping[str, Any]] | None = None,
-        *,
-        ids: Sequence[str | None] | None = None,
-        llm: Any = None,
-        embeddings: Embeddings | Embedder | None = None,
-        tokenizer: Any = None,
-        progress: bool = False,
-        **fields: Any,
-    ) -> GarlicRetriever:
-        """Build a retriever over ``texts``.
+    def _build_store(self, sources: list[Source], progress: bool) -> GarlicGraph:
+        return _build_graph(self, sources, progress)
 
-        Parameters
-        ----------
-        texts:
-            The documents' texts.
-        metadatas:
-            One metadata dict per text (copied onto its chunks; JSON-able values if the graph
-            is to be saved), or None.
-        ids:
-            One id per text (reported in ``hrefine_sources``), or None.
-        llm, embeddings, tokenizer:
-            The models (see the class attributes).
-        progress:
-            Log each level as it is made.
-        **fields:
-            Any other field: ``patience``, ``max_tokens``, ``chunk_tokens``...
-
-        Raises
-        ------
-        EmptyInputError
-            Every text is empty.
-        GenerationError
-            The LLM failed, or wrote no summary point for a batch after its retries.
-        ConfigError, InputTypeError
-            A setting or an input is not valid.
-        """
-        sources = texts_to_sources(texts, metadatas, ids)
-        return cls._build(sources, llm, embeddings, tokenizer, progress, fields)
-
-    @classmethod
-    def from_documents(
-        cls,
-        documents: Iterable[Document],
-        *,
-        llm: Any = None,
-        embeddings: Embeddings | Embedder | None = None,
-        tokenizer: Any = None,
-        progress: bool = False,
-        **fields: Any,
-    ) -> GarlicRetriever:
-        """Build a retriever over LangChain ``documents`` (their text, a copy of their metadata
-        and their ids); same parameters and errors as :meth:`from_texts`."""
-        sources = documents_to_sources(documents)
-        return cls._build(sources, llm, embeddings, tokenizer, progress, fields)
-
-    @classmethod
-    def _build(
-        cls,
-        sources: list[Source],
-        llm: Any,
-        embeddings: Any,
-        tokenizer: Any,
-        progress: bool,
-        fields: dict[str, Any],
-    ) -> GarlicRetriever:
-        self = cls(llm=llm, embeddings=embeddings, tokenizer=tokenizer, **fields)
-        self._graph = _build_graph(self, sources, progress)
-        return self
-
-    # -- retrieval --------------------------------------------------------------------------
-    def _call_settings(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        allowed = (*CALL_SETTINGS, "k")
-        unknown = sorted(set(kwargs) - set(allowed))
-        if unknown:
-            msg = (
-                f"GarlicRetriever.invoke got unknown argument(s) {', '.join(unknown)}; "
-                f"a call may set {', '.join(allowed)}"
-            )
-            raise ConfigError(msg)
-        # A bad value (k=0, patience=0) is a ConfigError from the options when the call runs.
-        return {n: kwargs.get(n, getattr(self, n)) for n in allowed}
-
-    def _search(self, query: str, settings: dict[str, Any]) -> list[Document]:
-        graph = self._graph
-        if graph is None:
-            logger.warning("GarlicRetriever has no graph; build it with from_documents()")
-            return []
-        options = _options(self, **settings)
+    def _retrieve(self, store: GarlicGraph, query: str, settings: dict[str, Any]) -> list[Document]:
+        options = self._options(**settings)
         k = options.k
         searcher = GarlicSearcher(
-            graph,
+            store,
             lm=to_garlic_llm(self.llm),
             embedder=to_embedder(self.embeddings),
             options=options,
@@ -278,92 +181,19 @@ class GarlicRetriever(_GarlicRetrieverFields):
         self._last = result
         # Best first, as every retriever (earlier in the document on a tie); k keeps the first k.
         docs = by_relevance(
-            visited_to_documents(result, graph.tree), lambda d: d.metadata["relevance_score"]
+            visited_to_documents(result, store.tree), lambda d: d.metadata["relevance_score"]
         )
         return docs if k is None else docs[:k]
 
-    def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
-    ) -> list[Document]:
-        return self._search(query, self._call_settings(kwargs))
+    # The search is a sequence of dependent LLM steps on one KV cache: the async call runs it
+    # in the default executor (StoreRetriever._aretrieve).
 
-    async def _aget_relevant_documents(
-        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
-    ) -> list[Document]:
-        # The search is a sequence of dependent LLM steps on one KV cache: it runs in the
-        # default executor, so the event loop is never blocked.
-        settings = self._call_settings(kwargs)
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(None, functools.partial(self._search, query, settings))
-
-    # -- persistence ------------------------------------------------------------------------
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Save the graph and the settings into folder ``path`` (JSON and .npy, checksummed,
-        never pickle); the models are not saved. Returns the folder.
-
-        Raises
-        ------
-        TreeError
-            The retriever has no graph.
-        """
-        if self._graph is None:
-            msg = "this GarlicRetriever has no graph to save; build it with from_documents()"
-            raise TreeError(msg)
-        graph = self._graph
-        # the current search fields, with the graph's own building settings
-        searching = ("embedding_weight", "search_prompt", *CALL_SETTINGS)
-        options = graph.options.replace(**{n: getattr(self, n) for n in searching})
-        return GarlicGraph(graph.tree, options).save(path)
+    def _saveable(self, store: GarlicGraph, options: GarlicOptions) -> GarlicGraph:
+        return GarlicGraph(store.tree, options)
 
     @classmethod
-    def load(
-        cls,
-        path: str | os.PathLike[str],
-        *,
-        llm: Any = None,
-        embeddings: Embeddings | Embedder | None = None,
-        tokenizer: Any = None,
-        **fields: Any,
-    ) -> GarlicRetriever:
-        """A retriever over the graph saved in ``path`` by :meth:`save`.
-
-        Parameters
-        ----------
-        path:
-            The folder.
-        llm:
-            The LLM of the search (None: the embedded SmolLM2).
-        embeddings:
-            The embeddings the graph was built with (None: the embedded model).
-        tokenizer:
-            Count tokens with this one; None: the saved tokenizer if it was named, else the
-            default.
-        **fields:
-            Change saved settings (``patience``, ``max_tokens``...) or set the retriever's own
-            fields (``tags``, ``metadata``).
-
-        Raises
-        ------
-        PersistenceError
-            ``path`` is not a saved GARLIC graph, or a file in it was edited or truncated.
-        ConfigError, InputTypeError
-            A setting in ``fields`` is not valid.
-        """
-        settings = {n: v for n, v in fields.items() if n in FIELD_SETTINGS}
-        others = {n: v for n, v in fields.items() if n not in FIELD_SETTINGS}
-        GarlicOptions.build(**settings)  # a bad setting of the caller's is theirs to fix
-        graph = GarlicGraph.load(path, embedder=to_embedder(embeddings), **settings)
-        options = graph.options
-        saved = {n: getattr(options, n) for n in FIELD_SETTINGS}
-        self = cls(
-            llm=llm,
-            embeddings=embeddings,
-            tokenizer=tokenizer if tokenizer is not None else options.tokenizer,
-            **saved,
-            **others,
-        )
-        self._graph = graph
-        return self
+    def _load_store(cls, path: str | os.PathLike[str], given: LoadArgs) -> GarlicGraph:
+        return GarlicGraph.load(path, embedder=to_embedder(given.embeddings), **given.settings)
 
 
 class GarlicCompressor(_GarlicCompressorFields):
@@ -400,63 +230,18 @@ class GarlicCompressor(_GarlicCompressorFields):
     >>> context = compressor.compress_documents(docs, "Who wrote it?")  # doctest: +SKIP
     """
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
-
-    max_tokens: int = Field(  # type: ignore[assignment]
-        default=DEFAULT_BUDGET,
-        ge=1,
-        strict=True,
-        description="Token budget of the returned text of all documents together.",
+    max_tokens: int = budget_field(  # type: ignore[assignment]
+        DEFAULT_BUDGET, "Token budget of the returned text of all documents together."
     )
-    llm: Any = Field(
-        default=None,
-        description="The LLM: a chat model, LLM, Runnable or str -> str callable (prompt-only "
-        "mode), or a LocalLM (attention); None: the embedded SmolLM2.",
-    )
-    embeddings: Embeddings | Embedder | None = Field(
-        default=None,
-        description="Embeddings of nodes and queries; None: the embedded model.",
-    )
-    tokenizer: Any = Field(
-        default=None,
-        description="Tokenizer of chunk sizes and max_tokens (None: Llama-3.2's).",
-    )
+    llm: Any = _llm_field()
+    embeddings: Embeddings | Embedder | None = _embeddings_field()
+    tokenizer: Any = _tokenizer_field()
 
     def model_post_init(self, context: Any, /) -> None:
         """Check the settings now, so that a bad one fails at construction."""
-        _options(self)
+        options_of(self, GarlicOptions)
 
-    def compress_documents(
-        self,
-        documents: Sequence[Document],
-        query: str,
-        callbacks: Callbacks | None = None,
-    ) -> Sequence[Document]:
-        """Build a graph over ``documents``, search it for ``query``, return what it read.
-
-        Parameters
-        ----------
-        documents:
-            The retrieved Documents.
-        query:
-            The question.
-        callbacks:
-            Accepted for the LangChain interface.
-
-        Returns
-        -------
-        Sequence[Document]
-            New Documents, in document order, whose texts total at most ``max_tokens``.
-
-        Raises
-        ------
-        InputTypeError
-            An item is not a Document, or the query is not a string.
-        EmptyInputError
-            The query is empty.
-        GenerationError
-            The LLM failed.
-        """
+    def _compress(self, documents: Sequence[Document], query: str) -> list[Document]:
         if not isinstance(query, str):
             msg = f"query must be a string, got {type(query).__name__}"
             raise InputTypeError(msg)
@@ -479,16 +264,3 @@ class GarlicCompressor(_GarlicCompressorFields):
             result = searcher.search(query, max_tokens=self.max_tokens)
         kept = fit_to_budget(result, self.max_tokens, get_counter(self.tokenizer))
         return visited_to_documents(result, graph.tree, kept)
-
-    async def acompress_documents(
-        self,
-        documents: Sequence[Document],
-        query: str,
-        callbacks: Callbacks | None = None,
-    ) -> Sequence[Document]:
-        """:meth:`compress_documents` in the default executor (the event loop is not
-        blocked); same parameters and result."""
-        loop = asyncio.get_running_loop()
-        docs = document_list(documents)
-        call = functools.partial(self.compress_documents, docs, query)
-        return await loop.run_in_executor(None, call)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from hrefine.longrefiner import LongRefiner, LongRefinerOptions
@@ -10,18 +9,18 @@ from hrefine.longrefiner.outcome import DocumentOutcome, RefineJob, RefinerSlot
 from hrefine.models import Embedder
 from hrefine.options import adapter_model
 from hrefine.results import ResultOptions
-from langchain_core.callbacks import Callbacks
-from langchain_core.documents import BaseDocumentCompressor, Document
+from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import Field, PrivateAttr
 
+from langchain_hrefine._compressor import JobCompressor
 from langchain_hrefine._convert import (
-    document_list,
     documents_to_texts,
     refined_to_documents,
     to_embedder,
     to_refiner_llm,
 )
+from langchain_hrefine._fields import EMBEDDINGS_FOR_SCORER, budget_field, model_field
 
 __all__ = ["LongRefinerCompressor"]
 
@@ -29,11 +28,11 @@ __all__ = ["LongRefinerCompressor"]
 DEFAULT_BUDGET = 2048
 
 if TYPE_CHECKING:
-    _LongRefinerFields = BaseDocumentCompressor
+    _LongRefinerFields = JobCompressor
 else:  # one field per LongRefinerOptions setting (its lm, llm, embedder and tokenizer are
     # declared below) and per ResultOptions setting (top_n, keep_input_order, strict)
     _LongRefinerFields = adapter_model(
-        adapter_model(BaseDocumentCompressor, LongRefinerOptions, name="_LongRefinerOptionFields"),
+        adapter_model(JobCompressor, LongRefinerOptions, name="_LongRefinerOptionFields"),
         ResultOptions,
         name="_LongRefinerCompressorFields",
     )
@@ -129,18 +128,10 @@ class LongRefinerCompressor(_LongRefinerFields):
     >>> refined = compressor.compress_documents(docs, "When does it expire?")  # doctest: +SKIP
     """
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
-
-    max_tokens: int = Field(
-        default=DEFAULT_BUDGET,
-        ge=1,
-        strict=True,
-        description="Token budget of the refined text of all documents together.",
+    max_tokens: int = budget_field(
+        DEFAULT_BUDGET, "Token budget of the refined text of all documents together."
     )
-    embeddings: Embeddings | Embedder | None = Field(
-        default=None,
-        description="Embeddings for the 'embedding' scorer; None: the embedded default model.",
-    )
+    embeddings: Embeddings | Embedder | None = model_field(EMBEDDINGS_FOR_SCORER)
     llm: Any = Field(
         default=None,
         description=(
@@ -155,31 +146,15 @@ class LongRefinerCompressor(_LongRefinerFields):
             "(the embedded SmolLM2); None: no model (unless llm is given)."
         ),
     )
-    tokenizer: Any = Field(
-        default=None,
-        description="Tokenizer of max_tokens (None: Llama-3.2's).",
-    )
+    tokenizer: Any = model_field("Tokenizer of max_tokens (None: Llama-3.2's).")
 
     _refiner: RefinerSlot = PrivateAttr(default_factory=RefinerSlot)
-
-    def model_post_init(self, context: Any, /) -> None:
-        """Build the core refiner and its token counter now, so that a bad setting (an unknown
-        scorer, a tokenizer that is not there, both lm and llm) fails at construction."""
-        _ = self._get_refiner().counter
-        ResultOptions.of(self)
 
     @property
     def refiner(self) -> LongRefiner:
         """The core :class:`~hrefine.longrefiner.LongRefiner` for the current fields (its
         ``structure``, ``analyze`` and ``refine`` are there for inspection)."""
         return self._get_refiner()
-
-    def warmup(self) -> LongRefinerCompressor:
-        """Load the models now (the budget tokenizer, the scorer's model, and the LM when
-        given) and run one tiny refinement, so that the first real call is fast; see
-        :meth:`hrefine.longrefiner.LongRefiner.warmup`. Returns this component."""
-        self._get_refiner().warmup()
-        return self
 
     def _get_refiner(self) -> LongRefiner:
         """The core ``LongRefiner`` for the current fields (made again when one changed)."""
@@ -197,62 +172,13 @@ class LongRefinerCompressor(_LongRefinerFields):
             },
         )
 
-    def _job(self, documents: Sequence[Document], query: str) -> RefineJob:
+    def _core(self) -> LongRefiner:
+        return self._get_refiner()
+
+    def _job(self, documents: list[Document], query: str) -> RefineJob:
         texts, titles = documents_to_texts(documents)
         return RefineJob.from_fields(self._get_refiner(), texts, titles, query, self)
 
-    def _finish(
-        self, documents: Sequence[Document], outcomes: list[DocumentOutcome]
-    ) -> list[Document]:
+    def _finish(self, documents: list[Document], outcomes: list[DocumentOutcome]) -> list[Document]:
         order = ResultOptions.of(self).keep_input_order
         return refined_to_documents(documents, outcomes, keep_input_order=order)
-
-    def compress_documents(
-        self,
-        documents: Sequence[Document],
-        query: str,
-        callbacks: Callbacks | None = None,
-    ) -> Sequence[Document]:
-        """Refine ``documents`` to the budget, keeping what is relevant to ``query``.
-
-        Parameters
-        ----------
-        documents:
-            Documents whose ``page_content`` is a long text (plain, Markdown or HTML).
-        query:
-            The question the context is for.
-        callbacks:
-            Accepted for the LangChain interface; the ``llm`` is called with its own.
-
-        Returns
-        -------
-        Sequence[Document]
-            New Documents with the refined text and the metadata described in the class
-            docstring, most relevant first (or in input order with ``keep_input_order``);
-            documents with nothing kept are left out and counted in each output's
-            ``hrefine_dropped_documents``. All inputs empty: ``[]`` (unless ``strict``).
-
-        Raises
-        ------
-        InputTypeError
-            An item is not a Document, or the query is not a string.
-        EmptyInputError
-            The query is empty (or, with ``strict``, every document is).
-        BudgetTooSmallError
-            Not even one word of the best paragraph fits ``max_tokens``.
-        """
-        docs = document_list(documents)
-        job = self._job(docs, query)
-        return self._finish(docs, job.run())
-
-    async def acompress_documents(
-        self,
-        documents: Sequence[Document],
-        query: str,
-        callbacks: Callbacks | None = None,
-    ) -> Sequence[Document]:
-        """:meth:`compress_documents` on the core's async path (the event loop is not blocked);
-        same parameters and result."""
-        docs = document_list(documents)
-        job = self._job(docs, query)
-        return self._finish(docs, await job.arun())

@@ -5,21 +5,14 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hrefine.errors import ConfigError, TreeError
+from hrefine.errors import ConfigError
 from hrefine.models import Embedder
 from hrefine.options import adapter_model
 from hrefine.raptor import RaptorOptions, RaptorTree, RetrievedNode, Source
-from langchain_core.callbacks import (
-    AsyncCallbackManagerForRetrieverRun,
-    CallbackManagerForRetrieverRun,
-)
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
-from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, Field, PrivateAttr
 
 from langchain_hrefine._convert import (
     documents_to_sources,
@@ -28,6 +21,8 @@ from langchain_hrefine._convert import (
     to_embedder,
     to_summariser,
 )
+from langchain_hrefine._fields import field_settings, model_field
+from langchain_hrefine._store_retriever import LoadArgs, StoreRetriever
 
 __all__ = ["RaptorRetriever"]
 
@@ -36,12 +31,12 @@ logger = logging.getLogger(__name__)
 #: The settings a call may change: ``invoke(query, k=..., max_tokens=..., mode=...)``.
 CALL_SETTINGS = ("k", "max_tokens", "mode")
 #: The RAPTOR settings that are fields of the retriever (the models are fields of their own).
-FIELD_SETTINGS = tuple(n for n in RaptorOptions.names() if n not in RaptorOptions.adapter_excluded)
+FIELD_SETTINGS = field_settings(RaptorOptions)
 
 if TYPE_CHECKING:
-    _RaptorFields = BaseRetriever
+    _RaptorFields = StoreRetriever
 else:  # one field per RaptorOptions setting (its llm, embedder and tokenizer are declared below)
-    _RaptorFields = adapter_model(BaseRetriever, RaptorOptions, name="_RaptorRetrieverFields")
+    _RaptorFields = adapter_model(StoreRetriever, RaptorOptions, name="_RaptorRetrieverFields")
 
 
 class RaptorRetriever(_RaptorFields):
@@ -105,40 +100,29 @@ class RaptorRetriever(_RaptorFields):
     >>> context = retriever.invoke("What is the story about?")  # doctest: +SKIP
     """
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    _component = "RaptorRetriever"
+    _options_type = RaptorOptions
+    _call_names = CALL_SETTINGS
+    _saved_fields = CALL_SETTINGS
+    _empty_warning = "RaptorRetriever has no documents yet; add_documents() builds its tree"
+    _nothing_to_save = "this RaptorRetriever has no tree to save; add documents first"
 
-    llm: Any = Field(
-        default=None,
-        description="Summariser: a chat model, LLM, Runnable or str -> str callable; None: "
-        "the embedded SmolLM2.",
+    llm: Any = model_field(
+        "Summariser: a chat model, LLM, Runnable or str -> str callable; None: "
+        "the embedded SmolLM2."
     )
-    embeddings: Embeddings | Embedder | None = Field(
-        default=None,
-        description="Embeddings of chunks, summaries and queries; None: the embedded model.",
+    embeddings: Embeddings | Embedder | None = model_field(
+        "Embeddings of chunks, summaries and queries; None: the embedded model."
     )
-    tokenizer: Any = Field(
-        default=None,
-        description="Tokenizer of chunk sizes and max_tokens (None: Llama-3.2's).",
-    )
-
-    _tree: RaptorTree | None = PrivateAttr(default=None)
-
-    def model_post_init(self, context: Any, /) -> None:
-        """Check the settings now, so that a bad one fails at construction."""
-        self._options()
+    tokenizer: Any = model_field("Tokenizer of chunk sizes and max_tokens (None: Llama-3.2's).")
 
     # -- the tree ---------------------------------------------------------------------------
     @property
     def tree(self) -> RaptorTree | None:
         """The core :class:`~hrefine.raptor.RaptorTree` (None until documents are added):
         its ``stats``, ``layers`` and node graph."""
-        return self._tree
-
-    def _options(self) -> RaptorOptions:
-        """The fields as RaptorOptions (checked); the tokenizer is kept too, so that a named
-        one (``"cl100k_base"``) is saved with the tree."""
-        values = {n: getattr(self, n) for n in FIELD_SETTINGS}
-        return RaptorOptions.build(**values, tokenizer=self.tokenizer)
+        tree: RaptorTree | None = self._store
+        return tree
 
     def _models(self, options: RaptorOptions) -> dict[str, Any]:
         """The core models for a build: the LLM, embedder and tokenizer, converted."""
@@ -149,65 +133,13 @@ class RaptorRetriever(_RaptorFields):
         }
 
     # -- building ---------------------------------------------------------------------------
-    @classmethod
-    def from_texts(
-        cls,
-        texts: Iterable[str],
-        metadatas: Sequence[Mapping[str, Any]] | None = None,
-        *,
-        ids: Sequence[str | None] | None = None,
-        llm: Any = None,
-        embeddings: Embeddings | Embedder | None = None,
-        tokenizer: Any = None,
-        progress: bool = False,
-        **fields: Any,
-    ) -> RaptorRetriever:
-        """Build a retriever over ``texts``.
+    def _build_store(self, sources: list[Source], progress: bool) -> RaptorTree:
+        options = self._options()
+        return RaptorTree.build(sources, options, progress=progress, **self._models(options))
 
-        Parameters
-        ----------
-        texts:
-            The documents' texts.
-        metadatas:
-            One metadata dict per text (copied onto its chunks; JSON-able values if the tree is
-            to be saved), or None.
-        ids:
-            One id per text (reported in ``hrefine_sources``), or None.
-        llm, embeddings, tokenizer:
-            The models (see the class attributes).
-        progress:
-            Log each layer as it is made.
-        **fields:
-            Any other field: ``k``, ``max_tokens``, ``mode``, ``chunk_tokens``...
-
-        Raises
-        ------
-        EmptyInputError
-            Every text is empty.
-        GenerationError
-            The LLM failed, timed out or answered with nothing after its retries (no
-            retriever is made).
-        ConfigError, InputTypeError
-            A setting or an input is not valid.
-        """
-        sources = texts_to_sources(texts, metadatas, ids)
-        return cls._build(sources, llm, embeddings, tokenizer, progress, fields)
-
-    @classmethod
-    def from_documents(
-        cls,
-        documents: Iterable[Document],
-        *,
-        llm: Any = None,
-        embeddings: Embeddings | Embedder | None = None,
-        tokenizer: Any = None,
-        progress: bool = False,
-        **fields: Any,
-    ) -> RaptorRetriever:
-        """Build a retriever over LangChain ``documents`` (their text, a copy of their metadata
-        and their ids); same parameters and errors as :meth:`from_texts`."""
-        sources = documents_to_sources(documents)
-        return cls._build(sources, llm, embeddings, tokenizer, progress, fields)
+    async def _abuild_store(self, sources: list[Source], progress: bool) -> RaptorTree:
+        options = self._options()
+        return await RaptorTree.abuild(sources, options, progress=progress, **self._models(options))
 
     @classmethod
     async def afrom_texts(
@@ -243,21 +175,6 @@ class RaptorRetriever(_RaptorFields):
         return await cls._abuild(sources, llm, embeddings, tokenizer, progress, fields)
 
     @classmethod
-    def _build(
-        cls,
-        sources: list[Source],
-        llm: Any,
-        embeddings: Any,
-        tokenizer: Any,
-        progress: bool,
-        fields: dict[str, Any],
-    ) -> RaptorRetriever:
-        self = cls(llm=llm, embeddings=embeddings, tokenizer=tokenizer, **fields)
-        options = self._options()
-        self._tree = RaptorTree.build(sources, options, progress=progress, **self._models(options))
-        return self
-
-    @classmethod
     async def _abuild(
         cls,
         sources: list[Source],
@@ -268,10 +185,7 @@ class RaptorRetriever(_RaptorFields):
         fields: dict[str, Any],
     ) -> RaptorRetriever:
         self = cls(llm=llm, embeddings=embeddings, tokenizer=tokenizer, **fields)
-        options = self._options()
-        self._tree = await RaptorTree.abuild(
-            sources, options, progress=progress, **self._models(options)
-        )
+        self._store = await self._abuild_store(sources, progress)
         return self
 
     def add_documents(self, documents: Sequence[Document], **kwargs: Any) -> None:
@@ -288,133 +202,52 @@ class RaptorRetriever(_RaptorFields):
         """
         _no_kwargs("add_documents", kwargs)
         sources = documents_to_sources(documents)
-        if self._tree is None:
-            options = self._options()
-            self._tree = RaptorTree.build(sources, options, **self._models(options))
+        if self._store is None:
+            self._store = self._build_store(sources, False)
         else:
-            self._tree.insert(sources)
+            self._store.insert(sources)
 
     async def aadd_documents(self, documents: Sequence[Document], **kwargs: Any) -> None:
         """:meth:`add_documents` without blocking the event loop."""
         _no_kwargs("aadd_documents", kwargs)
         sources = documents_to_sources(documents)
-        if self._tree is None:
-            options = self._options()
-            self._tree = await RaptorTree.abuild(sources, options, **self._models(options))
+        if self._store is None:
+            self._store = await self._abuild_store(sources, False)
         else:
-            await self._tree.ainsert(sources)
+            await self._store.ainsert(sources)
 
     # -- retrieval --------------------------------------------------------------------------
-    def _call_settings(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        unknown = sorted(set(kwargs) - set(CALL_SETTINGS))
-        if unknown:
-            msg = (
-                f"RaptorRetriever.invoke got unknown argument(s) {', '.join(unknown)}; "
-                f"a call may set {', '.join(CALL_SETTINGS)}"
-            )
-            raise ConfigError(msg)
-        return {n: kwargs.get(n, getattr(self, n)) for n in CALL_SETTINGS}
-
     def _documents(self, nodes: list[RetrievedNode]) -> list[Document]:
-        assert self._tree is not None
-        ids = list(self._tree.tree.metadata.get("sources", []))
+        ids = list(self._store.tree.metadata.get("sources", []))
         return nodes_to_documents(nodes, ids)
 
-    def _empty(self) -> list[Document]:
-        logger.warning("RaptorRetriever has no documents yet; add_documents() builds its tree")
-        return []
+    def _retrieve(self, store: RaptorTree, query: str, settings: dict[str, Any]) -> list[Document]:
+        return self._documents(store.retrieve(query, **settings))
 
-    def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
+    async def _aretrieve(
+        self, store: RaptorTree, query: str, settings: dict[str, Any]
     ) -> list[Document]:
-        settings = self._call_settings(kwargs)
-        if self._tree is None:
-            return self._empty()
-        return self._documents(self._tree.retrieve(query, **settings))
-
-    async def _aget_relevant_documents(
-        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
-    ) -> list[Document]:
-        settings = self._call_settings(kwargs)
-        if self._tree is None:
-            return self._empty()
-        return self._documents(await self._tree.aretrieve(query, **settings))
+        return self._documents(await store.aretrieve(query, **settings))
 
     # -- persistence ------------------------------------------------------------------------
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Save the tree and the settings into folder ``path`` (JSON and .npy, checksummed,
-        never pickle); the models are not saved. Returns the folder.
-
-        Raises
-        ------
-        TreeError
-            The retriever has no tree yet.
-        """
-        if self._tree is None:
-            msg = "this RaptorRetriever has no tree to save; add documents first"
-            raise TreeError(msg)
-        tree = self._tree
-        # the current retrieval fields, with the tree's own building settings
-        options = tree.options.replace(**{n: getattr(self, n) for n in CALL_SETTINGS})
-        return RaptorTree(tree.tree, options, tokenizer=tree.counter).save(path)
+    def _saveable(self, store: RaptorTree, options: RaptorOptions) -> RaptorTree:
+        return RaptorTree(store.tree, options, tokenizer=store.counter)
 
     @classmethod
-    def load(
-        cls,
-        path: str | os.PathLike[str],
-        *,
-        llm: Any = None,
-        embeddings: Embeddings | Embedder | None = None,
-        tokenizer: Any = None,
-        **fields: Any,
-    ) -> RaptorRetriever:
-        """A retriever over the tree saved in ``path`` by :meth:`save`.
-
-        Parameters
-        ----------
-        path:
-            The folder.
-        llm:
-            The summariser for :meth:`add_documents` (None: the embedded SmolLM2).
-        embeddings:
-            The embeddings the tree was built with (None: the embedded model).
-        tokenizer:
-            Count tokens with this one (the tree's counts are made again); None: the saved
-            tokenizer if it was named, else the default.
-        **fields:
-            Change saved settings (``k``, ``max_tokens``, ``mode``...) or set the retriever's
-            own fields (``tags``, ``metadata``).
-
-        Raises
-        ------
-        PersistenceError
-            ``path`` is not a saved RAPTOR tree, or a file in it was edited or truncated.
-        ConfigError, InputTypeError
-            A setting in ``fields`` is not valid.
-        """
-        settings = {n: v for n, v in fields.items() if n in FIELD_SETTINGS}
-        others = {n: v for n, v in fields.items() if n not in FIELD_SETTINGS}
-        RaptorOptions.build(**settings)  # a bad setting of the caller's is theirs to fix
-        embedder = to_embedder(embeddings)
+    def _load_store(cls, path: str | os.PathLike[str], given: LoadArgs) -> RaptorTree:
+        # Token counts are made again in a given tokenizer's tokens; the LLM summarises what
+        # add_documents adds.
+        embedder = to_embedder(given.embeddings)
+        tokenizer, settings = given.tokenizer, given.settings
         loaded = RaptorTree.load(path, embedder=embedder, tokenizer=tokenizer, **settings)
         options = loaded.options
-        tree = RaptorTree(
+        return RaptorTree(
             loaded.tree,
             options,
-            llm=to_summariser(llm, options),
+            llm=to_summariser(given.llm, options),
             embedder=embedder,
             tokenizer=loaded.counter,
         )
-        saved = {n: getattr(options, n) for n in FIELD_SETTINGS}
-        self = cls(
-            llm=llm,
-            embeddings=embeddings,
-            tokenizer=tokenizer if tokenizer is not None else options.tokenizer,
-            **saved,
-            **others,
-        )
-        self._tree = tree
-        return self
 
 
 def _no_kwargs(method: str, kwargs: Mapping[str, Any]) -> None:
