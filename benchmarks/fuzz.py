@@ -1,4 +1,5 @@
-"""A long seeded fuzz run of the HtmlRAG pruner, the cleaner and both adapters (issue #41).
+"""A long seeded fuzz run of the HtmlRAG pruner, the cleaner and both adapters (issue #41),
+RAPTOR, GARLIC, LongRefiner and saved folders (issue #55).
 
 ``python -m benchmarks.fuzz [--cases N] [--seed S]``, or in the suite (``benchmarks.run``).
 Each case is a page (random HTML-ish text, random bytes, deep nesting, or a real page of the
@@ -8,11 +9,17 @@ which a bad page beside it must not sink. Every case is cleaned and pruned with 
 scorer; every ``ADAPTER_EVERY``-th case also goes through the LangChain compressor and the
 LlamaIndex postprocessor, and every ``EMBEDDING_EVERY``-th through the embedding scorer.
 
+Each case belongs to one family (:data:`FAMILY_SHARES`): the HtmlRAG cases above, or a
+RAPTOR, GARLIC or LongRefiner case (:mod:`benchmarks._fuzz_methods`: build, insert, retrieve,
+search, refine with hostile documents, queries and budgets), or a saved folder saved and
+loaded, damaged or forged (:mod:`benchmarks._fuzz_persist`).
+
 Writes ``results/fuzz.{json,md}``: cases by source, errors raised on purpose by type, and the
 broken properties: crashes (any exception that is not an ``HrefineError``, or not the one the
-arguments call for) by type, outputs over budget, unaccounted text, sunk batches; each with its
-first reproducer. The suite fails (floors ``metrics/no_crash`` and ``metrics/within_budget`` of
-1.0 in ``results/baseline.json``) when a crash or an output over budget is found.
+arguments call for) by type, outputs over budget, unaccounted or lost text (a change of a
+saved folder that loaded unnoticed among them), sunk batches; each with its first reproducer.
+The suite fails (floors ``metrics/no_crash``, ``metrics/within_budget`` and
+``metrics/no_silent_loss`` of 1.0 in ``results/baseline.json``) when one is found.
 """
 
 from __future__ import annotations
@@ -22,7 +29,9 @@ import json
 import logging
 import os
 import random
+import shutil
 import sys
+import tempfile
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
@@ -30,6 +39,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._common import REPO, RESULTS_DIR, SEED, hardware, package_versions, quiet_bm25s
+from benchmarks._fuzz_inputs import load_texts
+from benchmarks._fuzz_methods import MethodFuzz
+from benchmarks._fuzz_persist import PersistFuzz
 from benchmarks._fuzzcases import (
     Finding,
     check_adapter_pages,
@@ -47,6 +59,12 @@ from benchmarks._fuzzcases import (
 
 QUICK_CASES = 10_000
 FULL_CASES = 50_000
+#: Share of the cases per family (issue #55): the HtmlRAG pruner (#41), the three newer
+#: methods (:mod:`benchmarks._fuzz_methods`) and saved folders (:mod:`benchmarks._fuzz_persist`).
+FAMILY_SHARES = {"htmlrag": 0.3, "raptor": 0.2, "garlic": 0.15, "longrefiner": 0.15,
+                 "persistence": 0.2}  # fmt: skip
+#: Every this many-th RAPTOR or GARLIC build uses the embedded embedder (else keyword vectors).
+METHOD_EMBED_EVERY = 40
 ADAPTER_EVERY = 25
 EMBEDDING_EVERY = 100
 #: Larger cases skip the embedding scorer (a CPU embeds a whole page in seconds).
@@ -175,6 +193,14 @@ def run(cases: int, seed: int = SEED, data: Path | None = None) -> dict[str, Any
     calls: Counter[str] = Counter()
     seconds: dict[str, float] = defaultdict(float)
     started = time.perf_counter()
+    methods = MethodFuzz(load_texts(data), embed_every=METHOD_EMBED_EVERY)
+    family_rng = random.Random(f"{seed}:family")
+    method_rng = random.Random(f"{seed}:methods")
+    persist_rng = random.Random(f"{seed}:persistence")
+    families: Counter[str] = Counter()
+    names, shares = list(FAMILY_SHARES), list(FAMILY_SHARES.values())
+    workdir = Path(tempfile.mkdtemp(prefix="hrefine-fuzz-"))
+    persist: PersistFuzz | None = None
 
     def note(found: list[Finding], repro: str) -> None:
         for f in found:
@@ -183,6 +209,18 @@ def run(cases: int, seed: int = SEED, data: Path | None = None) -> dict[str, Any
             examples.setdefault(key, repro)
 
     for i in range(cases):
+        family = family_rng.choices(names, shares)[0]
+        families[family] += 1
+        if family != "htmlrag":
+            t0 = time.perf_counter()
+            if family == "persistence":
+                if persist is None:
+                    persist = PersistFuzz(load_texts(data), workdir)
+                note(*persist.case(persist_rng))
+            else:
+                note(*methods.case(family, method_rng))
+            seconds[family] += time.perf_counter() - t0
+            continue
         source, html = random_case(rng, pages)
         query, budget = random_query(rng), random_budget(rng)
         sources[source] += 1
@@ -221,6 +259,13 @@ def run(cases: int, seed: int = SEED, data: Path | None = None) -> dict[str, Any
                 calls[kind] += 1
             seconds["adapters"] += time.perf_counter() - t0
     wall = time.perf_counter() - started
+    shutil.rmtree(workdir, ignore_errors=True)
+    for counts in (methods.raised, *([persist.raised] if persist else [])):
+        raised.update(counts)
+    sources.update(methods.sources)
+    if persist is not None:
+        sources.update({f"persistence {k}": v for k, v in persist.sources.items()})
+    calls.update(methods.calls)
     totals = Counter(key.split(":", 1)[0] for key in broken.elements())
     crashes = Counter(
         key.rsplit(": ", 1)[1] for key in broken.elements() if key.startswith("crash")
@@ -228,6 +273,7 @@ def run(cases: int, seed: int = SEED, data: Path | None = None) -> dict[str, Any
     return {
         "cases": cases,
         "seed": seed,
+        "families": dict(sorted(families.items())),
         "sources": dict(sorted(sources.items())),
         "calls": dict(sorted(calls.items())),
         "raised_on_purpose": dict(sorted(raised.items())),
@@ -235,6 +281,7 @@ def run(cases: int, seed: int = SEED, data: Path | None = None) -> dict[str, Any
         "crashes_by_type": dict(sorted(crashes.items())),
         "over_budget": totals["over_budget"],
         "unaccounted": totals["unaccounted"],
+        "lost": totals["lost"],
         "sunk_batches": totals["sunk_batch"],
         "broken": dict(sorted(broken.items())),
         "examples": dict(sorted(examples.items())),
@@ -244,6 +291,7 @@ def run(cases: int, seed: int = SEED, data: Path | None = None) -> dict[str, Any
         "metrics": {
             "no_crash": 1.0 if not crashes else 0.0,
             "within_budget": 1.0 if not totals["over_budget"] else 0.0,
+            "no_silent_loss": 1.0 if not totals["lost"] + totals["unaccounted"] else 0.0,
         },
     }
 
@@ -253,20 +301,32 @@ def markdown(result: dict[str, Any]) -> str:
     lines = [
         "## fuzz",
         "",
-        f"{result['cases']:,} seeded cases (seed {result['seed']}, {result['mode']} mode) "
+        f"{result['cases']:,} seeded cases (seed {result['seed']}, {result['mode']} mode): "
+        + ", ".join(f"{k} {v:,}" for k, v in result["families"].items())
+        + ". HtmlRAG cases go "
         f'through `clean_html`, `HtmlPruner(scorer="bm25")` (every '
         f"{EMBEDDING_EVERY}th case up to {EMBEDDING_MAX_BYTES:,} bytes also the embedding "
         f"scorer) and, every {ADAPTER_EVERY}th, both "
         f"adapters; {result['wall_s']} s on {result['hardware']['cores']} cores. Properties "
         "(issue #41): only `HrefineError` subclasses are raised, never an output over the "
         "budget, the words of the cleaned page are all in blocks that are kept (and in the "
-        "output) or have a drop reason, and a bad page never sinks a batch.",
+        "output) or have a drop reason, and a bad page never sinks a batch. RAPTOR, GARLIC and "
+        "LongRefiner (issue #55; keyword embedder, the embedded one every "
+        f"{METHOD_EMBED_EVERY}th build, extractive or scripted LLMs answering hostile text now "
+        "and then, BM25): only `HrefineError`s, and the errors the arguments call for; "
+        "retrieved, visited and refined text within the budget; every non-blank character of a "
+        "document in a leaf or a structure, every LongRefiner node kept or given a drop reason. "
+        "Saved folders: a save loads back exactly, a damaged one (truncated, bytes flipped, "
+        "files deleted or linked, the manifest edited or cut) loads exactly what was saved or "
+        "raises a `PersistenceError`, and a forged one (signed again) loads and answers "
+        "queries raising nothing but `HrefineError`s.",
         "",
         "| property | broken |",
         "|---|---|",
         f"| crash (not an HrefineError, or the wrong one) | {result['crashes']} |",
         f"| output over budget | {result['over_budget']} |",
         f"| text unaccounted for | {result['unaccounted']} |",
+        f"| text lost without a reason (or a saved folder changed unnoticed) | {result['lost']} |",
         f"| batch sunk by one page | {result['sunk_batches']} |",
         "",
         "Cases by source: "
@@ -317,19 +377,22 @@ def main(quick: bool = True, cases: int | None = None, seed: int = SEED) -> dict
 
 
 def _cli(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="fuzz the HtmlRAG pruner (issue #41)")
+    parser = argparse.ArgumentParser(
+        description="fuzz the four methods and saved folders (issues #41, #55)"
+    )
     parser.add_argument("--cases", type=int, default=QUICK_CASES)
     parser.add_argument("--seed", type=int, default=SEED)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     result = main(quick=True, cases=args.cases, seed=args.seed)
-    summary = {k: result[k] for k in ("cases", "crashes", "over_budget", "unaccounted")}
+    keys = ("cases", "crashes", "over_budget", "unaccounted", "lost")
+    summary = {k: result[k] for k in keys}
     print(
         json.dumps({**summary, "sunk_batches": result["sunk_batches"], "wall_s": result["wall_s"]})
     )
     for key, repro in result["examples"].items():
         print(f"{key}\n    {repro}")
-    return 1 if result["crashes"] or result["over_budget"] else 0
+    return 1 if result["crashes"] or result["over_budget"] or result["lost"] else 0
 
 
 if __name__ == "__main__":
