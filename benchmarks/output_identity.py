@@ -215,9 +215,14 @@ def collect(only: str | None = None) -> dict[str, Any]:
     return results
 
 
-def compare(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
-    """The names of the cases that differ between two snapshots (or are in one only)."""
-    names = sorted((set(a) | set(b)) - {_META})
+def _names(a: dict[str, Any], b: dict[str, Any], only: str | None = None) -> list[str]:
+    return sorted(n for n in (set(a) | set(b)) - {_META} if not only or only in n)
+
+
+def compare(a: dict[str, Any], b: dict[str, Any], only: str | None = None) -> list[str]:
+    """The names of the cases that differ between two snapshots (or are in one only); with
+    ``only``, of the cases whose name contains it."""
+    names = _names(a, b, only)
     return [n for n in names if (a.get(n) or {}).get("sha256") != (b.get(n) or {}).get("sha256")]
 
 
@@ -234,18 +239,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.output_identity")
     parser.add_argument("--out", help="write the snapshot JSON here")
     parser.add_argument("--compare", nargs=2, metavar=("A", "B"), help="compare two snapshots")
-    parser.add_argument("--only", help="run only the cases whose name contains this")
+    parser.add_argument("--only", help="run (or compare) only the cases whose name contains this")
     args = parser.parse_args(argv)
     if args.compare:
         a, b = (_load(p) for p in args.compare)
-        diff = compare(a, b)
+        diff = compare(a, b, args.only)
         for name in diff:
             left, right = a.get(name), b.get(name)
             if left is None or right is None:
                 print(f"{name}: only in {args.compare[0] if right is None else args.compare[1]}")
             else:
                 print(f"{name}: differs\n  A: {left['head']!r}\n  B: {right['head']!r}")
-        total = len((set(a) | set(b)) - {_META})
+        total = len(_names(a, b, args.only))
         print(f"{len(diff)} of {total} cases differ" if diff else f"all {total} cases identical")
         return 1 if diff else 0
     if not args.out:

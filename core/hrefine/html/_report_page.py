@@ -23,12 +23,12 @@ whole in one part. The report draws the first part and keeps the others inert in
 
 from __future__ import annotations
 
-import html as html_lib
 import re
 from collections.abc import Sequence
 from copy import deepcopy
 from typing import TYPE_CHECKING, Any
 
+from hrefine._report_frame import esc, esc_text
 from hrefine.html._load import LIBXML_MAX_DEPTH, parse_document, text_content
 from hrefine.html._text import normalize_space
 from hrefine.html.paragraphs import split_element
@@ -38,7 +38,7 @@ from hrefine.html.tags import BLOCK_TAGS, HEADING_TAGS, JUNK_TAGS, TABLE_SECTION
 if TYPE_CHECKING:
     from hrefine.html.result import BlockReport
 
-__all__ = ["CHUNK", "PageWriter", "esc"]
+__all__ = ["CHUNK", "PageWriter"]
 
 # Elements left out with everything inside them: what the cleaner removes, and the rest of what
 # draws no text of its own or would break the drawn page (math, forms, obsolete raw-text tags).
@@ -88,11 +88,6 @@ _MARKER = re.compile(r' data-b="\d+"')
 CHUNK = 2000
 # Written tags that start a line of their own: a part's height is guessed from their count.
 _LINE_TAGS = frozenset({"div", "li", "tr", "dt", "dd", "pre", "blockquote", "figcaption"})
-
-
-def esc(text: str) -> str:
-    """``text`` escaped for an element's content (quotes left as they are)."""
-    return html_lib.escape(text, quote=False)
 
 
 class PageWriter:
@@ -239,7 +234,7 @@ class PageWriter:
         elif tag == "a":
             href = (el.get("href") or "").strip()
             if _SAFE_URL.match(href):
-                attrs += f' title="{html_lib.escape(href, quote=True)}"'
+                attrs += f' title="{esc(href)}"'
         if classes:
             attrs = f' class="{" ".join(classes)}"' + attrs
         out.append(f"<{name}{attrs}>")
@@ -248,7 +243,7 @@ class PageWriter:
         if tag == "img":
             alt = normalize_space(el.get("alt") or "")
             if alt:
-                out.append(f"[image: {esc(alt)}]")
+                out.append(f"[image: {esc_text(alt)}]")
         if name in _VOID:
             return
         block = bool(leaf)
@@ -316,7 +311,7 @@ class PageWriter:
             marks = ["hb", *self._classes(i)]
             if not b.kept and (cls or name) in _BADGED:
                 marks.append("bdg")
-            spans.append(f'<span class="{" ".join(marks)}" data-b="{i}">{esc(b.text)}</span>')
+            spans.append(f'<span class="{" ".join(marks)}" data-b="{i}">{esc_text(b.text)}</span>')
         self.out.append(f"<{name}{attrs}>{' '.join(spans)}</{name}>")
         self._count += 1 + len(spans)
         self._lines += 1
@@ -325,9 +320,9 @@ class PageWriter:
         if not text:
             return
         if own_id is not None and text.strip():
-            self.out.append(f'<span class="{own_cls}" data-o="{own_id}">{esc(text)}</span>')
+            self.out.append(f'<span class="{own_cls}" data-o="{own_id}">{esc_text(text)}</span>')
         else:
-            self.out.append(esc(text))
+            self.out.append(esc_text(text))
 
     @staticmethod
     def _tag(tag: str, parent: str, in_heading: bool) -> tuple[str, str]:

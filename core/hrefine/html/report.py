@@ -20,17 +20,15 @@ and answers quickly (see ``hrefine.html._report_page``).
 
 from __future__ import annotations
 
-import base64
 import functools
-import hashlib
-import html as html_lib
 import json
 import math
 from collections.abc import Sequence
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from hrefine.html._report_page import PageWriter, esc
+from hrefine._report_frame import esc, esc_text, page
+from hrefine.html._report_page import PageWriter
 from hrefine.html.reasons import EMPTY
 
 if TYPE_CHECKING:
@@ -80,29 +78,20 @@ def render_report(result: PruneResult, *, title: str | None = None) -> str:
         sent = result.documents[d] if d < len(result.documents) else ""
         sections.append(_section(d, n_docs, cleaned, sent, blocks, members, heat, placed))
     data = _data(result, placed)
-    doc_title = f"Pruning report: {title}" if title else "Pruning report"
     # Each asset starts on a line of its own after its opening tag.
     css = "\n" + _asset("report.css").replace("__FILL__", f"{_fill_share(result):.2f}")
     js = "\n" + _asset("report.js")
-    csp = _csp(script=js, style=css)
-    return "".join(
-        [
-            '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n',
-            f'<meta http-equiv="Content-Security-Policy" content="{csp}">\n',
-            '<meta name="referrer" content="no-referrer">\n',
-            '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
-            f"<title>{esc(doc_title)}</title>\n<style>{css}</style>\n</head>\n<body>\n",
-            _header(result, title),
-            '<div class="layout">\n<main id="docs">\n',
-            *sections,
-            "</main>\n",
-            _SIDEBAR,
-            "</div>\n",
-            '<div id="tip" class="tip" hidden></div>\n',
-            f'<script type="application/json" id="hr-data">{data}</script>\n',
-            f"<script>{js}</script>\n</body></html>\n",
-        ]
-    )
+    body = [
+        _header(result, title),
+        '<div class="layout">\n<main id="docs">\n',
+        *sections,
+        "</main>\n",
+        _SIDEBAR,
+        "</div>\n",
+        '<div id="tip" class="tip" hidden></div>\n',
+        f'<script type="application/json" id="hr-data">{data}</script>\n',
+    ]
+    return page("Pruning report", title, css, body, script=js, escape=esc_text)
 
 
 def render_notebook(result: PruneResult, *, title: str | None = None, height: int = 720) -> str:
@@ -114,7 +103,7 @@ def render_notebook(result: PruneResult, *, title: str | None = None, height: in
     """
     doc = render_report(result, title=title)
     return (
-        f'<iframe srcdoc="{html_lib.escape(doc, quote=True)}" sandbox="allow-scripts" '
+        f'<iframe srcdoc="{esc(doc)}" sandbox="allow-scripts" '
         f'title="hrefine pruning report" width="100%" height="{int(height)}" '
         'style="border:1px solid #e3e7ec;border-radius:8px;background:#fff"></iframe>'
     )
@@ -125,22 +114,6 @@ def render_notebook(result: PruneResult, *, title: str | None = None, height: in
 def _asset(name: str) -> str:
     """The text of the package data file ``report_assets/<name>``, read once per process."""
     return (resources.files("hrefine.html") / _ASSETS / name).read_text(encoding="utf-8")
-
-
-def _csp(*, script: str, style: str) -> str:
-    """A Content-Security-Policy that runs only ``script`` and applies only ``style``, the
-    report's inline code, by their hashes, and loads nothing from anywhere."""
-    return (
-        "default-src 'none'; "
-        f"script-src {_hash(script)}; style-src {_hash(style)}; "
-        "img-src 'none'; font-src 'none'; connect-src 'none'; media-src 'none'; "
-        "object-src 'none'; frame-src 'none'; base-uri 'none'; form-action 'none'"
-    )
-
-
-def _hash(text: str) -> str:
-    digest = hashlib.sha256(text.encode("utf-8")).digest()
-    return f"'sha256-{base64.b64encode(digest).decode('ascii')}'"
 
 
 # -- the frame around the pages ---------------------------------------------------------------
@@ -188,12 +161,12 @@ def _header(result: PruneResult, title: str | None) -> str:
     facts.append(f"tokenizer {result.tokenizer}")
     if result.stats.get("truncated"):
         facts.append("best block truncated to fit")
-    meta = " · ".join(esc(str(f)) for f in facts)
-    name = f'<span class="src">{esc(title)}</span>' if title else ""
+    meta = " · ".join(esc_text(str(f)) for f in facts)
+    name = f'<span class="src">{esc_text(title)}</span>' if title else ""
     return (
         '<header class="top">\n'
         f'<div class="brand">hrefine · HtmlRAG pruning report{name}</div>\n'
-        f'<h1 class="q"><span class="ql">Question</span>{esc(result.query)}</h1>\n'
+        f'<h1 class="q"><span class="ql">Question</span>{esc_text(result.query)}</h1>\n'
         f'<div class="meta">{meta}</div>\n'
         '<div class="row">\n<div class="budget">'
         '<div class="bar" role="img" aria-label="tokens kept out of the budget">'
@@ -256,13 +229,13 @@ def _section(
     note = "" if kept or not cleaned else '<span class="none">nothing from it is kept</span>'
     sent_html = (
         f'<details class="sent"><summary>The exact HTML the LLM receives from this document '
-        f"({len(sent):,} characters)</summary><pre>{esc(sent)}</pre></details>\n"
+        f"({len(sent):,} characters)</summary><pre>{esc_text(sent)}</pre></details>\n"
         if sent
         else ""
     )
     return (
         f'<section class="doc" id="doc-{d}" data-doc="{d}">\n'
-        f'<h2 class="doc-h"><span>{esc(heading)}</span><span class="cnt">{counts}</span>'
+        f'<h2 class="doc-h"><span>{esc_text(heading)}</span><span class="cnt">{counts}</span>'
         f"{note}</h2>\n"
         f"{page}\n{sent_html}</section>\n"
     )

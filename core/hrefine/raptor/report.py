@@ -27,9 +27,20 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from hrefine._atomic import write_text
-from hrefine._inert_html import csp as _csp
-from hrefine._inert_html import esc as _esc
-from hrefine._inert_html import first_words as _first_words
+from hrefine._report_frame import (
+    METER_CSS,
+    PAGE_CSS,
+    TABLE_CSS,
+    esc,
+    folded,
+    header,
+    meter,
+    more,
+    opening,
+    page,
+    ref,
+    table,
+)
 from hrefine.errors import InputTypeError
 from hrefine.raptor.build import TOKENS
 from hrefine.raptor.options import check_mode
@@ -73,22 +84,15 @@ _REASON_TEXT = {
     NOT_REACHED: "tree traversal: none of its parents was chosen",
 }
 
-_CSS = """
-body{font:15px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1d2733;
-background:#f6f8fa}
-header{background:#fff;border-bottom:1px solid #e3e7ec;padding:18px 28px}
-main{padding:8px 28px 40px;max-width:1200px}
-.brand{color:#5b6776;font-size:13px}
-h1{font-size:21px;margin:4px 0 6px}
-h2{font-size:17px;margin:26px 0 8px}
+_CSS = (
+    PAGE_CSS
+    + """h2{font-size:17px;margin:26px 0 8px}
 h3{font-size:15px;margin:18px 0 6px;color:#38424f}
 .meta{color:#5b6776;font-size:13px}
-.bar{display:block;width:420px;max-width:100%;height:12px;margin:8px 0 2px}
-table{border-collapse:collapse;width:100%;background:#fff;font-size:13.5px}
-th,td{border:1px solid #e3e7ec;padding:5px 8px;text-align:left;vertical-align:top}
-th{background:#eef2f5}
-td.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
-.layer{display:flex;flex-wrap:wrap;gap:10px}
+"""
+    + METER_CSS
+    + TABLE_CSS
+    + """.layer{display:flex;flex-wrap:wrap;gap:10px}
 .node{background:#fff;border:1px solid #d5dbe2;border-radius:7px;padding:8px 10px;
 flex:1 1 330px;max-width:560px;font-size:13.5px}
 .node.hit{border:2px solid #2f8f5b;background:#f1faf4}
@@ -103,6 +107,7 @@ font-size:11.5px;margin-left:4px}
 details summary{cursor:pointer;color:#22579a;font-size:12.5px}
 .note{color:#5b6776;font-size:13px}
 """
+)
 
 
 @dataclass(frozen=True)
@@ -247,8 +252,7 @@ def render_report(
     Returns
     -------
     str
-        A complete HTML document: inline CSS, no script, nothing loaded from anywhere; every
-        text in it is escaped.
+        The whole page (see the module docstring).
     """
     if not isinstance(query, str):
         msg = f"query must be a str, got {type(query).__name__}"
@@ -262,22 +266,15 @@ def render_report(
         scores[n.id] = n.score
     rank = {n.id: r for r, n in enumerate(nodes, 1)}
     used = sum(n.tokens for n in nodes)
-    css = _CSS
-    doc_title = "RAPTOR retrieval report" + (f": {title}" if title else "")
-    parts = [
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n',
-        f'<meta http-equiv="Content-Security-Policy" content="{_csp(css)}">\n',
-        '<meta name="referrer" content="no-referrer">\n',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
-        f"<title>{_esc(doc_title)}</title>\n<style>{css}</style>\n</head>\n<body>\n",
+    body = [
         _header(tree, query, how, limit, budget, used, len(nodes), title),
         "<main>\n",
         _retrieved(nodes),
         _dropped(tree, nodes, why, scores, budget),
         _layers(tree, scores, rank),
-        "</main>\n</body></html>\n",
+        "</main>\n",
     ]
-    return "".join(parts)
+    return page("RAPTOR retrieval report", title, _CSS, body)
 
 
 def write_report(
@@ -310,8 +307,7 @@ def write_report(
 
 
 def _ref(node_id: int, hit: bool = False) -> str:
-    cls = "ref hitref" if hit else "ref"
-    return f'<a class="{cls}" href="#n{int(node_id)}">#{int(node_id)}</a>'
+    return ref(node_id, "ref hitref" if hit else "ref")
 
 
 def _header(
@@ -342,22 +338,13 @@ def _header(
         )
     bar = ""
     if isinstance(budget, int) and budget > 0:
-        # A meter draws itself: no style attribute, which the page's policy would block.
-        bar = (
-            f'<meter class="bar" min="0" max="{budget}" value="{min(used, budget)}" '
-            'title="tokens used out of the budget"></meter>\n'
-        )
-    name = f" · {_esc(title)}" if title else ""
-    return (
-        "<header>\n"
-        f'<div class="brand">hrefine · RAPTOR retrieval report{name}</div>\n'
-        f"<h1>{_esc(query)}</h1>\n"
-        f'<div class="meta">{" · ".join(_esc(f) for f in facts)}</div>\n'
-        f"{bar}"
-        f'<div class="meta"><b>{count}</b> nodes retrieved, <b>{used:,}</b> tokens'
+        bar = meter(used, budget, "tokens used out of the budget")
+    rest = (
+        f'{bar}<div class="meta"><b>{count}</b> nodes retrieved, <b>{used:,}</b> tokens'
         + ("" if not isinstance(budget, int) else f" of <b>{budget:,}</b>")
-        + "</div>\n</header>\n"
+        + "</div>\n"
     )
+    return header("RAPTOR retrieval report", title, query, facts, rest)
 
 
 def _retrieved(nodes: Sequence[RetrievedNode]) -> str:
@@ -365,18 +352,14 @@ def _retrieved(nodes: Sequence[RetrievedNode]) -> str:
     for r, n in enumerate(nodes, 1):
         rows.append(
             f'<tr><td class="num">{r}</td><td>{_ref(n.id, True)}</td>'
-            f'<td class="num">{n.layer}</td><td>{_esc(n.kind)}</td>'
+            f'<td class="num">{n.layer}</td><td>{esc(n.kind)}</td>'
             f'<td class="num">{n.score:.4f}</td><td class="num">{n.relevance:.3f}</td>'
-            f'<td class="num">{n.tokens}</td><td class="text">{_esc(n.text)}</td></tr>\n'
+            f'<td class="num">{n.tokens}</td><td class="text">{esc(n.text)}</td></tr>\n'
         )
     if not rows:
         return '<h2>Retrieved</h2>\n<p class="note">Nothing was retrieved.</p>\n'
-    return (
-        "<h2>Retrieved, best first</h2>\n<table>\n<tr><th>rank</th><th>node</th><th>layer</th>"
-        "<th>kind</th><th>score</th><th>relevance</th><th>tokens</th><th>text</th></tr>\n"
-        + "".join(rows)
-        + "</table>\n"
-    )
+    heads = ["rank", "node", "layer", "kind", "score", "relevance", "tokens", "text"]
+    return "<h2>Retrieved, best first</h2>\n" + table(heads, rows)
 
 
 def _dropped(
@@ -411,21 +394,13 @@ def _dropped(
             text = f"did not fit: {tokens} tokens, {why.room.get(i, 0)} left of {budget}"
         else:
             text = _REASON_TEXT.get(reason, "not chosen with the settings above")
-        words, more = _first_words(node.text, 24)
         rows.append(
             f'<tr><td>{_ref(i)}</td><td class="num">{node.level}</td>'
             f'<td class="num">{scores[i]:.4f}</td><td class="num">{tokens}</td>'
-            f"<td>{_esc(text)}</td><td>{_esc(words)}{' …' if more else ''}</td></tr>\n"
+            f"<td>{esc(text)}</td><td>{esc(opening(node.text, 24))}</td></tr>\n"
         )
-    rest = len(high) - _MAX_DROPPED
-    more_note = f'<p class="note">and {rest:,} more.</p>\n' if rest > 0 else ""
-    return (
-        head + note + "<table>\n<tr><th>node</th><th>layer</th><th>score</th><th>tokens</th>"
-        "<th>why it was left out</th><th>first words</th></tr>\n"
-        + "".join(rows)
-        + "</table>\n"
-        + more_note
-    )
+    heads = ["node", "layer", "score", "tokens", "why it was left out", "first words"]
+    return head + note + table(heads, rows) + more(len(high) - _MAX_DROPPED)
 
 
 def _layers(tree: RaptorTree, scores: np.ndarray, rank: dict[int, int]) -> str:
@@ -450,19 +425,12 @@ def _node(tree: RaptorTree, node_id: int, scores: np.ndarray, rank: dict[int, in
     hit = node_id in rank
     tag = f'<span class="tag">retrieved #{rank[node_id]}</span>' if hit else ""
     head = (
-        f'<div class="h"><b>#{node_id}</b> · {_esc(node.kind)} · {tokens} tokens · '
+        f'<div class="h"><b>#{node_id}</b> · {esc(node.kind)} · {tokens} tokens · '
         f"score {scores[node_id]:.4f}{tag}</div>\n"
     )
-    if node.kind == NodeKind.SUMMARY:
-        body = f'<div class="text">{_esc(node.text)}</div>\n'
-    else:
-        words, more = _first_words(node.text, _LEAF_WORDS)
-        body = (
-            f'<details><summary>{_esc(words)} …</summary><div class="text">'
-            f"{_esc(node.text)}</div></details>\n"
-            if more
-            else f'<div class="text">{_esc(node.text)}</div>\n'
-        )
+    # A summary is shown whole; a long leaf folds away past its first words.
+    whole = len(node.text) if node.kind == NodeKind.SUMMARY else _LEAF_WORDS
+    body = folded(node.text, whole) + "\n"
     links = []
     if node.children:
         kids = ", ".join(
@@ -472,7 +440,7 @@ def _node(tree: RaptorTree, node_id: int, scores: np.ndarray, rank: dict[int, in
     if node.parents:
         links.append("in clusters of: " + ", ".join(_ref(p, p in rank) for p in node.parents))
     if node.kind == NodeKind.CHUNK and "source" in node.metadata:
-        links.append(f"from {_esc(node.metadata['source'])}")
+        links.append(f"from {esc(node.metadata['source'])}")
     kids_html = f'<div class="kids">{" · ".join(links)}</div>\n' if links else ""
     cls = "node hit" if hit else "node"
     return f'<div class="{cls}" id="n{node_id}">\n{head}{body}{kids_html}</div>\n'
