@@ -343,9 +343,10 @@ class PersistFuzz:
         ok, first = call("lr-cache first", refine, self.raised, found)
         if not ok:
             return found, repro(doc=doc)
-        entries = [p for p in cache.rglob("*") if p.is_file()]
         done = []
         for _ in range(rng.randint(1, 2)):
+            # Listed again each time: the damage before may have removed a file.
+            entries = sorted(p for p in cache.rglob("*") if p.is_file() and not p.is_symlink())
             if not entries:
                 break
             target = rng.choice(entries)
