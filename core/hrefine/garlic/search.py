@@ -51,11 +51,9 @@ model the node embeddings came from, used for the query).
 from __future__ import annotations
 
 import dataclasses
-import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
@@ -63,6 +61,14 @@ from hrefine._query import check_query
 from hrefine.budget import TokenCounter, get_counter
 from hrefine.errors import ConfigError, EmptyInputError, InputTypeError, TreeError
 from hrefine.garlic.options import GarlicOptions, one_llm
+
+# The readers are named here as they were when they lived in this module (tests use them).
+from hrefine.garlic.readers import PromptReader as _PromptReader
+from hrefine.garlic.readers import Reader as _Reader
+from hrefine.garlic.readers import SessionReader as _SessionReader
+from hrefine.garlic.readers import Verdict as _Verdict  # noqa: F401
+from hrefine.garlic.readers import parse_yes_no, search_prompt
+from hrefine.garlic.search_result import SearchResult, SearchStep, VisitedNode
 from hrefine.garlic.summarise import llm_generator
 from hrefine.models._lm_name import model_or_name
 from hrefine.models.text_generator import TextGenerator
@@ -84,221 +90,6 @@ __all__ = [
 #: the next node would pass ``max_tokens`` (or the LocalLM's context window), the next leaf would
 #: pass ``fill_tokens``, or no unvisited node was left.
 STOP_REASONS = ("patience", "max_steps", "max_tokens", "filled", "exhausted")
-#: Stands in for the user turn when the chat template is split around it.
-_MARK = "\u2063GARLIC-USER-TURN\u2063"
-_QUESTION = "\n\nQuestion:\n"
-_INFORMATION = "\n\nInformation:\n"
-_WORD = re.compile(r"[A-Za-z]+")
-
-
-@dataclass(frozen=True)
-class VisitedNode:
-    """One node the search read, in the order it was read.
-
-    Attributes
-    ----------
-    id:
-        Node id in the graph's tree.
-    text:
-        The node's text.
-    level:
-        0 for a leaf chunk, 1 and up for summary points.
-    step:
-        0 for the top-level nodes the search starts with, ``k`` for the node added at step ``k``.
-    score:
-        ``z_n + embedding_weight * s_n`` when it was picked; ``None`` for the top-level nodes.
-    attention:
-        Its ``a_i``: attention mass to the query times its position in the prompt (attention
-        mode), or its query similarity (prompt-only mode).
-    p_yes:
-        P("Yes") asked right after it was read (the top level's shared step-0 answer).
-    metadata:
-        A copy of the node's metadata (a leaf's source and character offsets).
-    similarity:
-        Its ``s``: the query's cosine similarity to it (negative values at 0), in [0, 1] and
-        comparable across nodes and searches (``score`` is relative to the step's candidates).
-    """
-
-    id: int
-    text: str
-    level: int
-    step: int
-    score: float | None
-    attention: float
-    p_yes: float
-    metadata: dict[str, Any] = field(default_factory=dict)
-    similarity: float = 0.0
-
-
-@dataclass(frozen=True)
-class SearchStep:
-    """One Yes/No question of the search.
-
-    Attributes
-    ----------
-    step:
-        0 after the top level, then 1, 2, ... after each added node.
-    node_id:
-        The node added before this question (``None`` at step 0).
-    p_yes, p_no:
-        Probabilities of "Yes" and "No" as the next token, renormalised over the two (1 and 0
-        from a text reply in prompt-only mode).
-    said_yes:
-        ``p_yes > p_no``.
-    new_tokens:
-        Tokens this step ran through the model: the new node and the end-of-turn suffix with a
-        KV cache; the whole prompt in prompt-only mode (budget tokenizer).
-    seconds:
-        Wall time of the step (reading the node and asking).
-    answer:
-        The LLM's text reply (prompt-only mode), else ``None``.
-    """
-
-    step: int
-    node_id: int | None
-    p_yes: float
-    p_no: float
-    said_yes: bool
-    new_tokens: int
-    seconds: float
-    answer: str | None = None
-
-
-@dataclass(frozen=True)
-class SearchResult:
-    """What :meth:`GarlicSearcher.search` read, and why it stopped.
-
-    Attributes
-    ----------
-    query:
-        The question.
-    visited:
-        The nodes read, in reading order (the top level first).
-    trace:
-        One :class:`SearchStep` per Yes/No question.
-    prefilled_tokens:
-        Tokens the model actually ran (the KV-cached session's total; the sum of every whole
-        prompt in prompt-only mode).
-    recompute_tokens:
-        Tokens that recomputing the whole prompt at every step would have run.
-    stopped_by:
-        One of :data:`STOP_REASONS`.
-    seconds:
-        Wall time of the whole search.
-    mode:
-        ``"attention"`` or ``"prompt"``.
-    notes:
-        Anything worth knowing (replies that were neither Yes nor No).
-    document_order:
-        The visited ids in document order.
-    """
-
-    query: str
-    visited: list[VisitedNode]
-    trace: list[SearchStep]
-    prefilled_tokens: int
-    recompute_tokens: int
-    stopped_by: str
-    seconds: float
-    mode: str
-    notes: list[str] = field(default_factory=list)
-    document_order: list[int] = field(default_factory=list)
-
-    @property
-    def said_yes(self) -> bool:
-        """Whether the LLM said Yes at least once."""
-        return any(s.said_yes for s in self.trace)
-
-    def texts_in_document_order(self) -> list[str]:
-        """The visited nodes' texts, in document order (a summary before its first chunk)."""
-        by_id = {v.id: v.text for v in self.visited}
-        return [by_id[i] for i in self.document_order]
-
-    def to_html(self, graph: Any = None) -> str:
-        """A self-contained, script-free HTML report of this search (and ``graph``'s levels)."""
-        from hrefine.garlic._report_page import draw_report
-
-        return draw_report(self, graph)
-
-
-@dataclass(frozen=True)
-class _Verdict:
-    """One Yes/No answer from a reader."""
-
-    p_yes: float
-    p_no: float
-    recompute_tokens: int
-    answer: str | None = None
-
-
-class _Reader(Protocol):
-    """Where attention and Yes/No answers come from (the seam tests substitute)."""
-
-    #: Whether ``a_i`` is multiplied by the node's position in the prompt.
-    positional: bool
-
-    @property
-    def prefilled_tokens(self) -> int:
-        """Tokens run through the model so far."""
-        ...
-
-    def add(self, node_id: int, text: str) -> float:
-        """Read one more visited node; return its raw attention to the query."""
-        ...
-
-    def ask(self) -> _Verdict:
-        """Ask whether the visited nodes answer the question."""
-        ...
-
-    def fits(self, text: str) -> bool:
-        """Whether one more node of ``text`` still fits the model's context window."""
-        ...
-
-
-def search_prompt(instruction: str, query: str, texts: Sequence[str]) -> str:
-    """The first-turn user message: instruction, question, then the visited texts, one a line.
-
-    Parameters
-    ----------
-    instruction:
-        The Yes/No instruction (``GarlicOptions.search_prompt``).
-    query:
-        The question.
-    texts:
-        The visited nodes' texts, in reading order.
-
-    Returns
-    -------
-    str
-        The message, exactly as the KV-cached session holds it.
-    """
-    return instruction + _QUESTION + query + _INFORMATION + "".join(t + "\n" for t in texts)
-
-
-def parse_yes_no(reply: str) -> bool | None:
-    """Read a Yes/No answer from the first word of ``reply``.
-
-    ``"yes."``, ``"**Yes**"`` and ``"Yes, it can"`` are Yes; ``"No, because ..."`` is No;
-    anything whose first word is neither gives ``None``.
-
-    Parameters
-    ----------
-    reply:
-        The LLM's text answer.
-
-    Returns
-    -------
-    bool or None
-        True for Yes, False for No, None when unreadable.
-    """
-    match = _WORD.search(reply)
-    if match is None:
-        return None
-    # The first word must open the reply (only punctuation and markup may come before it).
-    if any(ch.isalnum() for ch in reply[: match.start()]):
-        return None
-    word = match.group(0).lower()
-    return True if word == "yes" else False if word == "no" else None
 
 
 def _sum_to_one(values: np.ndarray) -> np.ndarray:
@@ -341,96 +132,6 @@ def candidate_scores(
     zc = _sum_to_one(z[ids])
     sc = _sum_to_one(np.asarray(similarity, dtype=np.float64)[ids])
     return np.asarray(zc + embedding_weight * sc)
-
-
-class _SessionReader:
-    """Attention mode: a KV-cached :class:`LMSession` over the first-turn prompt."""
-
-    positional = True
-
-    def __init__(self, lm: Any, instruction: str, query: str) -> None:
-        parts = lm.chat_prompt(_MARK).split(_MARK)
-        if len(parts) != 2:
-            msg = (
-                f"the chat template of {getattr(lm, 'name', 'the LM')} does not hold the user "
-                "turn in one place; GARLIC's search needs a template with one user message"
-            )
-            raise ConfigError(msg)
-        prefix, self._suffix = parts
-        self._suffix_tokens = lm.count_tokens(self._suffix)
-        self._lm = lm
-        config = getattr(getattr(lm, "model", None), "config", None)
-        self.window: int | None = getattr(config, "max_position_embeddings", None)
-        self._session = lm.session()
-        self._session.append(prefix + instruction + _QUESTION)
-        self._session.append(query, segment="query")
-        self._session.append(_INFORMATION)
-
-    @property
-    def prefilled_tokens(self) -> int:
-        return int(self._session.prefilled_tokens)
-
-    @property
-    def session(self) -> Any:
-        """The live session (its cache holds the prompt read so far)."""
-        return self._session
-
-    def add(self, node_id: int, text: str) -> float:
-        result = self._session.append(text + "\n", segment=f"n{node_id}", capture_attention=True)
-        return float((result.attention or {}).get("query", 0.0))
-
-    def fits(self, text: str) -> bool:
-        if not self.window:
-            return True
-        need = self._lm.count_tokens(text + "\n") + self._suffix_tokens + 2  # + the answer
-        return bool(self._session.length + need <= self.window)
-
-    def ask(self) -> _Verdict:
-        session = self._session
-        mark = session.checkpoint()
-        done = session.append(self._suffix)
-        try:
-            probs = session.choice_probs(["Yes", "No"])
-        finally:
-            session.rollback(mark)
-        return _Verdict(probs["Yes"], probs["No"], mark + done.new_tokens)
-
-
-class _PromptReader:
-    """Prompt-only mode: the whole prompt to a text LLM at every step."""
-
-    positional = False
-
-    def __init__(
-        self,
-        generator: TextGenerator,
-        instruction: str,
-        query: str,
-        similarity: np.ndarray,
-        counter: TokenCounter,
-    ) -> None:
-        self._generator = generator
-        self._instruction = instruction
-        self._query = query
-        self._similarity = similarity
-        self._counter = counter
-        self._texts: list[str] = []
-        self.prefilled_tokens = 0
-
-    def add(self, node_id: int, text: str) -> float:
-        self._texts.append(text)
-        return float(self._similarity[node_id])
-
-    def ask(self) -> _Verdict:
-        prompt = search_prompt(self._instruction, self._query, self._texts)
-        reply = str(self._generator.generate(prompt))
-        tokens = self._counter.count(prompt)
-        self.prefilled_tokens += tokens
-        yes = parse_yes_no(reply) is True
-        return _Verdict(float(yes), float(not yes), tokens, answer=reply)
-
-    def fits(self, text: str) -> bool:
-        return True  # the text LLM's window is unknown; max_tokens bounds the prompt
 
 
 class GarlicSearcher:

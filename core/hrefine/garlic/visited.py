@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hrefine.budget import TokenCounter, select
-from hrefine.garlic.search import SearchResult, VisitedNode
+from hrefine.garlic.search_result import SearchResult, VisitedNode
 from hrefine.tree import NodeKind, Tree
 
 __all__ = ["METADATA_KEYS", "Described", "fit_to_budget", "relevance", "visited_with_metadata"]
