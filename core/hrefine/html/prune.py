@@ -14,49 +14,37 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
-import numbers
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from hrefine.budget import MemoCounter, TokenCounter, get_counter
-from hrefine.errors import (
-    BudgetTooSmallError,
-    EmptyInputError,
-    HrefineError,
-    HtmlParseError,
-    InputTypeError,
-)
 from hrefine.html._cleancache import CleanedCache
-from hrefine.html._load import check_input_size
 from hrefine.html._locate import document_order, positions
 from hrefine.html.blocks import (
     BlockForest,
-    build_forest,
     collector_paused,
     serialize_element,
     title_parts,
 )
-from hrefine.html.clean import clean_document, serialize
-from hrefine.html.columns import ColumnChoice, is_record_table, project_columns
+from hrefine.html.columns import ColumnChoice, project_columns
+from hrefine.html.costed_forest import costed_forest, split_limit
 from hrefine.html.fill import fill, reports
-from hrefine.html.formats import as_html, resolve_format
 from hrefine.html.generative import refine
 from hrefine.html.options import MIN_BUDGET, HtmlPrunerOptions
 from hrefine.html.outcome import check_query
 from hrefine.html.paragraphs import split_long_paragraphs
+from hrefine.html.prune_inputs import check_budget, clean_pages, pages_of
 from hrefine.html.render import omit_end_tags
 from hrefine.html.result import EMPTY, FAILED, BlockReport, PruneResult
 from hrefine.html.scoring import (
     BlockScorer,
     asks_order,
-    containers,
     inherit_table_scores,
     last_rows,
     neighbour_scores,
     stage1_items,
 )
-from hrefine.html.tags import TABLE_SECTION_TAGS, TEXT_UNIT_TAGS
 from hrefine.models._loop import run_in_worker
 from hrefine.models.scorers import EmbeddingScorer
 
@@ -64,9 +52,6 @@ __all__ = ["MIN_BUDGET", "HtmlPruner"]
 
 logger = logging.getLogger(__name__)
 
-# A block whose HTML would take more than this share of the budget is split into its children.
-_BLOCK_SHARE = 0.25
-_MIN_SPLIT_TOKENS = 64
 # Largest share of the budget a table too big for it keeps when narrowed to its best columns.
 _NARROW_SHARE = 0.5
 # warmup()'s call: a page of a few short blocks, a question on it and a budget under the page.
@@ -81,8 +66,6 @@ _WARMUP_PAGE = (
 )
 _WARMUP_QUERY = "Which river of Europe is the longest?"
 _WARMUP_BUDGET = 32
-# What prune() takes as one page (anything else is a collection of pages).
-_PAGE_TYPES = (str, bytes, bytearray, memoryview)
 
 
 class HtmlPruner:
@@ -277,12 +260,12 @@ class HtmlPruner:
             The BM25 match is on (``lexical_weight > 0`` or ``scorer="bm25"``) and ``bm25s``
             is not installed.
         """
-        docs = _documents(html)
+        docs = pages_of(html)
         query = check_query(query)  # InputTypeError / EmptyInputError; surrogates replaced
-        max_tokens = _budget(max_tokens)
+        max_tokens = check_budget(max_tokens)
         opts = self.options
         counter = self.counter
-        roots, doc_ids, cleaned, formats, failed = self._clean_all(docs)
+        roots, doc_ids, cleaned, formats, failed = clean_pages(docs, opts, self._cleaned)
         # A huge page allocates millions of objects, none of them garbage: see collector_paused.
         with collector_paused(roots):
             # The whole cleaned input, written as the output is (with or without optional end tags).
@@ -407,83 +390,6 @@ class HtmlPruner:
         return await run_in_worker(self.prune, html, query, max_tokens)
 
     # -- steps -----------------------------------------------------------------------------
-    def _clean_all(
-        self, docs: Sequence[str | bytes]
-    ) -> tuple[list[Any], list[int], list[str], list[str | None], dict[int, str]]:
-        """The cleaned roots, their input indexes, each input's cleaned HTML ("" when empty or
-        failed), each input's format (see input_format; None when it failed) and the inputs
-        that could not be read, with the reason.
-
-        One bad input never sinks the others: an input that is empty is skipped, and one that
-        fails (binary, too large, of a wrong type, or anything the parser chokes on) is skipped
-        and reported, unless it is the only input, which raises.
-        """
-        roots: list[Any] = []
-        doc_ids: list[int] = []
-        cleaned: list[str] = []
-        formats: list[str | None] = []
-        empty: list[str] = []
-        failed: dict[int, str] = {}
-        boilerplate, input_format = self.options.boilerplate, self.options.input_format
-        for d, doc in enumerate(docs):
-            try:
-                root, html, fmt = self._clean_one(doc, boilerplate, input_format)
-            except EmptyInputError as exc:
-                if len(docs) == 1:
-                    raise
-                empty.append(f"document {d}: {exc}")
-                cleaned.append("")
-                formats.append(resolve_format(doc, input_format))  # it was read: it is empty
-                continue
-            except HrefineError as exc:
-                if len(docs) == 1:
-                    raise
-                failed[d] = f"{type(exc).__name__}: {exc}"
-                cleaned.append("")
-                formats.append(None)
-                continue
-            except Exception as exc:  # a parser's own error: named, never raw
-                msg = f"document {d} could not be read as a page ({type(exc).__name__}: {exc})"
-                if len(docs) == 1:
-                    raise HtmlParseError(msg) from exc
-                failed[d] = f"HtmlParseError: {msg}"
-                cleaned.append("")
-                formats.append(None)
-                continue
-            roots.append(root)
-            doc_ids.append(d)
-            cleaned.append(html)
-            formats.append(fmt)
-        if not roots:
-            reasons = [f"document {d}: {why}" for d, why in failed.items()] + empty
-            msg = f"none of the {len(docs)} documents has text to prune: " + "; ".join(reasons)
-            raise (HtmlParseError if failed else EmptyInputError)(msg)
-        for err in empty:
-            logger.info("skipping an empty input: %s", err)
-        for d, why in failed.items():
-            logger.warning("skipping input %d, which could not be read: %s", d, why)
-        return roots, doc_ids, cleaned, formats, failed
-
-    def _clean_one(
-        self, doc: str | bytes, boilerplate: bool, input_format: str
-    ) -> tuple[Any, str, str]:
-        """One input's cleaned root, its HTML and its format (from the cache when seen)."""
-        fmt = resolve_format(doc, input_format)
-        # Anything but text or bytes goes to the cleaner, which says what it expected.
-        key = CleanedCache.key(doc, boilerplate, fmt) if isinstance(doc, _PAGE_TYPES) else None
-        hit = None if key is None else self._cleaned.get(key)
-        if hit is not None:
-            root, html = hit
-            return root, html, fmt
-        # Checked before Markdown or text is converted; the HTML made from it is not checked
-        # again.
-        check_input_size(doc, self.options.max_input_bytes)
-        root = clean_document(as_html(doc, fmt), boilerplate=boilerplate, max_input_bytes=None)
-        html = serialize(root)
-        if key is not None:
-            self._cleaned.put(key, doc, root, html)
-        return root, html, fmt
-
     def _narrow(
         self, roots: Sequence[Any], query: str, budget: int, before_change: Callable[[], None]
     ) -> list[ColumnChoice]:
@@ -516,7 +422,7 @@ class HtmlPruner:
             return {}
         origin = split_long_paragraphs(
             roots,
-            max(int(budget * _BLOCK_SHARE), _MIN_SPLIT_TOKENS),
+            split_limit(budget),
             count_many=self.counter.count_many,
             serialize=self._counted_html,
             before_change=before_change,
@@ -560,48 +466,15 @@ class HtmlPruner:
             The :class:`~hrefine.html.blocks.BlockForest`; each block's token cost by node
             id; the cost of each table or list that fits ``budget`` whole, by node id.
         """
-        counter = self.counter
-        limit = max(int(budget * _BLOCK_SHARE), _MIN_SPLIT_TOKENS)
-        counted: dict[str, int] = {}
-        compact = omit_end_tags if self.options.omit_end_tags else _same
-
-        def too_big(tag: str, block_html: str) -> bool:
-            block_html = compact(block_html)
-            counted[block_html] = n = counter.count(block_html)
-            # A row, item or paragraph is split only if it cannot fit at all: its pieces would
-            # read badly and each would be scored without the rest.
-            return n > (budget if tag in TEXT_UNIT_TAGS else limit)
-
-        split = _in_record_table if self.options.record_tables else None
-        forest = build_forest(
-            roots, max_words=max_words, too_big=too_big, doc_ids=doc_ids, split=split
+        return costed_forest(
+            roots,
+            doc_ids,
+            max_words,
+            budget,
+            self.counter,
+            omit_end_tags=self.options.omit_end_tags,
+            record_tables=self.options.record_tables,
         )
-        forest.tree.metadata["omit_end_tags"] = self.options.omit_end_tags
-        ids = forest.block_ids()
-        nodes = forest.tree.nodes
-        for i in ids:
-            meta = nodes[i].metadata
-            if meta["is_leaf"]:
-                meta["html"] = compact(meta["html"])
-        htmls = [nodes[i].metadata["html"] for i in ids]
-        missing = [h for h in htmls if h not in counted]
-        counted.update(zip(missing, counter.count_many(missing), strict=True))
-        costs = {i: counted[h] for i, h in zip(ids, htmls, strict=True)}
-        # Expanded tables and lists may still be kept whole when they fit (see fill).
-        groups: dict[int, int] = {}
-        for g in containers(forest):
-            if split is not None and is_record_table(forest.elements[g]):
-                # A record's rows are kept on their own merits, never the whole table for
-                # the score of what it describes (see record_tables).
-                nodes[g].metadata["record"] = True
-                continue
-            whole = compact(serialize_element(forest.elements[g]))
-            cost = counted.get(whole)
-            if cost is None:
-                cost = counter.count(whole)
-            if cost <= budget:
-                groups[g] = cost
-        return forest, costs, groups
 
 
 # help(HtmlPruner) and IDEs that read signatures show every setting as a keyword.
@@ -623,45 +496,3 @@ HtmlPruner.__init__.__signature__ = inspect.Signature(  # type: ignore[attr-defi
     ],
     return_annotation=None,
 )
-
-
-def _documents(html: Any) -> list[Any]:
-    """The pages of a prune call: one page, or each page of an iterable (each is checked by
-    the cleaner)."""
-    if isinstance(html, _PAGE_TYPES):
-        return [html]
-    if isinstance(html, Iterable):
-        docs = list(html)
-        if not docs:
-            raise EmptyInputError("no HTML documents were given")
-        return docs
-    msg = (
-        "expected HTML as str, bytes or bytearray, or an iterable of them, got "
-        f"{type(html).__name__}"
-    )
-    raise InputTypeError(msg)
-
-
-def _budget(max_tokens: Any) -> int:
-    """``max_tokens`` as an int of at least :data:`MIN_BUDGET`."""
-    # numpy integers are integers too; bools, floats (inf, nan) and strings are not.
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, numbers.Integral):
-        msg = f"max_tokens must be an int, got {type(max_tokens).__name__} {max_tokens!r}"
-        raise InputTypeError(msg)
-    budget = int(max_tokens)
-    if budget < MIN_BUDGET:
-        msg = f"a budget of {budget} tokens is below the minimum of {MIN_BUDGET}; raise it"
-        raise BudgetTooSmallError(msg, budget=budget, smallest=MIN_BUDGET)
-    return budget
-
-
-def _same(html: str) -> str:
-    return html
-
-
-def _in_record_table(el: Any) -> bool:
-    """A record table (:func:`~hrefine.html.columns.is_record_table`) or a section of one:
-    split into its rows, see ``record_tables``."""
-    if el.tag in TABLE_SECTION_TAGS:
-        el = el.getparent()
-    return el is not None and is_record_table(el)

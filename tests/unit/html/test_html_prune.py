@@ -310,16 +310,16 @@ def test_citations_no_longer_crowd_out_the_article(embedder: Any) -> None:
 def test_a_page_pruned_again_is_cleaned_once_and_prunes_as_fresh(
     wtq: dict, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import hrefine.html.prune as prune_module
+    import hrefine.html.prune_inputs as prune_inputs
 
     calls: list[int] = []
-    real = prune_module.clean_document
+    real = prune_inputs.clean_document
 
     def counting(*args: Any, **kwargs: Any) -> Any:
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(prune_module, "clean_document", counting)
+    monkeypatch.setattr(prune_inputs, "clean_document", counting)
     q = next(q for q in wtq["questions"] if q["question"] == "who played ricky ryan?")
     page = wtq["page"](q["doc"])
     pruner = HtmlPruner(scorer="bm25")

@@ -1,0 +1,139 @@
+"""What a prune call is given, checked: the budget, and the pages, read as one page or several
+and cleaned (or taken from the cleaned-page cache), with every page that cannot be read skipped
+and reported."""
+
+from __future__ import annotations
+
+import logging
+import numbers
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from hrefine.errors import (
+    BudgetTooSmallError,
+    EmptyInputError,
+    HrefineError,
+    HtmlParseError,
+    InputTypeError,
+)
+from hrefine.html._cleancache import CleanedCache
+from hrefine.html._load import check_input_size
+from hrefine.html.clean import clean_document, serialize
+from hrefine.html.formats import as_html, resolve_format
+from hrefine.html.options import MIN_BUDGET, HtmlPrunerOptions
+
+__all__ = ["PAGE_TYPES", "check_budget", "clean_pages", "pages_of"]
+
+logger = logging.getLogger("hrefine.html.prune")  # the logger it always wrote to
+
+#: What prune() takes as one page (anything else is a collection of pages).
+PAGE_TYPES = (str, bytes, bytearray, memoryview)
+
+
+def pages_of(html: Any) -> list[Any]:
+    """The pages of a prune call: one page, or each page of an iterable (each is checked by
+    the cleaner)."""
+    if isinstance(html, PAGE_TYPES):
+        return [html]
+    if isinstance(html, Iterable):
+        docs = list(html)
+        if not docs:
+            raise EmptyInputError("no HTML documents were given")
+        return docs
+    msg = (
+        "expected HTML as str, bytes or bytearray, or an iterable of them, got "
+        f"{type(html).__name__}"
+    )
+    raise InputTypeError(msg)
+
+
+def check_budget(max_tokens: Any) -> int:
+    """``max_tokens`` as an int of at least :data:`MIN_BUDGET`."""
+    # numpy integers are integers too; bools, floats (inf, nan) and strings are not.
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, numbers.Integral):
+        msg = f"max_tokens must be an int, got {type(max_tokens).__name__} {max_tokens!r}"
+        raise InputTypeError(msg)
+    budget = int(max_tokens)
+    if budget < MIN_BUDGET:
+        msg = f"a budget of {budget} tokens is below the minimum of {MIN_BUDGET}; raise it"
+        raise BudgetTooSmallError(msg, budget=budget, smallest=MIN_BUDGET)
+    return budget
+
+
+def clean_pages(
+    docs: Sequence[str | bytes], options: HtmlPrunerOptions, cache: CleanedCache
+) -> tuple[list[Any], list[int], list[str], list[str | None], dict[int, str]]:
+    """The cleaned roots, their input indexes, each input's cleaned HTML ("" when empty or
+    failed), each input's format (see input_format; None when it failed) and the inputs
+    that could not be read, with the reason.
+
+    One bad input never sinks the others: an input that is empty is skipped, and one that
+    fails (binary, too large, of a wrong type, or anything the parser chokes on) is skipped
+    and reported, unless it is the only input, which raises.
+    """
+    roots: list[Any] = []
+    doc_ids: list[int] = []
+    cleaned: list[str] = []
+    formats: list[str | None] = []
+    empty: list[str] = []
+    failed: dict[int, str] = {}
+    for d, doc in enumerate(docs):
+        try:
+            root, html, fmt = _clean_one(doc, options, cache)
+        except EmptyInputError as exc:
+            if len(docs) == 1:
+                raise
+            empty.append(f"document {d}: {exc}")
+            cleaned.append("")
+            formats.append(resolve_format(doc, options.input_format))  # it was read: it is empty
+            continue
+        except HrefineError as exc:
+            if len(docs) == 1:
+                raise
+            failed[d] = f"{type(exc).__name__}: {exc}"
+            cleaned.append("")
+            formats.append(None)
+            continue
+        except Exception as exc:  # a parser's own error: named, never raw
+            msg = f"document {d} could not be read as a page ({type(exc).__name__}: {exc})"
+            if len(docs) == 1:
+                raise HtmlParseError(msg) from exc
+            failed[d] = f"HtmlParseError: {msg}"
+            cleaned.append("")
+            formats.append(None)
+            continue
+        roots.append(root)
+        doc_ids.append(d)
+        cleaned.append(html)
+        formats.append(fmt)
+    if not roots:
+        reasons = [f"document {d}: {why}" for d, why in failed.items()] + empty
+        msg = f"none of the {len(docs)} documents has text to prune: " + "; ".join(reasons)
+        raise (HtmlParseError if failed else EmptyInputError)(msg)
+    for err in empty:
+        logger.info("skipping an empty input: %s", err)
+    for d, why in failed.items():
+        logger.warning("skipping input %d, which could not be read: %s", d, why)
+    return roots, doc_ids, cleaned, formats, failed
+
+
+def _clean_one(
+    doc: str | bytes, options: HtmlPrunerOptions, cache: CleanedCache
+) -> tuple[Any, str, str]:
+    """One input's cleaned root, its HTML and its format (from the cache when seen)."""
+    boilerplate = options.boilerplate
+    fmt = resolve_format(doc, options.input_format)
+    # Anything but text or bytes goes to the cleaner, which says what it expected.
+    key = CleanedCache.key(doc, boilerplate, fmt) if isinstance(doc, PAGE_TYPES) else None
+    hit = None if key is None else cache.get(key)
+    if hit is not None:
+        root, html = hit
+        return root, html, fmt
+    # Checked before Markdown or text is converted; the HTML made from it is not checked
+    # again.
+    check_input_size(doc, options.max_input_bytes)
+    root = clean_document(as_html(doc, fmt), boilerplate=boilerplate, max_input_bytes=None)
+    html = serialize(root)
+    if key is not None:
+        cache.put(key, doc, root, html)
+    return root, html, fmt
