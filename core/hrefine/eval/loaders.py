@@ -11,27 +11,42 @@ variable, or ``<repo>/../shared/data``.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
-import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import lru_cache
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
 
 from hrefine.errors import ConfigError, DatasetUnavailableError
+from hrefine.eval.dataset_readers import (
+    doc_format_of,
+    hotpot_paragraph_text,
+    jsonl_rows,
+    leval_loader,
+    load_articles,
+    load_hotpotqa,
+    load_wtq,
+    render_hotpot,
+    repair_nq_html,
+    require_file,
+)
+from hrefine.eval.halves import Half, half_of, subset
+from hrefine.eval.items import AnswerMode, DocFormat, EvalItem
 
+# EvalItem, Half, half_of, subset, repair_nq_html and hotpot_paragraph_text live in their own
+# modules (items, halves, dataset_readers) and are imported from here too.
 __all__ = [
     "DATASETS",
+    "AnswerMode",
     "DatasetSpec",
     "DatasetUnavailableError",
+    "DocFormat",
     "EvalItem",
     "Half",
     "data_sha256",
     "default_data_dir",
     "half_of",
+    "hotpot_paragraph_text",
     "load_dataset",
     "load_jsonl",
     "repair_nq_html",
@@ -39,72 +54,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-DocFormat = Literal["html", "text"]
-AnswerMode = Literal["all", "any"]
-Half = Literal["tune", "check"]
-
-
-@lru_cache(maxsize=16)
-def _read_document(path: Path) -> str:
-    data = path.read_bytes()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return data.decode("cp1252", errors="replace")
-
-
-@dataclass(frozen=True, kw_only=True)
-class EvalItem:
-    """One evaluation question over one document.
-
-    Attributes
-    ----------
-    id:
-        Question id, unique within the dataset.
-    question:
-        The query passed to the compressor.
-    answers:
-        Gold answers. With ``answer_mode="all"`` every answer is required (WTQ multi-valued
-        answers); with ``"any"`` they are alternative references (L-Eval).
-    dataset:
-        Dataset name (``"wtq"``, ``"leval-nq"``, …, or the JSONL's name).
-    doc_id:
-        Id of the document; questions over the same document share it.
-    doc_format:
-        ``"html"`` or ``"text"``.
-    answer_mode:
-        ``"all"`` or ``"any"`` (see ``answers``).
-    extra:
-        Dataset-specific fields: ``strict`` (WTQ), ``supporting_paragraphs`` and
-        ``supporting_sentences`` (HotpotQA: gold texts), ``gold_text`` (articles), ``options``
-        (QuALITY), and any unknown JSONL field.
-    doc_path:
-        File holding the document (read on first access), or None.
-    doc_text:
-        The document itself, when held in memory.
-    """
-
-    id: str
-    question: str
-    answers: tuple[str, ...]
-    dataset: str
-    doc_id: str
-    doc_format: DocFormat = "text"
-    answer_mode: AnswerMode = "all"
-    extra: Mapping[str, Any] = field(default_factory=dict)
-    doc_path: Path | None = None
-    doc_text: str | None = field(default=None, repr=False)
-
-    @property
-    def document(self) -> str:
-        """The raw document (HTML or plain text), read from disk on first access."""
-        if self.doc_text is not None:
-            return self.doc_text
-        if self.doc_path is None:
-            msg = f"item {self.id!r} has neither doc_text nor doc_path"
-            raise ConfigError(msg)
-        return _read_document(self.doc_path)
 
 
 @dataclass(frozen=True)
@@ -160,193 +109,13 @@ def default_data_dir(data_dir: str | os.PathLike[str] | None = None) -> Path:
     return cwd_data if not repo_data.is_dir() and cwd_data.is_dir() else repo_data
 
 
-def _jsonl(path: Path) -> Iterable[dict[str, Any]]:
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                msg = f"{path}:{lineno} is not valid JSON: {exc.msg}"
-                raise ConfigError(msg) from exc
-            if not isinstance(row, dict):
-                msg = f"{path}:{lineno} holds a {type(row).__name__}, expected a JSON object"
-                raise ConfigError(msg)
-            yield row
-
-
-def _require_file(path: Path, dataset: str) -> Path:
-    if not path.is_file():
-        msg = f"dataset {dataset!r} is not available: {path} does not exist"
-        raise DatasetUnavailableError(msg)
-    return path
-
-
-def _doc_format(path: str) -> DocFormat:
-    return "html" if path.lower().endswith((".html", ".htm")) else "text"
-
-
-def _doc_id(doc: str) -> str:
-    name = Path(doc).name
-    return name.split(".", 1)[0]
-
-
-def _load_wtq(folder: Path) -> list[EvalItem]:
-    items = []
-    for row in _jsonl(_require_file(folder / "questions.jsonl", "wtq")):
-        items.append(
-            EvalItem(
-                id=row["id"],
-                question=row["question"],
-                answers=tuple(row["answers"]),
-                dataset="wtq",
-                doc_id=_doc_id(row["doc"]),
-                doc_format="html",
-                answer_mode="all",
-                extra={
-                    "strict": bool(row.get("strict", False)),
-                    "table_index": row.get("table_index"),
-                    "gold_table_text": row.get("gold_table_text", ""),
-                    "page_title": row.get("page_title", ""),
-                },
-                doc_path=folder / row["doc"],
-            )
-        )
-    return items
-
-
-_OPTION_PREFIX = re.compile(r"^\s*\(([A-D])\)\s*")
-# Natural Questions' tokenised HTML glues a cell's span to its tag name: ``<Th_colspan="2">``.
-_NQ_GLUED_SPAN = re.compile(r"<(t[hd])_((?:col|row)span=\"\d+\")>", re.I)
-
-
-def repair_nq_html(document: str) -> str:
-    """Natural Questions HTML with each glued cell span written as an attribute again.
-
-    NQ writes ``<Th_colspan="2">``; an HTML parser reads that as an unknown element named
-    ``th_colspan="2"``, so the cell loses its table role and its span. Repaired, it is
-    ``<Th colspan="2">``, and every method reads the same ordinary table.
-
-    >>> repair_nq_html('<Tr> <Th_colspan="2"> Production </Th> </Tr>')
-    '<Tr> <Th colspan="2"> Production </Th> </Tr>'
-    """
-    return _NQ_GLUED_SPAN.sub(r"<\1 \2>", document)
-
-
-def _leval(task: str) -> Callable[[Path], list[EvalItem]]:
-    name = f"leval-{task}"
-
-    def load(folder: Path) -> list[EvalItem]:
-        items = []
-        for row in _jsonl(_require_file(folder / "questions.jsonl", name)):
-            answers = [a.strip() for a in row["answers"]]
-            extra: dict[str, Any] = {}
-            if task == "quality":
-                # The gold option as given, "(B) " letter included; the answer is its text
-                # without the letter.
-                extra["gold_option"] = answers[0]
-                extra["options"] = list(row.get("options", []))
-                answers = [_OPTION_PREFIX.sub("", a).strip() for a in answers]
-            path = folder / row["doc"]
-            doc_format = _doc_format(row["doc"])
-            text = None
-            if task == "nq" and doc_format == "html":
-                text = repair_nq_html(_read_document(path))
-            items.append(
-                EvalItem(
-                    id=row["id"],
-                    question=row["question"],
-                    answers=tuple(answers),
-                    dataset=name,
-                    doc_id=_doc_id(row["doc"]),
-                    doc_format=doc_format,
-                    answer_mode="any",
-                    extra=extra,
-                    doc_path=path,
-                    doc_text=text,
-                )
-            )
-        return items
-
-    return load
-
-
-def hotpot_paragraph_text(paragraph: Mapping[str, Any]) -> str:
-    """The text of one HotpotQA paragraph: its sentences joined, whitespace collapsed."""
-    return " ".join(" ".join(str(s) for s in paragraph["sentences"]).split())
-
-
-def _render_hotpot(paragraphs: Sequence[Mapping[str, Any]]) -> str:
-    return "\n\n".join(f"{p['title']}\n{hotpot_paragraph_text(p)}" for p in paragraphs)
-
-
-def _load_hotpotqa(folder: Path) -> list[EvalItem]:
-    items = []
-    for row in _jsonl(_require_file(folder / "questions.jsonl", "hotpotqa")):
-        paragraphs = row["paragraphs"]
-        by_title = {p["title"]: p for p in paragraphs}
-        support_titles = list(row.get("supporting_titles", []))
-        support = [hotpot_paragraph_text(by_title[t]) for t in support_titles if t in by_title]
-        facts: list[str] = []
-        for title, idx in row.get("supporting_facts") or []:
-            sents = by_title.get(title, {}).get("sentences", [])
-            if 0 <= idx < len(sents):
-                facts.append(" ".join(str(sents[idx]).split()))
-        extra: dict[str, Any] = {
-            "paragraphs": paragraphs,
-            "supporting_titles": support_titles,
-            "supporting_paragraphs": support,
-            "sentences_exact": bool(row.get("sentences_exact", False)),
-        }
-        if facts:
-            extra["supporting_sentences"] = facts
-            extra["supporting_facts"] = row["supporting_facts"]
-        for key in ("type", "level"):
-            if key in row:
-                extra[key] = row[key]
-        items.append(
-            EvalItem(
-                id=row["id"],
-                question=row["question"],
-                answers=tuple(row["answers"]),
-                dataset="hotpotqa",
-                doc_id=row["id"],
-                doc_format="text",
-                answer_mode="any",
-                extra=extra,
-                doc_text=_render_hotpot(paragraphs),
-            )
-        )
-    return items
-
-
-def _load_articles(folder: Path) -> list[EvalItem]:
-    items = []
-    for row in _jsonl(_require_file(folder / "ground_truth.jsonl", "articles")):
-        items.append(
-            EvalItem(
-                id=row["id"],
-                # The task is main-content extraction: the "query" asks for the article itself.
-                question="the main article text of this page",
-                answers=(),
-                dataset="articles",
-                doc_id=row["id"],
-                doc_format="html",
-                extra={"gold_text": row["article_body"], "url": row.get("url", "")},
-                doc_path=folder / row["doc"],
-            )
-        )
-    return items
-
-
 DATASETS: dict[str, DatasetSpec] = {
     spec.name: spec
     for spec in [
         DatasetSpec(
             "wtq",
             "wtq",
-            _load_wtq,
+            load_wtq,
             "containment",
             ("containment",),
             "WikiTableQuestions: table QA over full Wikipedia HTML pages",
@@ -354,7 +123,7 @@ DATASETS: dict[str, DatasetSpec] = {
         DatasetSpec(
             "leval-nq",
             "leval/nq",
-            _leval("nq"),
+            leval_loader("nq"),
             "containment",
             ("containment",),
             "L-Eval NQ: factoid QA over long Wikipedia pages (tokenised HTML)",
@@ -362,7 +131,7 @@ DATASETS: dict[str, DatasetSpec] = {
         DatasetSpec(
             "leval-cuad",
             "leval/cuad",
-            _leval("cuad"),
+            leval_loader("cuad"),
             "containment",
             ("containment",),
             "L-Eval CUAD: clause extraction from legal contracts",
@@ -370,7 +139,7 @@ DATASETS: dict[str, DatasetSpec] = {
         DatasetSpec(
             "leval-qasper",
             "leval/qasper",
-            _leval("qasper"),
+            leval_loader("qasper"),
             "containment",
             ("containment",),
             "L-Eval Qasper: QA over full NLP papers",
@@ -378,7 +147,7 @@ DATASETS: dict[str, DatasetSpec] = {
         DatasetSpec(
             "leval-quality",
             "leval/quality",
-            _leval("quality"),
+            leval_loader("quality"),
             # The options paraphrase the story: containment is almost always 0, so the headline is
             # the recall of the gold option's content words (containment is still scored).
             "option_recall",
@@ -388,7 +157,7 @@ DATASETS: dict[str, DatasetSpec] = {
         DatasetSpec(
             "hotpotqa",
             "hotpotqa",
-            _load_hotpotqa,
+            load_hotpotqa,
             "support_recall",
             ("support_recall", "containment", "fact_recall"),
             "HotpotQA dev distractor: multi-hop QA over 10 paragraphs",
@@ -396,7 +165,7 @@ DATASETS: dict[str, DatasetSpec] = {
         DatasetSpec(
             "articles",
             "articles",
-            _load_articles,
+            load_articles,
             "token_recall",
             ("token_recall",),
             "Article extraction benchmark: main text of news/blog pages",
@@ -449,11 +218,11 @@ def load_jsonl(path: str | os.PathLike[str], *, name: str | None = None) -> list
     hrefine.errors.HrefineError
         A line is not a JSON object or lacks ``id``/``question``/a document.
     """
-    file = _require_file(Path(path).expanduser(), str(path))
+    file = require_file(Path(path).expanduser(), str(path))
     dataset = name or file.stem
     known = {"id", "question", "answers", "document", "doc", "doc_format", "answer_mode"}
     items = []
-    for lineno, row in enumerate(_jsonl(file), 1):
+    for lineno, row in enumerate(jsonl_rows(file), 1):
         missing = [k for k in ("id", "question") if k not in row]
         if missing or ("document" not in row and "doc" not in row and "paragraphs" not in row):
             msg = (
@@ -478,11 +247,11 @@ def load_jsonl(path: str | os.PathLike[str], *, name: str | None = None) -> list
                 if t in by_title
             ]
             if doc_text is None and doc_path is None:
-                doc_text = _render_hotpot(row["paragraphs"])
+                doc_text = render_hotpot(row["paragraphs"])
         fmt = row.get("doc_format")
         if fmt is None:
             if doc_path is not None:
-                fmt = _doc_format(doc_path.name)
+                fmt = doc_format_of(doc_path.name)
             else:
                 from hrefine.eval.text import looks_like_html
 
@@ -568,64 +337,6 @@ def load_dataset(
     if limit is not None:
         items = subset(items, limit)
     return items
-
-
-def _id_hash(item_id: str) -> str:
-    return hashlib.sha1(item_id.encode("utf-8")).hexdigest()
-
-
-def half_of(doc_id: str) -> Half:
-    """The half of the dev data a page belongs to: ``"tune"`` or ``"check"``.
-
-    The rule, fixed before any result was looked at: the first byte of the SHA-1 of the page id
-    (UTF-8) is even for the tuning half and odd for the checking half. Every question on a page
-    falls in the page's half, so a change tuned on one half is checked on pages it never saw.
-    Decisions (defaults, new settings) are made on the tuning half only; both are reported.
-
-    Parameters
-    ----------
-    doc_id:
-        The page's id (:attr:`EvalItem.doc_id`).
-
-    Returns
-    -------
-    Half
-        ``"tune"`` or ``"check"``.
-
-    >>> half_of("203-342"), half_of("203-124")
-    ('tune', 'check')
-    """
-    first = hashlib.sha1(doc_id.encode("utf-8")).digest()[0]
-    return "tune" if first % 2 == 0 else "check"
-
-
-def subset(items: Sequence[EvalItem], limit: int | None) -> list[EvalItem]:
-    """A deterministic subset, grouped by document.
-
-    Documents are ordered by the SHA-1 of their ``doc_id``, questions within a document by the
-    SHA-1 of their ``id``, and the first ``limit`` questions are kept. The choice depends only on
-    the ids, so the same limit always gives the same items and a larger limit contains every item
-    of a smaller one. Grouping keeps the number of distinct documents (and so the cost of
-    methods that index each document) small; where every question has its own document
-    (HotpotQA, articles) this is simply the order of the id hashes.
-
-    Parameters
-    ----------
-    items:
-        All items.
-    limit:
-        How many to keep (None or >= len(items): all, in subset order).
-
-    Returns
-    -------
-    list[EvalItem]
-        The subset, in subset order.
-    """
-    if limit is not None and limit < 0:
-        msg = f"limit must be >= 0, got {limit}"
-        raise ConfigError(msg)
-    ranked = sorted(items, key=lambda it: (_id_hash(it.doc_id), _id_hash(it.id), it.id))
-    return ranked if limit is None else ranked[:limit]
 
 
 def data_sha256(name: str, data_dir: str | os.PathLike[str] | None = None) -> str | None:
