@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import inspect
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from hrefine._optional import require
 from hrefine.errors import ModelNotFoundError
 from hrefine.models.device import native_bf16, pick_dtype
 
-__all__ = ["DTYPES", "load_pretrained", "pass_options"]
+if TYPE_CHECKING:
+    from hrefine.models.local_lm import LocalLM
+
+__all__ = ["DTYPES", "load_once", "load_pretrained", "pass_options"]
 
 logger = logging.getLogger(__name__)
 
@@ -119,3 +123,27 @@ def pass_options(model: Any) -> tuple[str, dict[str, int]]:
         if key in params:
             return cache_key, {key: 1}
     return cache_key, {}
+
+
+def load_once(lm: LocalLM) -> None:
+    """Load ``lm``'s tokenizer and weights, once, under its lock (threads that ask together
+    wait for the one load), after its ``prepare`` hook."""
+    if lm._model is not None:
+        return
+    with lm._lock:
+        if lm._model is not None:
+            return
+        require("torch", "models")
+        require("transformers", "models")
+        if lm._prepare is not None:
+            lm._prepare(lm)
+        tokenizer, model = load_pretrained(
+            lm.model_name_or_path,
+            gguf_file=lm.gguf_file,
+            device=lm.device,
+            dtype=lm._dtype,
+            attn_implementation=lm.attn_implementation,
+        )
+        lm._cache_key, lm._logits_kwargs = pass_options(model)
+        lm._tokenizer = tokenizer
+        lm._model = model

@@ -19,17 +19,17 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Hashable, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from hrefine._optional import require
-from hrefine.errors import ConfigError, EmptyInputError, ModelNotFoundError
+from hrefine.errors import ConfigError, ModelNotFoundError
 from hrefine.models._adapters import INHERIT, AdapterChoice, LoraAdapters
-from hrefine.models._attention import attention_hooks, eager_attention
 from hrefine.models._gate import ModelGate
-from hrefine.models._hf_load import DTYPES, load_pretrained, pass_options
-from hrefine.models.device import batch_size_for, pick_device
+from hrefine.models._hf_load import DTYPES, load_once
+from hrefine.models._lm_passes import forward_pass, generate_batched
+from hrefine.models._lm_text import answer_token_ids, chat_prompt_text, prompt_ids
+from hrefine.models.device import pick_device
 from hrefine.models.lm_session import ForwardResult, LMSession
 
 __all__ = ["INHERIT", "AdapterChoice", "LocalLM"]
@@ -147,25 +147,7 @@ class LocalLM:
         return self._model
 
     def _load(self) -> None:
-        if self._model is not None:
-            return
-        with self._lock:
-            if self._model is not None:
-                return
-            require("torch", "models")
-            require("transformers", "models")
-            if self._prepare is not None:
-                self._prepare(self)
-            tokenizer, model = load_pretrained(
-                self.model_name_or_path,
-                gguf_file=self.gguf_file,
-                device=self.device,
-                dtype=self._dtype,
-                attn_implementation=self.attn_implementation,
-            )
-            self._cache_key, self._logits_kwargs = pass_options(model)
-            self._tokenizer = tokenizer
-            self._model = model
+        load_once(self)
 
     @property
     def pad_token_id(self) -> int:
@@ -191,34 +173,10 @@ class LocalLM:
             The templated prompt (with the model's special tokens as text), or
             ``system + "\\n\\n" + user + "\\n"`` when the tokenizer has no chat template.
         """
-        tok = self.tokenizer
-        if not getattr(tok, "chat_template", None):
-            return f"{system}\n\n{user}\n" if system else f"{user}\n"
-        messages = [{"role": "user", "content": user}]
-        if system:
-            messages.insert(0, {"role": "system", "content": system})
-        try:
-            text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        except Exception:  # templates that reject a system role: fold it into the user turn
-            if not system:
-                raise
-            merged = [{"role": "user", "content": f"{system}\n\n{user}"}]
-            text = tok.apply_chat_template(merged, tokenize=False, add_generation_prompt=True)
-        return str(text)
+        return chat_prompt_text(self.tokenizer, user, system=system)
 
     def _prompt_ids(self, prompt: str, *, chat: bool, system: str | None) -> list[int]:
-        if chat:
-            text = self.chat_prompt(prompt, system=system)
-            # A chat template writes its own special tokens; add none on top.
-            has_template = bool(getattr(self.tokenizer, "chat_template", None))
-            ids = self.encode(text, add_special_tokens=not has_template)
-        else:
-            text = f"{system}\n\n{prompt}" if system else prompt
-            ids = self.encode(text, add_special_tokens=True)
-        if not ids:
-            msg = f"the prompt {prompt!r} gives no tokens; expected some text"
-            raise EmptyInputError(msg)
-        return ids
+        return prompt_ids(self, prompt, chat=chat, system=system)
 
     def encode(self, text: str, *, add_special_tokens: bool = False) -> list[int]:
         """Token ids of ``text`` (special tokens written in the text are recognised)."""
@@ -257,16 +215,7 @@ class LocalLM:
         list[int]
             The answer's token ids.
         """
-        if not choice:
-            msg = "a choice is the empty string; expected non-empty answer texts"
-            raise ConfigError(msg)
-        tail = context[-48:]
-        if tail:
-            before = self.encode(tail)
-            after = self.encode(tail + choice)
-            if len(after) > len(before) and after[: len(before)] == before:
-                return after[len(before) :]
-        return self.encode(choice)
+        return answer_token_ids(self.encode, context, choice)
 
     # ------------------------------------------------------------------ the model's passes
     def forward(
@@ -308,43 +257,7 @@ class LocalLM:
         ConfigError
             When attention is asked for and the model's layers return no weights.
         """
-        import torch
-
-        new = [int(i) for i in ids]
-        if not new:
-            msg = "forward() got no token ids; pass at least one"
-            raise EmptyInputError(msg)
-        state = self.resolve_adapter(adapter)
-        self._load()
-        sums: dict[str, Any] = {}
-        layers = [0]
-        alone = bool(capture)  # with no span to measure, there is nothing to capture
-        with self._gate.hold(state, alone=alone):
-            model = self._model
-            hooks = attention_hooks(model, list(capture), sums, layers) if capture else []
-            kernel = eager_attention(model) if alone else nullcontext()
-            try:
-                with kernel, torch.no_grad():
-                    out = model(
-                        input_ids=torch.tensor([new], device=self.device),
-                        use_cache=True,
-                        **{self._cache_key: cache},
-                        **self._logits_kwargs,
-                    )
-            finally:
-                for hook in hooks:
-                    hook.remove()
-        logits, cache = out.logits[0, -1].float(), getattr(out, self._cache_key)
-        if capture is None:
-            return ForwardResult(cache, logits)
-        if capture and layers[0] == 0:
-            msg = (
-                "no attention weights came back from the model's attention layers; load the LM "
-                "with attn_implementation='eager'"
-            )
-            raise ConfigError(msg)
-        attention = {name: float(value) / layers[0] for name, value in sums.items()}
-        return ForwardResult(cache, logits, attention)
+        return forward_pass(self, ids, cache, adapter=adapter, capture=capture)
 
     def generate(
         self,
@@ -393,57 +306,18 @@ class LocalLM:
             One completion per prompt (special tokens removed, whitespace stripped); a list of
             one for a single prompt.
         """
-        import torch
-        from transformers import GenerationConfig
-
-        items = [prompts] if isinstance(prompts, str) else list(prompts)
-        state = self.resolve_adapter(adapter)
-        if not items:
-            return []
-        if max_new_tokens < 1:
-            msg = f"max_new_tokens must be at least 1, got {max_new_tokens}"
-            raise ConfigError(msg)
-        encoded = [self._prompt_ids(p, chat=chat, system=system) for p in items]
-        tok, pad = self.tokenizer, self.pad_token_id
-        eos = self.model.generation_config.eos_token_id
-        config = GenerationConfig(
+        return generate_batched(
+            self,
+            prompts,
             max_new_tokens=max_new_tokens,
-            do_sample=temperature > 0,
-            temperature=temperature if temperature > 0 else 1.0,
-            top_k=0 if temperature > 0 else 50,
-            top_p=1.0,
-            pad_token_id=pad,
-            eos_token_id=eos if eos is not None else tok.eos_token_id,
-            stop_strings=list(stop) if stop else None,
+            system=system,
+            chat=chat,
+            temperature=temperature,
+            seed=seed,
+            batch_size=batch_size,
+            adapter=adapter,
+            stop=stop,
         )
-        # Stop strings are matched on the decoded text, so generate needs the tokenizer.
-        extra = {"tokenizer": tok} if stop else {}
-        size = batch_size or batch_size_for(self.device)
-        order = sorted(range(len(items)), key=lambda i: -len(encoded[i]))
-        outputs = [""] * len(items)
-        devices = [torch.device(self.device).index or 0] if self.device.startswith("cuda") else []
-        for start in range(0, len(order), size):
-            chunk = order[start : start + size]
-            width = max(len(encoded[i]) for i in chunk)
-            ids = [[pad] * (width - len(encoded[i])) + encoded[i] for i in chunk]
-            mask = [[0] * (width - len(encoded[i])) + [1] * len(encoded[i]) for i in chunk]
-            input_ids = torch.tensor(ids, device=self.device)
-            attention_mask = torch.tensor(mask, device=self.device)
-            with (
-                self._gate.hold(state, alone=temperature > 0),
-                torch.random.fork_rng(devices=devices),
-                torch.no_grad(),
-            ):
-                torch.manual_seed(seed)
-                out = self._model.generate(
-                    input_ids=input_ids,
-                    attention_mask=attention_mask,
-                    generation_config=config,
-                    **extra,
-                )
-            for row, index in zip(out, chunk, strict=True):
-                outputs[index] = tok.decode(row[width:], skip_special_tokens=True).strip()
-        return outputs
 
     def choice_probs(
         self,
