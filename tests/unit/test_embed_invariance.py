@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from hrefine.models import SentenceTransformerEmbedder
 from hrefine.models import _embed_invariant as invariant
-from hrefine.models import embed as embed_module
+from hrefine.models import sentence_transformer as embedder_module
 from hrefine.models.embed import default_embedder_path
 
 
@@ -159,7 +159,7 @@ def test_full_tiles_and_cut_passes_give_the_same_vectors(
     monkeypatch.setattr(f32, "_small_tiles", False)
     assert np.array_equal(f32.embed(texts), want)
     assert np.array_equal(f32.embed([texts[2]]), want[2:3])
-    monkeypatch.setattr(embed_module, "_INVARIANT_CHUNK_TOKENS", 60)
+    monkeypatch.setattr(embedder_module, "_INVARIANT_CHUNK_TOKENS", 60)
     assert np.array_equal(f32.embed(texts), want)
 
 

@@ -464,9 +464,9 @@ def test_bfloat16_linears_of_a_model_without_the_invariant_path(
     # A model the batch-invariant path does not compute takes the batched path, its linear
     # layers turned to bfloat16 in place (norms stay float32), still packed.
     import torch
-    from hrefine.models import embed as embed_module
+    from hrefine.models import sentence_transformer as embedder_module
 
-    monkeypatch.setattr(embed_module, "invariant_encoder", lambda *_: None)
+    monkeypatch.setattr(embedder_module, "invariant_encoder", lambda *_: None)
     texts = _real_block_texts(shared_data)
     half = SentenceTransformerEmbedder(
         str(default_embedder_path()), max_seq_length=128, precision="bfloat16"

@@ -128,3 +128,15 @@ class CallableEmbedder:
             vec = normalize_rows(finite_rows(self._embed_query(text), self.name))[0]
             self._cache.put(key, vec)
         return vec
+
+
+def own_async_method(obj: Any, name: str) -> Any:
+    """``obj``'s async method ``name``, or None when it has none or only LangChain's base
+    class's, which runs the sync method in the loop's executor: awaited from a pruner's
+    worker thread, that would take a second executor thread per call (and could wait for
+    one forever when the workers fill the executor)."""
+    method = getattr(obj, name, None)
+    defined = getattr(type(obj), name, None)
+    if not callable(method) or getattr(defined, "__module__", "").startswith("langchain_core."):
+        return None
+    return method

@@ -12,14 +12,15 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
+from hrefine._encodable import encodable_all
 from hrefine.errors import ModelOutputError
 
-__all__ = ["VectorCache", "cache_key", "finite_rows", "normalize_rows"]
+__all__ = ["VectorCache", "cache_key", "embed_through_cache", "finite_rows", "normalize_rows"]
 
 # Characters of a text, and of a vector, quoted in an error message.
 _QUOTE = 60
@@ -138,3 +139,39 @@ def finite_rows(vectors: Any, who: str, texts: Sequence[str] | None = None) -> n
         "nothing. Check the model (a float16 overflow?) or its client"
     )
     raise ModelOutputError(msg, raw_output=np.array2string(row, threshold=16)[:_RAW])
+
+
+def embed_through_cache(
+    cache: VectorCache,
+    full: list[str],
+    limit: int | None,
+    encode: Callable[[list[str]], np.ndarray],
+    who: str,
+    dimension: Callable[[], int],
+) -> np.ndarray:
+    """Unit vectors of texts read to ``limit`` word pieces, from ``cache`` where it holds
+    them; each distinct missing text is embedded once by ``encode`` (its rows checked finite,
+    errors naming ``who``) and stored. ``dimension`` gives the width of an empty result."""
+    # The limit in the key (blake2b's 16-byte ``person``): a tokenizer without a limit may
+    # report one of 10**30.
+    tag = b"" if limit is None else min(limit, 2**63).to_bytes(8, "little")
+    # A tokenizer refuses lone surrogates: they become U+FFFD (and share its vectors).
+    full = encodable_all(full)
+    keys = [cache_key(t, tag) for t in full]
+    out = cache.get_many(keys)
+    missing = [i for i, v in enumerate(out) if v is None]
+    if missing:
+        # Embed each distinct missing text once.
+        uniq: dict[bytes, int] = {}
+        for i in missing:
+            uniq.setdefault(keys[i], i)
+        order = list(uniq.values())
+        asked = [full[i] for i in order]
+        fresh = finite_rows(encode(asked), who, asked)
+        by_key = {keys[idx]: vec for idx, vec in zip(order, fresh, strict=True)}
+        cache.put_many(by_key.items())
+        for i in missing:
+            out[i] = by_key[keys[i]]
+    if not out:
+        return np.zeros((0, dimension()), dtype=np.float32)
+    return np.vstack([v for v in out if v is not None])
