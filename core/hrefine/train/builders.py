@@ -139,7 +139,8 @@ def build_examples(
     ConfigError
         An unknown task or setting.
     """
-    from hrefine.train import html_data, refiner_data
+    import hrefine.train.html_data as html_data
+    import hrefine.train.refiner_data as refiner_data
 
     if task not in TASKS:
         msg = f"unknown task {task!r}; use one of {list(TASKS)}"

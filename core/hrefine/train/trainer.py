@@ -20,10 +20,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import json
 import logging
-import shutil
 import signal
 import sys
 import threading
@@ -33,15 +31,19 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import hrefine.train._checkpoint as _checkpoint
 from hrefine._atomic import write_text
-from hrefine._folders import folder_problem, make_folder
 from hrefine._optional import require
 from hrefine.errors import ConfigError, EmptyInputError
-from hrefine.train import _checkpoint
 from hrefine.train._loss import Tokenized, evaluate, make_batch, token_losses
+from hrefine.train.example_prep import split_examples, tokenize
 from hrefine.train.examples import Example
 from hrefine.train.options import TrainOptions
+from hrefine.train.run_folder import REPORT, SPELLINGS, check_output, prepare_out
+from hrefine.train.run_folder import fingerprint as run_fingerprint
 
+# REPORT, SPELLINGS, check_output, split_examples and tokenize live in run_folder and
+# example_prep; they are imported from here too.
 __all__ = [
     "REPORT",
     "SPELLINGS",
@@ -54,13 +56,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-#: The run's report, written last in the output folder.
-REPORT = "train-report.json"
-# Prompt tokens always kept at the start when a prompt is cut (the chat template's opening).
-_HEAD = 16
-# Fewest prompt tokens an example keeps; a target that leaves less room is dropped.
-_MIN_PROMPT = 32
 
 
 @dataclasses.dataclass
@@ -113,64 +108,6 @@ class TrainResult:
         return d
 
 
-def split_examples(
-    examples: Sequence[Example], fraction: float, seed: int
-) -> tuple[list[Example], list[Example]]:
-    """``(train, held out)``: whole documents (``Example.group``) go to the held-out part when
-    the hash of ``seed`` and their id falls below ``fraction``; with two or more documents and
-    ``fraction > 0``, at least one is held out and at least one is trained on."""
-    if fraction <= 0:
-        return list(examples), []
-
-    def h(group: str) -> float:
-        digest = hashlib.sha1(f"{seed}:{group}".encode()).digest()
-        return int.from_bytes(digest[:4], "big") / 2**32
-
-    groups = sorted({e.group for e in examples}, key=h)
-    held = {g for g in groups if h(g) < fraction}
-    if len(groups) >= 2:
-        if not held:
-            held = {groups[0]}
-        if len(held) == len(groups):
-            held.discard(groups[-1])
-    return [e for e in examples if e.group not in held], [e for e in examples if e.group in held]
-
-
-def tokenize(lm: Any, example: Example, max_length: int) -> Tokenized | None:
-    """An example's ids under ``lm``'s chat template, cut to ``max_length`` from the prompt
-    side; None when the target alone leaves fewer than 32 tokens for the prompt."""
-    text = lm.chat_prompt(example.user, system=example.system)
-    has_template = bool(getattr(lm.tokenizer, "chat_template", None))
-    prompt = lm.encode(text, add_special_tokens=not has_template)
-    # The target as the model writes it right after the prompt (LocalLM.choice_probs reads
-    # the labels the same way), then the end of the turn so that generation stops there.
-    target = list(lm.answer_ids(text, example.target))
-    eos = lm.tokenizer.eos_token_id
-    if eos is not None:
-        target.append(int(eos))
-    room = max_length - len(target)
-    if room < _MIN_PROMPT:
-        return None
-    cut = max(0, len(prompt) - room)
-    if cut:
-        prompt = prompt[:_HEAD] + prompt[_HEAD + cut :]
-    return Tokenized(prompt, target, cut)
-
-
-def _fingerprint(examples: Sequence[Example], options: TrainOptions) -> str:
-    h = hashlib.sha256()
-    for e in examples:
-        h.update(json.dumps(e.to_dict(), sort_keys=True, ensure_ascii=False).encode("utf-8"))
-        h.update(b"\n")
-    plain = options.plain()
-    # These may change between a run and its resume (max_steps: a resume goes on to more).
-    for name in ("progress", "eval_every", "save_every", "keep_checkpoints", "device", "max_steps"):
-        plain.pop(name, None)
-    plain["target_modules"] = list(options.target_modules)
-    h.update(json.dumps(plain, sort_keys=True).encode("utf-8"))
-    return h.hexdigest()
-
-
 def _precision(device: str, precision: str) -> Any:
     """The autocast dtype, or None for full precision."""
     import torch
@@ -213,92 +150,6 @@ def _interrupt_deferred() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
     if caught:
         raise KeyboardInterrupt
-
-
-#: How messages name the settings of the output folder: :func:`train`'s keywords, or the flags
-#: of ``hrefine train`` (a command line must not be told to pass ``overwrite=True``).
-SPELLINGS: dict[str, dict[str, str]] = {
-    "python": {"overwrite": "overwrite=True", "resume": "resume=True", "steps": "max_steps"},
-    "cli": {"overwrite": "--overwrite", "resume": "--resume", "steps": "--steps"},
-}
-
-
-def check_output(
-    out: str | Path,
-    examples: Sequence[Example],
-    options: TrainOptions,
-    *,
-    overwrite: bool = False,
-    resume: bool = False,
-    spelling: str = "python",
-) -> Path | None:
-    """Check the output folder of a run before anything loads; nothing is written.
-
-    Parameters
-    ----------
-    out, examples, options, overwrite, resume:
-        As given to :func:`train`.
-    spelling:
-        ``"python"`` or ``"cli"``: whether messages name :func:`train`'s keywords or the flags
-        of ``hrefine train`` (:data:`SPELLINGS`).
-
-    Returns
-    -------
-    Path | None
-        The checkpoint a resume goes on from (None: a fresh run).
-
-    Raises
-    ------
-    ConfigError
-        ``out`` cannot be a folder; it is not empty (without ``overwrite`` or ``resume``); its
-        checkpoint was made with other examples or settings, or already holds ``max_steps``
-        steps or more.
-    """
-    names = SPELLINGS[spelling]
-    out = Path(out).expanduser()
-    problem = folder_problem(out)
-    if problem:
-        msg = f"cannot write the adapter to {out}: {problem}"
-        raise ConfigError(msg)
-    if resume:
-        found = _checkpoint.latest(out)
-        if found is not None:
-            state = _checkpoint.read_state(found)
-            step = int(state.get("step", 0))
-            if state.get("fingerprint") != _fingerprint(examples, options):
-                msg = (
-                    f"the checkpoint {found} was made with other examples or settings; resume "
-                    f"with the same data and options, or train anew with {names['overwrite']} "
-                    f"(without {names['resume']})"
-                )
-                raise ConfigError(msg)
-            if step >= options.max_steps:
-                msg = (
-                    f"{out} holds a run of {step} steps already; give {names['steps']} above "
-                    f"{step} to go on, or {names['overwrite']} to train anew"
-                )
-                raise ConfigError(msg)
-            return found
-        if (out / REPORT).is_file() and not overwrite:
-            msg = (
-                f"{out} holds a finished run with no checkpoint to go on from; pass "
-                f"{names['overwrite']} to train anew"
-            )
-            raise ConfigError(msg)
-    if out.is_dir() and any(out.iterdir()) and not overwrite:
-        msg = (
-            f"the output folder {out} exists and is not empty; pass {names['overwrite']} to "
-            f"replace it, or {names['resume']} to go on from its last checkpoint"
-        )
-        raise ConfigError(msg)
-    return None
-
-
-def _prepare_out(out: Path, *, overwrite: bool, from_checkpoint: Path | None) -> None:
-    """Empty the output folder for a fresh run (when allowed), and make it with its parents."""
-    if from_checkpoint is None and overwrite and out.is_dir() and any(out.iterdir()):
-        shutil.rmtree(out)
-    make_folder(out, "adapter")
 
 
 def _lm_of(lm: Any) -> Any:
@@ -419,8 +270,8 @@ def train(
     out = Path(out).expanduser()
     from_checkpoint = check_output(out, examples, opts, overwrite=overwrite, resume=resume)
     base_lm = _lm_of(lm)
-    _prepare_out(out, overwrite=overwrite, from_checkpoint=from_checkpoint)
-    fingerprint = _fingerprint(examples, opts)
+    prepare_out(out, overwrite=overwrite, from_checkpoint=from_checkpoint)
+    fingerprint = run_fingerprint(examples, opts)
 
     train_part, held_part = split_examples(examples, opts.eval_fraction, opts.seed)
     tokenized: list[Tokenized] = []
