@@ -23,12 +23,14 @@ from typing import Any
 from hrefine._optional import require
 from hrefine.errors import EmptyInputError, HtmlParseError, InputTypeError
 from hrefine.html._decode import decode_bytes, refuse_binary_text
+from hrefine.html.tags import BLOCK_TAGS
 
 __all__ = [
     "DEFAULT_MAX_INPUT_BYTES",
     "LIBXML_MAX_DEPTH",
     "check_input_size",
     "decode_bytes",
+    "drop_block",
     "drop_tag",
     "drop_tree",
     "parse_document",
@@ -363,3 +365,31 @@ def drop_tag(el: Any) -> None:
         else:
             parent.text = (parent.text or "") + el.tail
     parent.remove(el)
+
+
+def drop_block(el: Any) -> None:
+    """Remove ``el`` with its content; a block between inline text leaves a space, as its line
+    break did (``<a>Home</a><ul></ul><a>World</a>`` reads "Home World", not "HomeWorld").
+    """
+    if el.tag in BLOCK_TAGS and _joins_text(el):
+        el.tail = " " + (el.tail or "")
+    drop_tree(el)
+
+
+def _joins_text(el: Any) -> bool:
+    """Whether removing ``el`` would bring the inline content on its two sides together."""
+    tail = el.tail
+    if tail:
+        if tail[0].isspace():
+            return False
+    else:
+        nxt = el.getnext()
+        if nxt is None or nxt.tag in BLOCK_TAGS:
+            return False
+    prev = el.getprevious()
+    if prev is None:
+        before = el.getparent().text
+        return bool(before) and not before[-1].isspace()
+    if prev.tail:
+        return not prev.tail[-1].isspace()
+    return prev.tag not in BLOCK_TAGS

@@ -17,12 +17,14 @@ from hrefine._optional import require
 from hrefine.errors import EmptyInputError
 from hrefine.html._load import (
     DEFAULT_MAX_INPUT_BYTES,
+    drop_block,
     drop_tag,
     drop_tree,
     parse_document,
 )
 from hrefine.html._text import cell_span, collapse_space
 from hrefine.html._unwrap import crowded, unwrap_leaves
+from hrefine.html.boilerplate import remove_boilerplate
 from hrefine.html.tags import BLOCK_TAGS, GENERIC_TAGS, HEADING_TAGS, JUNK_TAGS
 
 __all__ = ["DEFAULT_KEEP_ATTRS", "clean_document", "clean_html"]
@@ -60,68 +62,10 @@ _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 # spelling onto the cell's name.
 _HIDDEN_CLASSES = frozenset(["sortkey"])
 
-# Boilerplate by tag, ARIA role and class/id word. Matching is by whole word of a class or id
-# token split on "-" and "_" ("site-footer" -> footer), plus a few unambiguous substrings.
-_BOILER_TAGS = frozenset({"nav", "footer", "aside"})
-_BOILER_ROLES = frozenset(
-    {
-        "navigation", "banner", "contentinfo", "complementary", "search", "menu", "menubar",
-        "dialog", "alertdialog"
-    }
-)  # fmt: skip
-_BOILER_WORDS = frozenset(
-    [
-        "nav",
-        "navbar",
-        "navbox",
-        "navigation",
-        "menu",
-        "breadcrumb",
-        "breadcrumbs",
-        "footer",
-        "sidebar",
-        "cookie",
-        "cookies",
-        "consent",
-        "gdpr",
-        "newsletter",
-        "subscribe",
-        "subscription",
-        "advert",
-        "advertisement",
-        "ads",
-        "ad",
-        "promo",
-        "popup",
-        "modal",
-        "share",
-        "sharing",
-        "related",
-        "comments",
-        "comment",
-        "skip",
-        "toc",
-        "editsection",
-        "catlinks",
-        "printfooter",
-        "noprint",
-        "masthead",
-        # Citation lists: sources of the article, not its content.
-        "reflist",
-        "references",
-        "refbegin",
-    ]
-)
-_BOILER_SUBSTRINGS = ("cookie", "consent", "gdpr", "sidebar", "navbar", "breadcrumb", "newsletter")
-_WORD_SPLIT = re.compile(r"[-_\s]+")
 # Natural Questions' tokenised HTML glues a cell's span to its tag name (``<Th_colspan="2">``),
 # which a parser reads as an unknown element that its ``</Th>`` does not close.
 _GLUED_SPAN = re.compile(r"<(t[hd])_((?:col|row)span=\"?\d+\"?)", re.I)
 _GLUED_SPAN_BYTES = re.compile(rb"<(t[hd])_((?:col|row)span=\"?\d+\"?)", re.I)
-# A candidate holding more than this share of the page's text is never removed.
-_MAX_BOILER_SHARE = 0.4
-# If the candidates together hold more than this share, the patterns misread the page: keep all.
-_MAX_TOTAL_BOILER_SHARE = 0.5
 
 
 def clean_html(
@@ -197,7 +141,7 @@ def clean_document(
     keep = frozenset(a.lower() for a in keep_attrs)
     _remove_junk(root)
     if boilerplate:
-        _remove_boilerplate(root)
+        remove_boilerplate(root)
     crowd = len(html) > _SMALL_PAGE if isinstance(html, (str, bytes, bytearray)) else True
     _strip_attributes(root, keep, keep_links="href" in keep, crowd=crowd)
     _merge_wrappers(_drop_empty(root, *_normalize_whitespace(root)))
@@ -237,23 +181,12 @@ def _is_hidden(el: Any) -> bool:
     return bool(classes and not _HIDDEN_CLASSES.isdisjoint(classes.split()))
 
 
-# Elements that carry a class, id or role. Tested by a predicate (kept in document order): an
-# attribute step's parents (``descendant::*/@class/..``) are de-duplicated by libxml2 in time
-# quadratic in their number (2 s for 2 MB of ``<span class>``). Where order does not matter, the
-# attributes are selected and their elements read in Python (:func:`_owners`), which is as fast
-# as the parent step on ordinary pages; a predicate costs a third more there.
-_BOILER_ATTRS = "@class or @id or @role"
-_BOILER_TAGGED = " or ".join(f"self::{t}" for t in sorted(_BOILER_TAGS))
-
-
 class _Queries(NamedTuple):
     """Compiled XPath queries (``lxml.etree.XPath``) that pick each pass's candidates in C."""
 
     head_junk: Any
     hiding: tuple[Any, ...]
     sortkeys: Any
-    boiler: Any
-    boiler_attrs: Any
     attributed: Any
     bare_img: Any
     row_spans: Any
@@ -273,9 +206,6 @@ def _queries() -> _Queries:
             etree.XPath(f"descendant::*/@{a}") for a in ("hidden", "aria-hidden", "style")
         ),
         sortkeys=etree.XPath("descendant::span[contains(@class, 'sortkey')]"),
-        boiler=etree.XPath(f"descendant::*[{_BOILER_TAGGED} or {_BOILER_ATTRS}]"),
-        # The same without the tags, for pages with none of them (most).
-        boiler_attrs=etree.XPath(f"descendant::*[{_BOILER_ATTRS}]"),
         attributed=etree.XPath("descendant::*[@*]"),
         bare_img=etree.XPath("descendant::img[not(@alt)]"),
         row_spans=etree.XPath("descendant::*/@rowspan"),
@@ -304,76 +234,6 @@ def _remove_junk(root: Any) -> None:
     doomed.extend(el for el in [*hiding, *queries.sortkeys(root)] if _is_hidden(el))
     for el in doomed:  # an element inside a removed one goes with it; removing it first is harmless
         drop_tree(el)
-
-
-def _is_boilerplate(tag: str, classes: str | None, id_: str | None, role: str | None) -> bool:
-    """Whether an element with this tag, class, id and role is boilerplate."""
-    if tag in _BOILER_TAGS:
-        return True
-    classes = classes or ""
-    if tag == "sup" and "reference" in classes:
-        return True  # citation markers ("[12]") that only point to the reference list
-    if role is not None and role.lower() in _BOILER_ROLES:
-        return True
-    return _boilerplate_names(f"{classes} {id_ or ''}")
-
-
-@functools.lru_cache(maxsize=4096)
-def _boilerplate_names(names: str) -> bool:
-    # Cached: a page repeats a few class names on hundreds of elements.
-    names = names.lower()
-    if not names.strip():
-        return False
-    if any(s in names for s in _BOILER_SUBSTRINGS):
-        return True
-    return any(word in _BOILER_WORDS for word in _WORD_SPLIT.split(names))
-
-
-def _text_length(el: Any) -> int:
-    """Characters of text inside ``el`` (serialised in C: a quarter of joining its text nodes)."""
-    etree = require("lxml.etree", "html")
-    return len(etree.tostring(el, method="text", encoding="unicode", with_tail=False))
-
-
-def _remove_boilerplate(root: Any) -> None:
-    body = root.find("body")
-    if body is None:
-        return
-    total = _text_length(body)
-    if total == 0:
-        return
-    queries = _queries()
-    tagged = next(body.iterdescendants(*_BOILER_TAGS), None) is not None
-    query = queries.boiler if tagged else queries.boiler_attrs
-    candidates = query(body)
-    chosen: list[Any] = []
-    verdicts: dict[tuple[str, str | None, str | None, str | None], bool] = {}
-    removed = 0
-    k = 0
-    while k < len(candidates):
-        el = candidates[k]
-        k += 1
-        get = el.get  # one attribute at a time, without building el.attrib
-        key = (el.tag, get("class"), get("id"), get("role"))
-        boiler = verdicts.get(key)  # a page repeats a few of these on thousands of elements
-        if boiler is None:
-            boiler = verdicts[key] = _is_boilerplate(*key)
-        if not boiler:
-            continue
-        if el.find(".//main") is not None or el.find(".//article") is not None:
-            continue
-        size = _text_length(el)
-        if size > _MAX_BOILER_SHARE * total:
-            continue
-        chosen.append(el)
-        removed += size
-        # The candidates inside it come next (document order): the same query run on it
-        # counts them, without a proxy for each of its elements.
-        k += len(query(el))
-    if removed > _MAX_TOTAL_BOILER_SHARE * total:
-        return
-    for el in chosen:
-        _drop_block(el)
 
 
 def _strip_attributes(
@@ -521,37 +381,9 @@ def _drop_empty(root: Any, elements: list[Any], has_text: set[Any]) -> list[Any]
             continue  # an empty cell keeps its row's columns aligned; a <br> its line break
         if el in spanned:
             continue
-        _drop_block(el)
+        drop_block(el)
         dropped.add(el)
     return [el for el in elements if el not in dropped] if dropped else elements
-
-
-def _drop_block(el: Any) -> None:
-    """Remove ``el`` with its content; a block between inline text leaves a space, as its line
-    break did (``<a>Home</a><ul></ul><a>World</a>`` reads "Home World", not "HomeWorld").
-    """
-    if el.tag in BLOCK_TAGS and _joins_text(el):
-        el.tail = " " + (el.tail or "")
-    drop_tree(el)
-
-
-def _joins_text(el: Any) -> bool:
-    """Whether removing ``el`` would bring the inline content on its two sides together."""
-    tail = el.tail
-    if tail:
-        if tail[0].isspace():
-            return False
-    else:
-        nxt = el.getnext()
-        if nxt is None or nxt.tag in BLOCK_TAGS:
-            return False
-    prev = el.getprevious()
-    if prev is None:
-        before = el.getparent().text
-        return bool(before) and not before[-1].isspace()
-    if prev.tail:
-        return not prev.tail[-1].isspace()
-    return prev.tag not in BLOCK_TAGS
 
 
 def _merge_wrappers(elements: list[Any]) -> None:
