@@ -18,8 +18,6 @@ Traversals are iterative, so a tree 10,000 levels deep never hits Python's recur
 
 from __future__ import annotations
 
-import math
-import operator
 import weakref
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
@@ -28,8 +26,9 @@ from typing import Any
 import numpy as np
 
 from hrefine._node import Node, NodeKind, as_kind
+from hrefine._tree_values import as_order, as_weight
 from hrefine._vectors import VectorRows
-from hrefine.errors import InputTypeError, TreeError
+from hrefine.errors import TreeError
 
 __all__ = ["Node", "NodeKind", "Tree"]
 
@@ -107,9 +106,9 @@ class Tree:
             msg = f"got {len(weights)} weights for {len(ids)} parents; pass one per parent"
             raise TreeError(msg)
         else:
-            ws = [self._as_weight(w, p, node_id) for p, w in zip(ids, weights, strict=True)]
+            ws = [as_weight(w, p, node_id) for p, w in zip(ids, weights, strict=True)]
         if order is not None and type(order) is not int:
-            order = self._as_order(order)
+            order = as_order(order)
         self._nodes.append(
             Node(self._ref, node_id, text, node_kind, level, order, dict(metadata or {}))
         )
@@ -133,7 +132,7 @@ class Tree:
         """
         parent = self._check_id(parent)
         child = self._check_id(child)
-        w = self._as_weight(weight, parent, child)
+        w = as_weight(weight, parent, child)
         key = (parent, child)
         if key in self._weights:
             self._weights[key] = w
@@ -188,7 +187,7 @@ class Tree:
             node._derived = True
             self._mark_stale(node_id)
             return
-        node._order = order if type(order) is int else self._as_order(order)
+        node._order = order if type(order) is int else as_order(order)
         node._tie = 0
         node._derived = node._stale = False
         for parent in node._parents:
@@ -493,28 +492,3 @@ class Tree:
             return int(node_id)
         msg = f"node id {node_id!r} is not in this tree of {len(self._nodes)} nodes"
         raise TreeError(msg)
-
-    @staticmethod
-    def _as_order(order: object) -> int:
-        if type(order) is int:
-            return order
-        msg = f"order must be an integer (or None to derive it), got {order!r}"
-        if isinstance(order, bool):  # True is an int to Python, never a position
-            raise InputTypeError(msg)
-        try:
-            return operator.index(order)  # type: ignore[arg-type]
-        except TypeError:
-            raise InputTypeError(msg) from None
-
-    @staticmethod
-    def _as_weight(weight: object, parent: int, child: int) -> float:
-        if type(weight) is float and math.isfinite(weight):
-            return weight
-        try:
-            w = float(weight)  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            w = math.nan
-        if not math.isfinite(w):
-            msg = f"edge {parent} -> {child} has weight {weight!r}; pass a finite number"
-            raise TreeError(msg)
-        return w
