@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hrefine.distributed import io as _io
+import hrefine.distributed.io as _io
 from hrefine.distributed.cluster import IO_CPUS, connect, offline_runtime_env, plan_actors
 from hrefine.distributed.groups import GarlicStage, GroupStage, RaptorStage
 from hrefine.distributed.stages import STAGES, Stage

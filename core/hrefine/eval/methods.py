@@ -245,7 +245,7 @@ def _instantiate(cls: type, counter: TokenCounter, options: dict[str, Any]) -> A
 
 
 def _adapt(obj: Any, counter: TokenCounter, name: str | None, chunk_tokens: int) -> Compressor:
-    from hrefine.eval import _frameworks
+    import hrefine.eval._frameworks as _frameworks
 
     if callable(getattr(obj, "compress", None)):
         if name is not None or not isinstance(getattr(obj, "name", None), str):
