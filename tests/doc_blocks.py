@@ -682,9 +682,11 @@ def model_values() -> dict[str, str]:
     return {"smollm2": str(lm.model_name_or_path), "minilm": str(minilm)}
 
 
-def run_page(page: str, folder: Path, results: Path) -> list[Outcome]:
+def run_page(
+    page: str, folder: Path, results: Path, kinds: tuple[str, ...] = ("python", "bash")
+) -> list[Outcome]:
     """Run every block of ``page`` that has no skip marker, in order, in ``folder``."""
-    todo = [b for b in file_blocks(REPO / page) if b.kind and b.skip is None]
+    todo = [b for b in file_blocks(REPO / page) if b.kind in kinds and b.skip is None]
     os.chdir(folder)
     sys.path.insert(0, str(folder))  # a package of yours there imports, as if installed
     code = "\n".join(b.code for b in todo)
@@ -729,4 +731,5 @@ def run_page(page: str, folder: Path, results: Path) -> list[Outcome]:
 if __name__ == "__main__":
     page_arg, folder_arg, results_arg = sys.argv[1:4]
     sys.path.insert(0, str(REPO / "tests"))
-    run_page(page_arg, Path(folder_arg), Path(results_arg))
+    kinds_arg = tuple(sys.argv[4].split(",")) if len(sys.argv) > 4 else ("python", "bash")
+    run_page(page_arg, Path(folder_arg), Path(results_arg), kinds_arg)

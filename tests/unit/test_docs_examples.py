@@ -27,40 +27,50 @@ SKIP_CAUSES = ("set-up", "network", "GPU", "Ray", "model", "API key", "benchmark
 #: At most this many skipped blocks: the point is that the examples run.
 MOST_SKIPS = 21
 
-#: Pages whose blocks run in `make test` (measured on 2 busy cores: README about 100 s of CPU,
-#: the others 20-30 s each). The other pages train adapters, build GARLIC graphs and RAPTOR
+#: Blocks that run in `make test` (measured on 2 busy cores: README's Python about 100 s of
+#: CPU, the other pages 20-30 s each). The rest train adapters, build GARLIC graphs and RAPTOR
 #: trees with SmolLM2 or run `hrefine demo`, and run with `-m slow` (`make test-all`).
-FAST_PAGES = {"README.md", "docs/quickstart.md", "docs/integrations.md", "docs/evaluation.md"}
+FAST_PAGES = {"docs/quickstart.md", "docs/integrations.md", "docs/evaluation.md"}
+
+
+def _fast(block: db.Block) -> bool:
+    return block.file in FAST_PAGES or (block.file == "README.md" and block.kind == "python")
+
 
 _RESULTS: dict[str, dict[str, Any]] = {}
 
 
-def _page_results(page: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """Run the page's blocks once (a subprocess) and return each block's outcome by id."""
-    if page not in _RESULTS:
+def _page_results(
+    page: str, kinds: str, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
+    """Run the page's blocks of ``kinds`` once (a subprocess); each block's outcome by id."""
+    key = f"{page}|{kinds}"
+    if key not in _RESULTS:
         folder = tmp_path_factory.mktemp(page.replace("/", "_").replace(".", "_"))
         work = folder / "work"
         work.mkdir()
         results = folder / "results.json"
         done = subprocess.run(
-            [sys.executable, str(Path(db.__file__)), page, str(work), str(results)],
+            [sys.executable, str(Path(db.__file__)), page, str(work), str(results), kinds],
             capture_output=True,
             text=True,
             timeout=900,
             check=False,
         )
         outcomes = json.loads(results.read_text()) if results.is_file() else []
-        _RESULTS[page] = {o["id"]: o for o in outcomes}
-        _RESULTS[page]["__stderr__"] = done.stderr[-3000:]
-    return _RESULTS[page]
+        _RESULTS[key] = {o["id"]: o for o in outcomes}
+        _RESULTS[key]["__stderr__"] = done.stderr[-3000:]
+    return _RESULTS[key]
 
 
 @pytest.mark.parametrize(
     "block",
-    [pytest.param(b, id=b.id, marks=() if b.file in FAST_PAGES else pytest.mark.slow) for b in RUN],
+    [pytest.param(b, id=b.id, marks=() if _fast(b) else pytest.mark.slow) for b in RUN],
 )
 def test_block_runs(block: db.Block, tmp_path_factory: pytest.TempPathFactory) -> None:
-    results = _page_results(block.file, tmp_path_factory)
+    # README's Python blocks alone in `make test`; a page's blocks all together otherwise
+    kinds = "python" if block.file == "README.md" and _fast(block) else "python,bash"
+    results = _page_results(block.file, kinds, tmp_path_factory)
     outcome = results.get(block.id)
     assert outcome is not None, f"the page's run stopped before {block.id}:\n" + str(
         results["__stderr__"]
