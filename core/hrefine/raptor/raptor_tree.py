@@ -13,19 +13,20 @@ from typing import Any
 
 import numpy as np
 
-from hrefine._progress import Progress, reporter
+import hrefine.raptor.build as _build
+from hrefine._progress import Progress
 from hrefine._query import check_query
-from hrefine._saved import is_count
 from hrefine.budget import TokenCounter, get_counter
-from hrefine.errors import InputTypeError, PersistenceError, TreeError
+from hrefine.errors import InputTypeError, TreeError
 from hrefine.models import get_embedder
 from hrefine.persist import load_tree, save_tree
-from hrefine.raptor import build as _build
-from hrefine.raptor.build import SOURCE, SOURCES, TOKENS, Source, as_sources
+from hrefine.raptor.build import SOURCES, TOKENS, Source, as_sources
+from hrefine.raptor.build_progress import reported_grower
 from hrefine.raptor.insert import insert_steps
 from hrefine.raptor.options import RaptorOptions, check_mode
 from hrefine.raptor.retrieve import RetrievedNode, collapsed, node_scores, relevance, traversal
 from hrefine.raptor.summarise import Summariser
+from hrefine.raptor.tree_shape import check_raptor_shape
 from hrefine.tree import NodeKind, Tree
 
 __all__ = ["KIND", "RaptorTree"]
@@ -161,7 +162,7 @@ class RaptorTree:
         started = time.perf_counter()
         self, leaves = cls._start(docs, options, llm, embedder, tokenizer, settings)
         grower = _build.build_steps(self.tree, leaves, self.options, self.summariser, self.counter)
-        stats = _build.run(_progress(grower, progress), self.summariser, self.embedder)
+        stats = _build.run(reported_grower(grower, progress), self.summariser, self.embedder)
         self._finish(stats, started)
         return self
 
@@ -187,7 +188,7 @@ class RaptorTree:
         summariser = await loop.run_in_executor(None, lambda: self.summariser)
         grower = _build.build_steps(self.tree, leaves, self.options, summariser, self.counter)
         embedder_ = await loop.run_in_executor(None, lambda: self.embedder)
-        stats = await _build.arun(_progress(grower, progress), summariser, embedder_)
+        stats = await _build.arun(reported_grower(grower, progress), summariser, embedder_)
         self._finish(stats, started)
         return self
 
@@ -453,7 +454,7 @@ class RaptorTree:
         PersistenceError
             ``tree`` is not shaped as a RAPTOR tree (``where`` names it in the message).
         """
-        _check_loaded(tree, where)
+        check_raptor_shape(tree, where)
         self = cls(tree, options, llm=llm, embedder=embedder, tokenizer=tokenizer)
         if tokenizer is not None or tree.metadata.get(COUNTER) != self.counter.name:
             # Counted by another tokenizer (one given to build as an object or name is not
@@ -463,56 +464,3 @@ class RaptorTree:
             for node, n in zip(tree, counts, strict=True):
                 node.metadata[TOKENS] = int(n)
         return self
-
-
-def _check_loaded(tree: Tree, path: object) -> None:
-    """Raise PersistenceError unless ``tree`` has the shape of a RAPTOR tree."""
-    problems: list[str] = []
-    if len(tree) == 0:
-        problems.append("it has no nodes")
-    mask = tree.embedding_mask if len(tree) else np.zeros(0, dtype=bool)
-    if len(tree) and (tree.embeddings is None or not bool(np.all(mask))):
-        problems.append("some nodes have no embedding")
-    for node in tree:
-        meta = node.metadata
-        if not is_count(meta.get(TOKENS)):
-            problems.append(f"node {node.id} has no token count")
-        elif node.kind == NodeKind.CHUNK and (node.children or not is_count(meta.get(SOURCE))):
-            problems.append(f"leaf {node.id} has children or no source")
-        elif node.kind == NodeKind.SUMMARY and not node.children:
-            problems.append(f"summary {node.id} summarises nothing")
-        elif node.kind not in (NodeKind.CHUNK, NodeKind.SUMMARY):
-            problems.append(f"node {node.id} is a {node.kind}, not a chunk or summary")
-        if problems:
-            break
-    if problems:
-        msg = f"{path} is not a valid RAPTOR tree: {problems[0]}"
-        raise PersistenceError(msg)
-
-
-def _progress(grower: _build.Grower, progress: Progress) -> _build.Grower:
-    """``grower``, reporting each step (:func:`hrefine._progress.reporter`): the leaves'
-    embedding, then per layer the clusters summarised and the summaries embedded."""
-    if not progress:
-        return grower
-    say = reporter(progress, "raptor")
-
-    def reported() -> _build.Grower:
-        answer: Any = None
-        layer = 0
-        while True:
-            try:
-                work = grower.send(answer)
-            except StopIteration as stop:
-                say(f"done: {len(stop.value.get('clusters', []))} summary layers")
-                return dict(stop.value)
-            if isinstance(work, _build.SummariseWork):
-                layer += 1
-                say(f"layer {layer}: summarising {len(work.prompts)} clusters...")
-            elif isinstance(work, _build.EmbedWork):
-                where = "leaves" if layer == 0 else f"layer {layer}"
-                what = "leaves" if layer == 0 else "summaries"
-                say(f"{where}: embedding {len(work.texts)} {what}...")
-            answer = yield work
-
-    return reported()

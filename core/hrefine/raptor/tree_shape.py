@@ -1,0 +1,39 @@
+"""The shape a RAPTOR tree read from storage must have (:func:`check_raptor_shape`): nodes,
+every one embedded and counted, leaves with a source and no children, summaries of
+something."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hrefine._saved import is_count
+from hrefine.errors import PersistenceError
+from hrefine.raptor.build import SOURCE, TOKENS
+from hrefine.tree import NodeKind, Tree
+
+__all__ = ["check_raptor_shape"]
+
+
+def check_raptor_shape(tree: Tree, path: object) -> None:
+    """Raise PersistenceError unless ``tree`` has the shape of a RAPTOR tree."""
+    problems: list[str] = []
+    if len(tree) == 0:
+        problems.append("it has no nodes")
+    mask = tree.embedding_mask if len(tree) else np.zeros(0, dtype=bool)
+    if len(tree) and (tree.embeddings is None or not bool(np.all(mask))):
+        problems.append("some nodes have no embedding")
+    for node in tree:
+        meta = node.metadata
+        if not is_count(meta.get(TOKENS)):
+            problems.append(f"node {node.id} has no token count")
+        elif node.kind == NodeKind.CHUNK and (node.children or not is_count(meta.get(SOURCE))):
+            problems.append(f"leaf {node.id} has children or no source")
+        elif node.kind == NodeKind.SUMMARY and not node.children:
+            problems.append(f"summary {node.id} summarises nothing")
+        elif node.kind not in (NodeKind.CHUNK, NodeKind.SUMMARY):
+            problems.append(f"node {node.id} is a {node.kind}, not a chunk or summary")
+        if problems:
+            break
+    if problems:
+        msg = f"{path} is not a valid RAPTOR tree: {problems[0]}"
+        raise PersistenceError(msg)
