@@ -332,12 +332,17 @@ def drop_tree(el: Any) -> None:
     if parent is None:
         return
     if el.tail:
-        prev = el.getprevious()
-        if prev is not None:
-            prev.tail = (prev.tail or "") + el.tail
-        else:
-            parent.text = (parent.text or "") + el.tail
+        _append_after(el.getprevious(), parent, el.tail)
     parent.remove(el)
+
+
+def _append_after(prev: Any, parent: Any, text: str) -> None:
+    """Append ``text`` where it reads after ``prev`` (its tail), or, with no ``prev``, to the
+    ``parent``'s text (what comes before its first child)."""
+    if prev is not None:
+        prev.tail = (prev.tail or "") + text
+    else:
+        parent.text = (parent.text or "") + text
 
 
 def drop_tag(el: Any) -> None:
@@ -351,19 +356,12 @@ def drop_tag(el: Any) -> None:
         return
     prev = el.getprevious()
     if el.text:
-        if prev is not None:
-            prev.tail = (prev.tail or "") + el.text
-        else:
-            parent.text = (parent.text or "") + el.text
+        _append_after(prev, parent, el.text)
     children = list(el)
     for child in children:
         el.addprevious(child)  # the child's tail travels with it
     if el.tail:
-        last = children[-1] if children else el.getprevious()
-        if last is not None:
-            last.tail = (last.tail or "") + el.tail
-        else:
-            parent.text = (parent.text or "") + el.tail
+        _append_after(children[-1] if children else el.getprevious(), parent, el.tail)
     parent.remove(el)
 
 

@@ -15,6 +15,7 @@ from hrefine._encodable import encodable, encodable_all
 from hrefine.errors import ConfigError, InputTypeError
 from hrefine.models._embed_state import VectorCache, cache_key, finite_rows, normalize_rows
 from hrefine.models._loop import call_async
+from hrefine.models.embedder_protocol import check_texts
 
 __all__ = ["CallableEmbedder"]
 
@@ -89,13 +90,7 @@ class CallableEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed documents as unit rows; a text embedded before is taken from the cache."""
-        if isinstance(texts, str):
-            msg = "embed() takes a sequence of texts, got one string; use embed_query() for it"
-            raise InputTypeError(msg)
-        for i, text in enumerate(texts):
-            if not isinstance(text, str):
-                msg = f"embed() takes texts (str); item {i} is a {type(text).__name__}"
-                raise InputTypeError(msg)
+        check_texts(texts)
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         # Lone surrogates become U+FFFD: a model's client could not encode them to send.
