@@ -17,7 +17,7 @@ from hrefine.tree import NodeKind
 
 if TYPE_CHECKING:
     from hrefine.garlic.graph import GarlicGraph
-    from hrefine.garlic.search import SearchResult, VisitedNode
+    from hrefine.garlic.search_result import SearchResult, VisitedNode
 
 __all__ = ["draw_report"]
 

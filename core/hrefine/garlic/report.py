@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from hrefine.errors import InputTypeError
 from hrefine.garlic._report_page import draw_report
-from hrefine.garlic.search import SearchResult
+from hrefine.garlic.search_result import SearchResult
 
 if TYPE_CHECKING:
     from hrefine.garlic.graph import GarlicGraph

@@ -19,7 +19,7 @@ from hrefine._report_frame import esc, more, opening, ref, table
 from hrefine.budget import EXPANDED, MEASURED_OVER, OVER_BUDGET, TRIAL_LIMIT
 
 if TYPE_CHECKING:
-    from hrefine.longrefiner.pipeline import RefinedDocument
+    from hrefine.longrefiner.result import RefinedDocument
 
 __all__ = [
     "DROPPED_PER_SECTION",

@@ -47,7 +47,7 @@ from hrefine.longrefiner._report_document import (
 )
 
 if TYPE_CHECKING:
-    from hrefine.longrefiner.pipeline import RefineResult
+    from hrefine.longrefiner.result import RefineResult
 
 __all__ = [
     "DROPPED_PER_SECTION",
