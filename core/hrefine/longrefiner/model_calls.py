@@ -125,7 +125,7 @@ class ModelCalls:
                     out[k] = answer_text(a)
             return out
         llm = self._text_llm()
-        return [answer_text(a) for a in llm.batch([f"{sy.strip()}\n\n{us}" for sy, us in prompts])]
+        return [answer_text(a) for a in llm.batch(_one_message(prompts))]
 
     async def _aask_many(
         self,
@@ -144,7 +144,7 @@ class ModelCalls:
                 self._ask_many, prompts, step=step, max_new_tokens=max_new_tokens, stop=stop
             )
         llm = self._text_llm()
-        answers = await llm.abatch([f"{sy.strip()}\n\n{us}" for sy, us in prompts])
+        answers = await llm.abatch(_one_message(prompts))
         return [answer_text(a) for a in answers]
 
     def _step_on(self, step: str) -> bool:
@@ -157,3 +157,8 @@ def answer_text(raw: object) -> str:
     """A model's answer as text every writer takes: kept as raw output (in notes, the
     report, the JSON and the cache), so a lone surrogate in it becomes U+FFFD."""
     return encodable(str(raw))
+
+
+def _one_message(prompts: Sequence[tuple[str, str]]) -> list[str]:
+    """Each ``(system, user)`` prompt as one message for a text LLM: the system part on top."""
+    return [f"{sy.strip()}\n\n{us}" for sy, us in prompts]

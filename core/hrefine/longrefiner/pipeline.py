@@ -18,10 +18,11 @@ with the embedded embedder alone.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -337,16 +338,13 @@ class LongRefiner(Structuring):
         started = time.perf_counter()
         query, budget, texts = check_call(query, documents, max_tokens, titles)
         timings: dict[str, float] = {}
-        t = time.perf_counter()
-        found = self.analyze(query)
-        timings["analysis"] = time.perf_counter() - t
-        t = time.perf_counter()
-        docs = self.structure_many(texts, titles=titles)
-        timings["structure"] = time.perf_counter() - t
+        with _timed(timings, "analysis"):
+            found = self.analyze(query)
+        with _timed(timings, "structure"):
+            docs = self.structure_many(texts, titles=titles)
         present = present_documents(docs)
-        t = time.perf_counter()
-        chosen = self.select_many(query, present)
-        timings["selection"] = time.perf_counter() - t
+        with _timed(timings, "selection"):
+            chosen = self.select_many(query, present)
         return self._finish(query, found, budget, docs, chosen, timings, started)
 
     async def arefine(
@@ -363,16 +361,13 @@ class LongRefiner(Structuring):
         started = time.perf_counter()
         query, budget, texts = check_call(query, documents, max_tokens, titles)
         timings: dict[str, float] = {}
-        t = time.perf_counter()
-        found = await self.aanalyze(query)
-        timings["analysis"] = time.perf_counter() - t
-        t = time.perf_counter()
-        docs = await self.astructure_many(texts, titles=titles)
-        timings["structure"] = time.perf_counter() - t
+        with _timed(timings, "analysis"):
+            found = await self.aanalyze(query)
+        with _timed(timings, "structure"):
+            docs = await self.astructure_many(texts, titles=titles)
         present = present_documents(docs)
-        t = time.perf_counter()
-        chosen = await self.aselect_many(query, present)
-        timings["selection"] = time.perf_counter() - t
+        with _timed(timings, "selection"):
+            chosen = await self.aselect_many(query, present)
         return await asyncio.to_thread(
             self._finish, query, found, budget, docs, chosen, timings, started
         )
@@ -484,3 +479,11 @@ def _empty_tree() -> Any:
     tree = Tree()
     tree.add_node("", kind="document", order=0, metadata={"start": 0, "end": 0})
     return tree
+
+
+@contextlib.contextmanager
+def _timed(timings: dict[str, float], step: str) -> Iterator[None]:
+    """Seconds the block took, as ``timings[step]`` (not set when it raises)."""
+    t = time.perf_counter()
+    yield
+    timings[step] = time.perf_counter() - t
