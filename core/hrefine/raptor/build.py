@@ -181,6 +181,7 @@ def cluster_fn(
         max_clusters=options.max_clusters,
         max_tokens=options.cluster_max_tokens,
         seed=options.seed,
+        group_size=options.cluster_group_size,
     )
 
 

@@ -19,6 +19,13 @@ again. Where the reference code breaks, this module decides instead:
 - BIC is evaluated for k = 1, 2, ... and the search stops once it has risen ``patience`` times in
   a row past its best, instead of fitting all 50 mixtures (same choice wherever BIC has one
   minimum, a fraction of the fits).
+- A layer of more than ``group_size`` nodes is cut into ``ceil(n / group_size)`` groups of
+  near-equal size (:func:`partition`: balanced halvings along the main direction of the
+  embeddings, so similar nodes share a group), and each group is clustered as above on its own.
+  Clustering one layer of ``n`` nodes costs more than ``n`` times one node's share (the global
+  UMAP's ``sqrt(n)`` neighbours, mixtures searched over more points and more components): in
+  groups of bounded size the build grows about linearly. A layer of at most ``group_size`` nodes
+  is clustered exactly as without the bound.
 """
 
 from __future__ import annotations
@@ -30,8 +37,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from hrefine._optional import require
+from hrefine.raptor._numba_cache import load_umap
 
-__all__ = ["Cluster", "cluster_layer"]
+__all__ = ["Cluster", "cluster_layer", "partition"]
 
 #: Consecutive k whose BIC is worse than the best before the search stops.
 BIC_PATIENCE = 4
@@ -75,6 +83,7 @@ def cluster_layer(
     max_clusters: int = 50,
     max_tokens: int = 3500,
     seed: int = 224,
+    group_size: int | None = None,
 ) -> list[Cluster]:
     """Cluster one layer's nodes (soft: a node may be in several clusters).
 
@@ -94,6 +103,9 @@ def cluster_layer(
         Most tokens of text in one cluster (a single node longer than this stays alone).
     seed:
         Seed of UMAP and the mixtures.
+    group_size:
+        Most nodes clustered together: a larger layer is cut into groups of similar nodes
+        (:func:`partition`), each clustered on its own. None: the whole layer at once.
 
     Returns
     -------
@@ -110,7 +122,8 @@ def cluster_layer(
     # One BLAS thread: the mixtures work on 10-dimensional data, where threads only add
     # overhead, and spinning BLAS threads made each fit up to 100x slower on a busy machine.
     with limits.threadpool_limits(limits=1):
-        groups = _cluster(x, np.arange(n), cost, settings, depth=0)
+        parts = [np.arange(n)] if group_size is None else partition(x, group_size)
+        groups = [g for part in parts for g in _cluster(x, part, cost, settings, depth=0)]
     # Merge duplicates (a node reached through two global clusters' local passes twice).
     seen: dict[tuple[int, ...], Cluster] = {}
     for members, weights in groups:
@@ -122,6 +135,40 @@ def cluster_layer(
 
 
 _Group = tuple[np.ndarray, np.ndarray]  # (member positions, weights)
+
+
+def partition(x: np.ndarray, size: int) -> list[np.ndarray]:
+    """The rows of ``x`` cut into ``ceil(n / size)`` groups of similar rows, none over ``size``.
+
+    Each cut halves a group (in proportion, for an odd number of groups to make) at the
+    median of its rows' projections on their first principal direction, so the groups differ
+    in size by at most one. Deterministic: the direction's sign is fixed, ties go by position.
+    Costs ``O(n d^2 log(n / size))``.
+
+    Returns
+    -------
+    list[np.ndarray]
+        Row positions of each group, ascending; one group of every row when ``n <= size``.
+    """
+    if size < 1:
+        msg = f"group size must be at least 1, got {size}"
+        raise ValueError(msg)
+    n = len(x)
+    return _halve(np.asarray(x, dtype=np.float64), np.arange(n), max(1, -(-n // size)))
+
+
+def _halve(x: np.ndarray, ids: np.ndarray, parts: int) -> list[np.ndarray]:
+    if parts <= 1 or len(ids) <= 1:
+        return [ids]
+    left_parts = parts // 2
+    cut = round(len(ids) * left_parts / parts)
+    rows = x[ids] - x[ids].mean(axis=0)
+    _, vecs = np.linalg.eigh(rows.T @ rows)
+    direction = vecs[:, -1]
+    direction = direction * (1.0 if direction[np.argmax(np.abs(direction))] >= 0 else -1.0)
+    order = np.lexsort((ids, rows @ direction))
+    left, right = np.sort(ids[order[:cut]]), np.sort(ids[order[cut:]])
+    return _halve(x, left, left_parts) + _halve(x, right, parts - left_parts)
 
 
 def _cluster(
@@ -193,7 +240,7 @@ def _soft_clusters(x: np.ndarray, s: _Settings, *, neighbours: int | None) -> li
 
 def _reduce(x: np.ndarray, s: _Settings, *, neighbours: int | None) -> np.ndarray:
     """UMAP of ``x`` (more than ``dim + 1`` distinct rows) to ``dim`` dimensions, seeded."""
-    umap = require("umap", "raptor")
+    umap = load_umap()
     m = len(x)
     n_neighbors = int((m - 1) ** 0.5) if neighbours is None else neighbours
     n_neighbors = max(2, min(n_neighbors, m - 1))

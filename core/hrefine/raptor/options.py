@@ -48,6 +48,13 @@ class RaptorOptions(Options):
         3500,
         help="A cluster whose text is longer than this is clustered again (summariser context).",
     )
+    cluster_group_size: int | None = setting(
+        1000,
+        help=(
+            "A layer of more nodes than this is cut into groups of similar nodes, each clustered"
+            " on its own, so build time grows about linearly; None: the whole layer at once."
+        ),
+    )
     seed: int = setting(224, help="Seed of UMAP and the Gaussian mixtures (same seed, same tree).")
     prompt: str = setting(DEFAULT_PROMPT, help="Summary prompt; '{context}' marks the texts.")
     system_prompt: str | None = setting(
@@ -97,6 +104,7 @@ class RaptorOptions(Options):
             raise ConfigError(msg)
         check_int("max_clusters", self.max_clusters, minimum=1)
         check_int("cluster_max_tokens", self.cluster_max_tokens, minimum=self.chunk_tokens)
+        check_int("cluster_group_size", self.cluster_group_size, minimum=2, none=True)
         check_int("seed", self.seed, minimum=0)
         for name in ("prompt", "system_prompt"):
             value = getattr(self, name)
