@@ -12,15 +12,17 @@ from abc import abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar, cast
 
 import numpy as np
-from hrefine.errors import PersistenceError
+from hrefine.errors import ConfigError, InputTypeError, PersistenceError
 from hrefine.tree import Tree
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.chat_engine.types import BaseChatEngine, ChatMode
 from llama_index.core.data_structs.data_structs import IndexStruct
+from llama_index.core.data_structs.registry import INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS
 from llama_index.core.indices.base import BaseIndex
+from llama_index.core.indices.registry import INDEX_STRUCT_TYPE_TO_INDEX_CLASS
 from llama_index.core.ingestion import run_transformations
 from llama_index.core.llms import LLM
 from llama_index.core.schema import BaseNode, Document, TransformComponent
@@ -29,7 +31,7 @@ from llama_index.core.storage.docstore.simple_docstore import SimpleDocumentStor
 from llama_index.core.storage.docstore.types import RefDocInfo
 from llama_index.core.storage.storage_context import DEFAULT_PERSIST_DIR, StorageContext
 
-from llamaindex_hrefine._convert import answer_llm, json_problem, node_list
+from llamaindex_hrefine._convert import answer_llm, json_problem, node_list, nodes_to_raptor_tree
 
 
 @contextmanager
@@ -62,6 +64,7 @@ __all__ = [
     "check_struct",
     "digest",
     "fill_struct",
+    "register",
 ]
 
 #: Version of the stored layout.
@@ -214,22 +217,74 @@ class StoredTreeIndex(BaseIndex[_S], Generic[_S]):
     RAPTOR and GARLIC indexes): the method-free parts of building, loading and answering.
 
     Subclasses set ``_llm`` (the LLM the caller gave, which also answers when it is a
-    LlamaIndex LLM) before ``BaseIndex.__init__`` runs, and build their tree in
-    ``_build_index_from_nodes``.
+    LlamaIndex LLM) and what their build needs before this constructor runs, build their core
+    tree or graph in ``_build_index_from_nodes`` (setting ``_built``), and load it from the
+    stores in ``_load`` (given an index struct: see :meth:`_stored_tree`).
     """
 
     _llm: Any
+    #: The core tree or graph (None until built or loaded).
+    _built: Any
     #: The method's name in messages ("RAPTOR", "GARLIC").
     method: ClassVar[str] = ""
+    #: What the method builds, in messages ("tree", "graph").
+    _kind: ClassVar[str] = "tree"
+    #: The message of a constructor given neither nodes nor an index struct.
+    _needs_nodes: ClassVar[str] = ""
+    #: The message of a constructor given another method's struct (``{got}``: its type).
+    _wrong_struct: ClassVar[str] = ""
 
-    def __init__(self, *, storage_context: StorageContext | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        nodes: Sequence[BaseNode] | None,
+        index_struct: _S | None,
+        storage_context: StorageContext | None,
+        callback_manager: CallbackManager | None,
+        transformations: list[TransformComponent] | None,
+        show_progress: bool,
+    ) -> None:
+        if nodes is None and index_struct is None:
+            raise ConfigError(self._needs_nodes)
+        if index_struct is not None and not isinstance(index_struct, self.index_struct_cls):
+            raise InputTypeError(self._wrong_struct.format(got=type(index_struct).__name__))
+        self._built = None
         # Stores made here check JSON before LlamaIndex's writer opens a file (see
         # CheckedStorageContext); the caller's own context is used as it is.
-        super().__init__(storage_context=own_storage(storage_context), **kwargs)
+        super().__init__(
+            nodes=list(nodes) if nodes is not None else None,
+            index_struct=index_struct,
+            storage_context=own_storage(storage_context),
+            callback_manager=callback_manager,
+            transformations=transformations,
+            show_progress=show_progress,
+        )
+        if self._built is None:  # given an index struct: load the tree from the stores
+            self._built = self._load(self._index_struct)
 
     @abstractmethod
+    def _load(self, struct: _S) -> Any:
+        """The core tree or graph the stores hold for ``struct``; raises PersistenceError."""
+
     def _built_tree(self) -> Tree:
         """The core tree or graph this index holds."""
+        tree: Tree = self._built.tree
+        return tree
+
+    def _stored_tree(self, struct: _S) -> tuple[str, list[BaseNode], Tree]:
+        """Where ``struct`` is (for messages), its docstore nodes in tree order, and the tree
+        they make, checked against the struct's checksum; raises PersistenceError."""
+        where = f"{self.method} index {struct.index_id!r}"
+        stored = self._stored(struct, where)
+        tree = nodes_to_raptor_tree(
+            stored, struct.layout, struct.edges, struct.tree_metadata, where=where
+        )
+        if digest(tree, struct.options) != struct.digest:
+            msg = (
+                f"{where}: the stored {self._kind} does not match its checksum (edited or "
+                "truncated)"
+            )
+            raise PersistenceError(msg)
+        return where, stored, tree
 
     @classmethod
     def from_documents(  # type: ignore[override]
@@ -377,3 +432,12 @@ class StoredTreeIndex(BaseIndex[_S], Generic[_S]):
         """A chat engine over this index, answering with the LLM ``as_query_engine`` would
         use."""
         return super().as_chat_engine(chat_mode=chat_mode, llm=self._answer_llm(llm), **kwargs)
+
+
+def register(
+    struct_cls: type[TreeIndexStruct], index_cls: type[BaseIndex[Any]], *types: str
+) -> None:
+    """Let LlamaIndex's loaders find a stored index's classes by its struct ``types``."""
+    for struct_type in types:
+        cast(dict[Any, Any], INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS)[struct_type] = struct_cls
+        cast(dict[Any, Any], INDEX_STRUCT_TYPE_TO_INDEX_CLASS)[struct_type] = index_cls

@@ -7,19 +7,16 @@ import functools
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
-from hrefine.errors import ConfigError, InputTypeError, NotSupportedError, PersistenceError
+from hrefine.errors import ConfigError, InputTypeError, NotSupportedError
 from hrefine.garlic import GarlicGraph, GarlicOptions, GarlicSearcher, SearchResult
 from hrefine.garlic.options import one_llm
 from hrefine.models import Embedder
 from hrefine.options import check_int
-from hrefine.tree import Tree
 from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks import CallbackManager
-from llama_index.core.data_structs.registry import INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS
-from llama_index.core.indices.registry import INDEX_STRUCT_TYPE_TO_INDEX_CLASS
 from llama_index.core.schema import (
     BaseNode,
     NodeWithScore,
@@ -30,7 +27,6 @@ from llama_index.core.storage.storage_context import StorageContext
 
 from llamaindex_hrefine._convert import (
     QueryCheckedRetriever,
-    nodes_to_raptor_tree,
     raptor_nodes,
     to_embedder,
     to_garlic_llm,
@@ -40,9 +36,9 @@ from llamaindex_hrefine._convert import (
 from llamaindex_hrefine._tree_index import (
     StoredTreeIndex,
     TreeIndexStruct,
-    digest,
     fill_struct,
     progress_bar,
+    register,
 )
 
 #: ``as_query_engine`` arguments that go to the retriever.
@@ -112,6 +108,12 @@ class GarlicIndex(StoredTreeIndex[GarlicIndexStruct]):
 
     index_struct_cls = GarlicIndexStruct
     method = "GARLIC"
+    _kind = "graph"
+    _needs_nodes = (
+        "GarlicIndex needs nodes: pass nodes=[...], use GarlicIndex.from_documents(docs), "
+        "or load a persisted one with load_index_from_storage"
+    )
+    _wrong_struct = "index_struct must be a GarlicIndexStruct, got {got}"
 
     def __init__(
         self,
@@ -134,26 +136,9 @@ class GarlicIndex(StoredTreeIndex[GarlicIndexStruct]):
         self._settings = settings
         self._llm = llm
         self._embed_model = embed_model
-        self._graph: GarlicGraph | None = None
-        if nodes is None and index_struct is None:
-            msg = (
-                "GarlicIndex needs nodes: pass nodes=[...], use GarlicIndex.from_documents(docs), "
-                "or load a persisted one with load_index_from_storage"
-            )
-            raise ConfigError(msg)
-        if index_struct is not None and not isinstance(index_struct, GarlicIndexStruct):
-            msg = f"index_struct must be a GarlicIndexStruct, got {type(index_struct).__name__}"
-            raise InputTypeError(msg)
         super().__init__(
-            nodes=list(nodes) if nodes is not None else None,
-            index_struct=index_struct,
-            storage_context=storage_context,
-            callback_manager=callback_manager,
-            transformations=transformations,
-            show_progress=show_progress,
+            nodes, index_struct, storage_context, callback_manager, transformations, show_progress
         )
-        if self._graph is None:  # given an index struct: load the graph from the stores
-            self._graph = self._load(self._index_struct)
 
     def _build_index_from_nodes(
         self, nodes: Sequence[BaseNode], **build_kwargs: Any
@@ -174,19 +159,12 @@ class GarlicIndex(StoredTreeIndex[GarlicIndexStruct]):
         struct = GarlicIndexStruct()
         fill_struct(struct, tree, node_ids, graph.options.plain())
         self._docstore.add_documents(stored, allow_update=True)
-        self._graph = graph
+        self._built = graph
         return struct
 
     def _load(self, struct: GarlicIndexStruct) -> GarlicGraph:
         """The graph held by the stores for ``struct``; raises PersistenceError."""
-        where = f"GARLIC index {struct.index_id!r}"
-        stored = self._stored(struct, where)
-        tree = nodes_to_raptor_tree(
-            stored, struct.layout, struct.edges, struct.tree_metadata, where=where
-        )
-        if digest(tree, struct.options) != struct.digest:
-            msg = f"{where}: the stored graph does not match its checksum (edited or truncated)"
-            raise PersistenceError(msg)
+        where, _, tree = self._stored_tree(struct)
         # A model the caller gives is used, the saved one unread; a saved one that is a path
         # is refused (a store may name only model names).
         models = {"lm": self._llm, "embedder": self._embed_model}
@@ -199,14 +177,12 @@ class GarlicIndex(StoredTreeIndex[GarlicIndexStruct]):
             tree, options, embedder=to_embedder(self._embed_model), where=where
         )
 
-    def _built_tree(self) -> Tree:
-        return self.garlic_graph.tree
-
     @property
     def garlic_graph(self) -> GarlicGraph:
         """The core :class:`~hrefine.garlic.GarlicGraph` (its ``stats``, ``levels``, ``save``)."""
-        assert self._graph is not None
-        return self._graph
+        assert self._built is not None
+        graph: GarlicGraph = self._built
+        return graph
 
     def as_retriever(self, **kwargs: Any) -> GarlicRetriever:  # type: ignore[override]
         """A :class:`GarlicRetriever` over this index's graph.
@@ -441,6 +417,4 @@ class GarlicRetriever(QueryCheckedRetriever):
 
 
 # The loaders find a stored index's classes by its struct type.
-for _type in (STRUCT_TYPE, OLD_STRUCT_TYPE):
-    cast(dict[Any, Any], INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS)[_type] = GarlicIndexStruct
-    cast(dict[Any, Any], INDEX_STRUCT_TYPE_TO_INDEX_CLASS)[_type] = GarlicIndex
+register(GarlicIndexStruct, GarlicIndex, STRUCT_TYPE, OLD_STRUCT_TYPE)

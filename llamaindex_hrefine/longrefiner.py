@@ -4,24 +4,25 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from hrefine.errors import EmptyInputError
 from hrefine.longrefiner import LongRefiner, LongRefinerOptions
 from hrefine.longrefiner.outcome import DocumentOutcome, RefineJob, RefinerSlot
 from hrefine.models import Embedder
 from hrefine.options import adapter_model
 from hrefine.results import ResultOptions
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import Field, PrivateAttr
 
 from llamaindex_hrefine._convert import (
-    complete_state,
-    node_list,
     nodes_to_texts,
     refined_to_nodes,
     to_embedder,
     to_refiner_llm,
+)
+from llamaindex_hrefine._postprocessor import (
+    CorePostprocessor,
+    budget_field,
+    embed_model_field,
 )
 
 __all__ = ["LongRefinerNodePostprocessor"]
@@ -30,11 +31,11 @@ __all__ = ["LongRefinerNodePostprocessor"]
 DEFAULT_BUDGET = 2048
 
 if TYPE_CHECKING:
-    _LongRefinerFields = BaseNodePostprocessor
+    _LongRefinerFields = CorePostprocessor
 else:  # one field per LongRefinerOptions setting (its lm, llm, embedder and tokenizer are
     # declared below) and per ResultOptions setting (top_n, keep_input_order, strict)
     _LongRefinerFields = adapter_model(
-        adapter_model(BaseNodePostprocessor, LongRefinerOptions, name="_LongRefinerOptionFields"),
+        adapter_model(CorePostprocessor, LongRefinerOptions, name="_LongRefinerOptionFields"),
         ResultOptions,
         name="_LongRefinerNodePostprocessorFields",
     )
@@ -46,16 +47,6 @@ _LLM_SETTINGS = ("llm_concurrency", "llm_retries", "llm_timeout")
 
 def _same(value: Any) -> Any:
     return value
-
-
-def _query_of(query_bundle: QueryBundle | None) -> str:
-    if query_bundle is None:
-        msg = (
-            "LongRefinerNodePostprocessor needs the query: call postprocess_nodes(nodes, "
-            "query_str=...) or pass a query_bundle (query engines do this for you)"
-        )
-        raise EmptyInputError(msg)
-    return query_bundle.query_str
 
 
 class LongRefinerNodePostprocessor(_LongRefinerFields):
@@ -108,12 +99,10 @@ class LongRefinerNodePostprocessor(_LongRefinerFields):
     tokenizer:
         The reader LLM's tokenizer, in which ``max_tokens`` is counted (a Hugging Face name or
         tokenizer, a tiktoken encoding name, a ``str -> int`` callable...; None: Llama-3.2's).
-    top_n:
-        Most nodes returned, the most relevant first (None: all that kept something).
-    keep_input_order:
-        Return the nodes in input order rather than by relevance.
-    strict:
-        Raise ``EmptyInputError`` when every node is empty; False (default) returns ``[]``.
+    top_n, keep_input_order, strict:
+        As :class:`~llamaindex_hrefine.HtmlRagNodePostprocessor` takes them: the most nodes
+        returned (None: all that kept something), input order rather than relevance, and
+        ``EmptyInputError`` rather than ``[]`` when every node is empty.
 
     Examples
     --------
@@ -123,22 +112,10 @@ class LongRefinerNodePostprocessor(_LongRefinerFields):
     >>> refined = post.postprocess_nodes(nodes, query_str="When does it expire?")  # doctest: +SKIP
     """
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
-
-    max_tokens: int = Field(
-        default=DEFAULT_BUDGET,
-        ge=1,
-        strict=True,
-        description="Token budget of the refined text of all nodes together.",
+    max_tokens: int = budget_field(
+        DEFAULT_BUDGET, "Token budget of the refined text of all nodes together."
     )
-    embed_model: BaseEmbedding | Embedder | None = Field(
-        default=None,
-        description=(
-            "Embed model for the 'embedding' scorer (a LlamaIndex BaseEmbedding or an hrefine "
-            "Embedder); None: hrefine's embedded all-MiniLM-L6-v2. Settings.embed_model is "
-            "never read."
-        ),
-    )
+    embed_model: BaseEmbedding | Embedder | None = embed_model_field()
     llm: Any = Field(
         default=None,
         description=(
@@ -160,32 +137,15 @@ class LongRefinerNodePostprocessor(_LongRefinerFields):
 
     _refiner: RefinerSlot = PrivateAttr(default_factory=RefinerSlot)
 
-    def __init__(self, **data: Any) -> None:
-        super().__init__(**data)
-        # Built now, with its token counter, so that a bad setting fails at construction.
-        _ = self._get_refiner().counter
-        ResultOptions.of(self)
-
     @classmethod
     def class_name(cls) -> str:
         """Stable name used by LlamaIndex serialisation."""
         return "LongRefinerNodePostprocessor"
 
-    def __getstate__(self) -> dict[str, Any]:
-        # Refuses, rather than let the copy be built without its embed model or LLM.
-        return complete_state(self, super().__getstate__())
-
     @property
     def refiner(self) -> LongRefiner:
         """The core :class:`~hrefine.longrefiner.LongRefiner` for the current fields."""
         return self._get_refiner()
-
-    def warmup(self) -> LongRefinerNodePostprocessor:
-        """Load the models now (the budget tokenizer, the scorer's model, and the LM when
-        given) and run one tiny refinement, so that the first real call is fast; see
-        :meth:`hrefine.longrefiner.LongRefiner.warmup`. Returns this component."""
-        self._get_refiner().warmup()
-        return self
 
     def _get_refiner(self) -> LongRefiner:
         """The core ``LongRefiner`` for the current fields (made again when one changed)."""
@@ -203,30 +163,16 @@ class LongRefinerNodePostprocessor(_LongRefinerFields):
             },
         )
 
+    def _core(self) -> LongRefiner:
+        return self._get_refiner()
+
     def _job(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None) -> RefineJob:
         texts, titles = nodes_to_texts(nodes)
-        return RefineJob.from_fields(
-            self._get_refiner(), texts, titles, _query_of(query_bundle), self
-        )
+        refiner = self._get_refiner()
+        return RefineJob.from_fields(refiner, texts, titles, self._query_of(query_bundle), self)
 
     def _finish(
         self, nodes: list[NodeWithScore], outcomes: list[DocumentOutcome]
     ) -> list[NodeWithScore]:
         order = ResultOptions.of(self).keep_input_order
         return refined_to_nodes(nodes, outcomes, keep_input_order=order)
-
-    def _postprocess_nodes(
-        self,
-        nodes: list[NodeWithScore],
-        query_bundle: QueryBundle | None = None,
-    ) -> list[NodeWithScore]:
-        items = node_list(nodes)
-        return self._finish(items, self._job(items, query_bundle).run()) if items else []
-
-    async def _apostprocess_nodes(
-        self,
-        nodes: list[NodeWithScore],
-        query_bundle: QueryBundle | None = None,
-    ) -> list[NodeWithScore]:
-        items = node_list(nodes)
-        return self._finish(items, await self._job(items, query_bundle).arun()) if items else []

@@ -2,52 +2,35 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from hrefine.errors import EmptyInputError
 from hrefine.html import DEFAULT_BUDGET, MIN_BUDGET, HtmlPruner, HtmlPrunerOptions
-from hrefine.html.outcome import (
-    DocumentOutcome,
-    PruneJob,
-    check_query,
-)
+from hrefine.html.outcome import DocumentOutcome, PruneJob, check_query
 from hrefine.models import Embedder
 from hrefine.options import Rebuilt, adapter_model
 from hrefine.results import ResultOptions
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import Field, PrivateAttr
 
-from llamaindex_hrefine._convert import (
-    complete_state,
-    node_list,
-    nodes_to_html,
-    outcomes_to_nodes,
-    to_embedder,
+from llamaindex_hrefine._convert import nodes_to_html, outcomes_to_nodes, to_embedder
+from llamaindex_hrefine._postprocessor import (
+    CorePostprocessor,
+    budget_field,
+    embed_model_field,
 )
 
 __all__ = ["HtmlRagNodePostprocessor"]
 
 if TYPE_CHECKING:
-    _HtmlRagFields = BaseNodePostprocessor
+    _HtmlRagFields = CorePostprocessor
 else:  # one field per HtmlPrunerOptions setting (its embedder is the ``embed_model`` field)
     # and per ResultOptions setting (top_n, keep_input_order, strict)
     _HtmlRagFields = adapter_model(
-        adapter_model(BaseNodePostprocessor, HtmlPrunerOptions, name="_HtmlRagPrunerFields"),
+        adapter_model(CorePostprocessor, HtmlPrunerOptions, name="_HtmlRagPrunerFields"),
         ResultOptions,
         name="_HtmlRagNodePostprocessorFields",
     )
-
-
-def _query_of(query_bundle: QueryBundle | None) -> str:
-    if query_bundle is None:
-        msg = (
-            "HtmlRagNodePostprocessor needs the query: call postprocess_nodes(nodes, "
-            "query_str=...) or pass a query_bundle (query engines do this for you)"
-        )
-        raise EmptyInputError(msg)
-    return check_query(query_bundle.query_str)
 
 
 class HtmlRagNodePostprocessor(_HtmlRagFields):
@@ -104,25 +87,13 @@ class HtmlRagNodePostprocessor(_HtmlRagFields):
     >>> pruned = post.postprocess_nodes(nodes, query_str="who won?")  # doctest: +SKIP
     """
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
-
-    max_tokens: int = Field(
-        default=DEFAULT_BUDGET,
-        ge=MIN_BUDGET,
-        strict=True,
-        description=(
-            f"Token budget of the pruned HTML (all nodes together, or each node; at least "
-            f"{MIN_BUDGET})."
-        ),
+    max_tokens: int = budget_field(
+        DEFAULT_BUDGET,
+        f"Token budget of the pruned HTML (all nodes together, or each node; at least "
+        f"{MIN_BUDGET}).",
+        minimum=MIN_BUDGET,
     )
-    embed_model: BaseEmbedding | Embedder | None = Field(
-        default=None,
-        description=(
-            "Embed model for the 'embedding' scorer (a LlamaIndex BaseEmbedding or an hrefine "
-            "Embedder); None: hrefine's embedded all-MiniLM-L6-v2. Settings.embed_model is "
-            "never read."
-        ),
-    )
+    embed_model: BaseEmbedding | Embedder | None = embed_model_field()
     prune_together: bool = Field(
         default=True,
         description=(
@@ -135,31 +106,22 @@ class HtmlRagNodePostprocessor(_HtmlRagFields):
         default_factory=lambda: Rebuilt(HtmlPrunerOptions, HtmlPruner)
     )
 
-    def __init__(self, **data: Any) -> None:
-        super().__init__(**data)
-        # Built now, with its token counter, so that a bad setting fails at construction.
-        _ = self._get_pruner().counter
-        ResultOptions.of(self)
-
-    def warmup(self) -> HtmlRagNodePostprocessor:
-        """Load the models now (the budget tokenizer, the scorer's model, and the LM when
-        ``generative``) and run one tiny call, so that the first real call is fast; see
-        :meth:`hrefine.html.HtmlPruner.warmup`. Idempotent; returns this component."""
-        self._get_pruner().warmup()
-        return self
-
     @classmethod
     def class_name(cls) -> str:
         """Stable name used by LlamaIndex serialisation."""
         return "HtmlRagNodePostprocessor"
 
-    def __getstate__(self) -> dict[str, Any]:
-        # Refuses, rather than let the copy be built without its embed model or LM.
-        return complete_state(self, super().__getstate__())
-
     def _get_pruner(self) -> HtmlPruner:
         """The core ``HtmlPruner`` for the current fields (made again when one changed)."""
         return self._pruner.get(self, {"embedder": (self.embed_model, to_embedder)})
+
+    def _core(self) -> HtmlPruner:
+        return self._get_pruner()
+
+    def _job(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None) -> PruneJob:
+        pages = nodes_to_html(nodes)
+        pruner = self._get_pruner()
+        return PruneJob.from_fields(pruner, pages, check_query(self._query_of(query_bundle)), self)
 
     def _finish(
         self, nodes: list[NodeWithScore], outcomes: list[DocumentOutcome]
@@ -173,23 +135,3 @@ class HtmlRagNodePostprocessor(_HtmlRagFields):
             tokenizer=counter.name,
             keep_input_order=ResultOptions.of(self).keep_input_order,
         )
-
-    def _job(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None) -> PruneJob:
-        pages = nodes_to_html(nodes)
-        return PruneJob.from_fields(self._get_pruner(), pages, _query_of(query_bundle), self)
-
-    def _postprocess_nodes(
-        self,
-        nodes: list[NodeWithScore],
-        query_bundle: QueryBundle | None = None,
-    ) -> list[NodeWithScore]:
-        items = node_list(nodes)
-        return self._finish(items, self._job(items, query_bundle).run()) if items else []
-
-    async def _apostprocess_nodes(
-        self,
-        nodes: list[NodeWithScore],
-        query_bundle: QueryBundle | None = None,
-    ) -> list[NodeWithScore]:
-        items = node_list(nodes)
-        return self._finish(items, await self._job(items, query_bundle).arun()) if items else []

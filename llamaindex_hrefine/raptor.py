@@ -11,21 +11,17 @@ and the index class with LlamaIndex's loaders.
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
-from hrefine.errors import ConfigError, InputTypeError, NotSupportedError, PersistenceError
+from hrefine.errors import ConfigError, InputTypeError, NotSupportedError
 from hrefine.raptor import RaptorOptions, RaptorTree, RetrievedNode
 from hrefine.raptor.options import check_mode
-from hrefine.tree import Tree
 from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks.base import CallbackManager
-from llama_index.core.data_structs.registry import INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS
-from llama_index.core.indices.registry import INDEX_STRUCT_TYPE_TO_INDEX_CLASS
-from llama_index.core.ingestion import arun_transformations, run_transformations
+from llama_index.core.ingestion import arun_transformations
 from llama_index.core.schema import (
     BaseNode,
     Document,
@@ -37,19 +33,14 @@ from llama_index.core.storage.storage_context import StorageContext
 
 from llamaindex_hrefine._convert import (
     QueryCheckedRetriever,
-    nodes_to_raptor_tree,
-    raptor_nodes,
     retrieved_to_nodes,
     to_embedder,
-    to_raptor_llm,
     to_sources,
 )
+from llamaindex_hrefine._raptor_store import RaptorStore
 from llamaindex_hrefine._tree_index import (
-    StoredTreeIndex,
     TreeIndexStruct,
-    digest,
-    fill_struct,
-    progress_bar,
+    register,
 )
 
 __all__ = [
@@ -99,7 +90,7 @@ def _limits(k: object, max_tokens: object) -> dict[str, Any]:
     return out
 
 
-class RaptorIndex(StoredTreeIndex[RaptorIndexStruct]):
+class RaptorIndex(RaptorStore[RaptorIndexStruct]):
     """A RAPTOR summary tree as a LlamaIndex index.
 
     Documents are cut into ~100-token leaves, embedded and clustered, each cluster summarised by
@@ -162,6 +153,14 @@ class RaptorIndex(StoredTreeIndex[RaptorIndexStruct]):
 
     index_struct_cls = RaptorIndexStruct
     method = "RAPTOR"
+    _needs_nodes = (
+        "RaptorIndex needs nodes: pass nodes=[...], use RaptorIndex.from_documents(docs), "
+        "or load a persisted one with load_index_from_storage / from_persist_dir"
+    )
+    _wrong_struct = (
+        "index_struct must be a RaptorIndexStruct, got {got}; load a RaptorIndex from a store "
+        "that a RaptorIndex persisted"
+    )
 
     def __init__(
         self,
@@ -190,7 +189,6 @@ class RaptorIndex(StoredTreeIndex[RaptorIndexStruct]):
         self._given_options = options if options is None else self._options
         self._settings = {k: v for k, v in settings.items() if k not in models}
         self._own_transformations = transformations
-        self._raptor: RaptorTree | None = None
         for i, node in enumerate(nodes or ()):
             if not isinstance(node, BaseNode):
                 msg = (
@@ -198,28 +196,9 @@ class RaptorIndex(StoredTreeIndex[RaptorIndexStruct]):
                     "(wrap plain text in llama_index.core.Document)"
                 )
                 raise InputTypeError(msg)
-        if nodes is None and index_struct is None:
-            msg = (
-                "RaptorIndex needs nodes: pass nodes=[...], use RaptorIndex.from_documents(docs), "
-                "or load a persisted one with load_index_from_storage / from_persist_dir"
-            )
-            raise ConfigError(msg)
-        if index_struct is not None and not isinstance(index_struct, RaptorIndexStruct):
-            msg = (
-                f"index_struct must be a RaptorIndexStruct, got {type(index_struct).__name__}; "
-                "load a RaptorIndex from a store that a RaptorIndex persisted"
-            )
-            raise InputTypeError(msg)
         super().__init__(
-            nodes=list(nodes) if nodes is not None else None,
-            index_struct=index_struct,
-            storage_context=storage_context,
-            callback_manager=callback_manager,
-            transformations=transformations,
-            show_progress=show_progress,
+            nodes, index_struct, storage_context, callback_manager, transformations, show_progress
         )
-        if self._raptor is None:  # given an index struct: load the tree from the stores
-            self._raptor = self._load(self._index_struct)
 
     # -- building ---------------------------------------------------------------------------
     def build_index_from_nodes(
@@ -228,51 +207,7 @@ class RaptorIndex(StoredTreeIndex[RaptorIndexStruct]):
         """Build the tree over ``nodes``; the docstore gets the tree's nodes, not the inputs."""
         return self._build_index_from_nodes(nodes, **build_kwargs)
 
-    def _build_index_from_nodes(
-        self, nodes: Sequence[BaseNode], **build_kwargs: Any
-    ) -> RaptorIndexStruct:
-        with progress_bar(self._show_progress, "RAPTOR tree") as progress:
-            raptor = RaptorTree.build(
-                to_sources(nodes),
-                self._options,
-                llm=to_raptor_llm(self._llm, self._options),
-                embedder=self._embedder,
-                tokenizer=self._tokenizer,
-                progress=progress,
-            )
-        struct = RaptorIndexStruct()
-        nodes_out = self._changes(struct, raptor, range(len(raptor)), {}, dict(enumerate(nodes)))
-        self._docstore.add_documents(nodes_out, allow_update=True)
-        self._raptor = raptor
-        return struct
-
-    def _changes(
-        self,
-        struct: RaptorIndexStruct,
-        raptor: RaptorTree,
-        ids: Sequence[int],
-        stored: Mapping[int, BaseNode],
-        templates: Mapping[int, BaseNode],
-    ) -> list[Any]:
-        """Bring ``struct`` up to ``raptor``'s tree; returns the docstore nodes of ``ids``."""
-        tree = raptor.tree
-        node_ids = list(struct.node_ids)
-        node_ids += [str(uuid.uuid4()) for _ in range(len(tree) - len(node_ids))]
-        sources = list(tree.metadata.get("sources", []))
-        out = raptor_nodes(tree, list(ids), node_ids, sources, stored=stored, templates=templates)
-        fill_struct(struct, tree, node_ids, raptor.options.plain())
-        return out
-
     # -- inserting --------------------------------------------------------------------------
-    def _parsed(self, documents: Sequence[Document]) -> list[BaseNode]:
-        if not self._own_transformations:
-            return list(documents)
-        return list(
-            run_transformations(
-                list(documents), self._own_transformations, show_progress=self._show_progress
-            )
-        )
-
     def insert(self, document: Document, **insert_kwargs: Any) -> None:
         """Add ``document``: its leaves join the nearest first-layer clusters, and only the
         summaries above them are made again (one LLM call per changed summary)."""
@@ -311,53 +246,7 @@ class RaptorIndex(StoredTreeIndex[RaptorIndexStruct]):
             await self._docstore.async_add_documents(out, allow_update=True)
             await self._storage_context.index_store.async_add_index_struct(self._index_struct)
 
-    def _insert(self, nodes: Sequence[BaseNode], **insert_kwargs: Any) -> None:
-        before = self.raptor_tree.tree
-        self.raptor_tree.insert(to_sources(nodes))  # swaps in a new tree; ``before`` stays
-        changed, old_ids = self._rewritten(before)
-        stored = self._docstore.get_nodes(old_ids)
-        self._docstore.add_documents(
-            self._written(nodes, before, changed, stored), allow_update=True
-        )
-
-    def _rewritten(self, before: Tree) -> tuple[list[int], list[str]]:
-        """The tree ids an insert made or changed, and the docstore ids of the changed ones."""
-        changed = _changed(before, self.raptor_tree.tree)
-        ids = self._index_struct.node_ids
-        return changed, [ids[i] for i in changed if i < len(before)]
-
-    def _written(
-        self,
-        nodes: Sequence[BaseNode],
-        before: Tree,
-        changed: Sequence[int],
-        stored: Sequence[BaseNode],
-    ) -> list[Any]:
-        """The docstore nodes to write after inserting ``nodes`` into the tree ``before``."""
-        known = len(before.metadata.get("sources", []))
-        old = [i for i in changed if i < len(before)]
-        templates = {known + j: n for j, n in enumerate(nodes)}
-        return self._changes(
-            self._index_struct,
-            self.raptor_tree,
-            changed,
-            dict(zip(old, stored, strict=True)),
-            templates,
-        )
-
     # -- deleting (not supported) -----------------------------------------------------------
-    def _refuse(self) -> RaptorNotSupportedError:
-        msg = (
-            "RaptorIndex cannot delete or update documents: the summaries above their leaves "
-            "would all have to be rebuilt. Build a new RaptorIndex from the documents you "
-            "keep (or insert new ones with insert())"
-        )
-        return RaptorNotSupportedError(msg)
-
-    def _delete_node(self, node_id: str, **delete_kwargs: Any) -> None:
-        """Not supported: raises :class:`RaptorNotSupportedError`."""
-        raise self._refuse()
-
     def delete_nodes(
         self, node_ids: list[str], delete_from_docstore: bool = False, **delete_kwargs: Any
     ) -> None:
@@ -384,52 +273,11 @@ class RaptorIndex(StoredTreeIndex[RaptorIndexStruct]):
         raise self._refuse()
 
     # -- loading and saving -----------------------------------------------------------------
-    def _load(self, struct: RaptorIndexStruct) -> RaptorTree:
-        """The tree held by the stores for ``struct``; raises PersistenceError."""
-        where = f"RAPTOR index {struct.index_id!r}"
-        stored = self._stored(struct, where)
-        tree = nodes_to_raptor_tree(
-            stored, struct.layout, struct.edges, struct.tree_metadata, where=where
-        )
-        if digest(tree, struct.options) != struct.digest:
-            msg = f"{where}: the stored tree does not match its checksum (edited or truncated)"
-            raise PersistenceError(msg)
-        # A model the caller gives (or all, with options given) is used, the saved one unread;
-        # a saved one that is a path is refused (a store may name only model names).
-        models = {"llm": self._llm, "embedder": self._embedder, "tokenizer": self._tokenizer}
-        given = {*self._settings, *(name for name, m in models.items() if m is not None)}
-        if self._given_options is not None:
-            given |= RaptorOptions.adapter_excluded
-        saved = RaptorOptions.from_saved(
-            struct.options, where, given=given, load="RaptorIndex.from_persist_dir(dir, {name}=...)"
-        )
-        base = self._given_options if self._given_options is not None else saved
-        options = base.replace(**self._settings) if self._settings else base
-        self._options = options
-        # Checked as a saved tree; token counts made again in a given tokenizer's tokens.
-        raptor = RaptorTree.from_tree(
-            tree,
-            options,
-            llm=to_raptor_llm(self._llm, options),
-            embedder=self._embedder,
-            tokenizer=self._tokenizer,
-            where=where,
-        )
-        if self._tokenizer is not None:
-            out = self._changes(struct, raptor, range(len(tree)), dict(enumerate(stored)), {})
-            self._docstore.add_documents(out, allow_update=True)
-            self._storage_context.index_store.add_index_struct(struct)
-        return raptor
-
     # -- queries ----------------------------------------------------------------------------
-    def _built_tree(self) -> Tree:
-        return self.raptor_tree.tree
-
     @property
     def raptor_tree(self) -> RaptorTree:
         """The core :class:`~hrefine.raptor.RaptorTree` (its ``stats``, ``layers``, ``save``)."""
-        assert self._raptor is not None
-        return self._raptor
+        return self._tree()
 
     def as_retriever(  # type: ignore[override]
         self,
@@ -485,25 +333,6 @@ class RaptorIndex(StoredTreeIndex[RaptorIndexStruct]):
             **{key: kwargs.pop(key) for key in _RETRIEVER_KEYS if key in kwargs}
         )
         return RetrieverQueryEngine.from_args(retriever, llm=self._answer_llm(llm), **kwargs)
-
-
-def _changed(before: Tree, after: Tree) -> list[int]:
-    """Ids of the nodes of ``after`` that are new or differ from ``before``'s (text, links,
-    metadata): what an insert wrote."""
-    out: list[int] = []
-    for node in after:
-        if node.id >= len(before):
-            out.append(node.id)
-            continue
-        old = before[node.id]
-        if (
-            old.text != node.text
-            or tuple(old.children) != tuple(node.children)
-            or tuple(old.parents) != tuple(node.parents)
-            or old.metadata != node.metadata
-        ):
-            out.append(node.id)
-    return out
 
 
 class RaptorRetriever(QueryCheckedRetriever):
@@ -606,6 +435,4 @@ class RaptorRetriever(QueryCheckedRetriever):
 
 
 # The loaders find a stored index's classes by its struct type.
-for _type in (STRUCT_TYPE, OLD_STRUCT_TYPE):
-    cast(dict[Any, Any], INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS)[_type] = RaptorIndexStruct
-    cast(dict[Any, Any], INDEX_STRUCT_TYPE_TO_INDEX_CLASS)[_type] = RaptorIndex
+register(RaptorIndexStruct, RaptorIndex, STRUCT_TYPE, OLD_STRUCT_TYPE)

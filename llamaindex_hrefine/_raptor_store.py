@@ -1,0 +1,206 @@
+"""A RAPTOR tree kept in LlamaIndex's stores: how it is built into them, loaded from them, and
+how the stores are rewritten where an insert changed the tree.
+
+Every tree node is a ``TextNode`` in the docstore and the tree's shape is the index struct (see
+:mod:`llamaindex_hrefine._tree_index`). :class:`RaptorStore` holds this machinery;
+:class:`~llamaindex_hrefine.raptor.RaptorIndex` is the public index over it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
+
+from hrefine.errors import NotSupportedError
+from hrefine.models import Embedder
+from hrefine.raptor import RaptorOptions, RaptorTree
+from hrefine.tree import Tree
+from llama_index.core.ingestion import run_transformations
+from llama_index.core.schema import BaseNode, Document, TransformComponent
+
+from llamaindex_hrefine._convert import raptor_nodes, to_raptor_llm, to_sources
+from llamaindex_hrefine._tree_index import (
+    StoredTreeIndex,
+    TreeIndexStruct,
+    fill_struct,
+    progress_bar,
+)
+
+__all__ = ["RaptorStore"]
+
+_S = TypeVar("_S", bound=TreeIndexStruct)
+
+
+class RaptorStore(StoredTreeIndex[_S]):
+    """A RAPTOR tree in LlamaIndex's stores (the base of
+    :class:`~llamaindex_hrefine.raptor.RaptorIndex`, which sets the attributes below before
+    this constructor runs).
+
+    Attributes
+    ----------
+    _options:
+        The tree's :class:`~hrefine.raptor.RaptorOptions`, without models.
+    _embedder, _tokenizer:
+        The models the caller gave (converted), or None.
+    _given_options:
+        The options the caller gave (None: loading uses the saved ones).
+    _settings:
+        Single settings the caller gave; they change the saved ones when loading.
+    _own_transformations:
+        The caller's transformations, run on each inserted Document.
+    """
+
+    _options: RaptorOptions
+    _embedder: Embedder | None
+    _tokenizer: Any
+    _given_options: RaptorOptions | None
+    _settings: dict[str, Any]
+    _own_transformations: list[TransformComponent] | None
+
+    def _tree(self) -> RaptorTree:
+        """The core tree (built or loaded by now)."""
+        assert self._built is not None
+        tree: RaptorTree = self._built
+        return tree
+
+    # -- building -------------------------------------------------------------------------
+    def _build_index_from_nodes(self, nodes: Sequence[BaseNode], **build_kwargs: Any) -> _S:
+        with progress_bar(self._show_progress, "RAPTOR tree") as progress:
+            raptor = RaptorTree.build(
+                to_sources(nodes),
+                self._options,
+                llm=to_raptor_llm(self._llm, self._options),
+                embedder=self._embedder,
+                tokenizer=self._tokenizer,
+                progress=progress,
+            )
+        struct = self.index_struct_cls()
+        nodes_out = self._changes(struct, raptor, range(len(raptor)), {}, dict(enumerate(nodes)))
+        self._docstore.add_documents(nodes_out, allow_update=True)
+        self._built = raptor
+        return struct
+
+    def _changes(
+        self,
+        struct: _S,
+        raptor: RaptorTree,
+        ids: Sequence[int],
+        stored: Mapping[int, BaseNode],
+        templates: Mapping[int, BaseNode],
+    ) -> list[Any]:
+        """Bring ``struct`` up to ``raptor``'s tree; returns the docstore nodes of ``ids``."""
+        tree = raptor.tree
+        node_ids = list(struct.node_ids)
+        node_ids += [str(uuid.uuid4()) for _ in range(len(tree) - len(node_ids))]
+        sources = list(tree.metadata.get("sources", []))
+        out = raptor_nodes(tree, list(ids), node_ids, sources, stored=stored, templates=templates)
+        fill_struct(struct, tree, node_ids, raptor.options.plain())
+        return out
+
+    # -- inserting ------------------------------------------------------------------------
+    def _parsed(self, documents: Sequence[Document]) -> list[BaseNode]:
+        if not self._own_transformations:
+            return list(documents)
+        return list(
+            run_transformations(
+                list(documents), self._own_transformations, show_progress=self._show_progress
+            )
+        )
+
+    def _insert(self, nodes: Sequence[BaseNode], **insert_kwargs: Any) -> None:
+        before = self._tree().tree
+        self._tree().insert(to_sources(nodes))  # swaps in a new tree; ``before`` stays
+        changed, old_ids = self._rewritten(before)
+        stored = self._docstore.get_nodes(old_ids)
+        self._docstore.add_documents(
+            self._written(nodes, before, changed, stored), allow_update=True
+        )
+
+    def _rewritten(self, before: Tree) -> tuple[list[int], list[str]]:
+        """The tree ids an insert made or changed, and the docstore ids of the changed ones."""
+        changed = _changed(before, self._tree().tree)
+        ids = self._index_struct.node_ids
+        return changed, [ids[i] for i in changed if i < len(before)]
+
+    def _written(
+        self,
+        nodes: Sequence[BaseNode],
+        before: Tree,
+        changed: Sequence[int],
+        stored: Sequence[BaseNode],
+    ) -> list[Any]:
+        """The docstore nodes to write after inserting ``nodes`` into the tree ``before``."""
+        known = len(before.metadata.get("sources", []))
+        old = [i for i in changed if i < len(before)]
+        templates = {known + j: n for j, n in enumerate(nodes)}
+        return self._changes(
+            self._index_struct,
+            self._tree(),
+            changed,
+            dict(zip(old, stored, strict=True)),
+            templates,
+        )
+
+    # -- deleting (not supported) ---------------------------------------------------------
+    def _refuse(self) -> NotSupportedError:
+        msg = (
+            "RaptorIndex cannot delete or update documents: the summaries above their leaves "
+            "would all have to be rebuilt. Build a new RaptorIndex from the documents you "
+            "keep (or insert new ones with insert())"
+        )
+        return NotSupportedError(msg)
+
+    def _delete_node(self, node_id: str, **delete_kwargs: Any) -> None:
+        """Not supported: raises :class:`~hrefine.errors.NotSupportedError`."""
+        raise self._refuse()
+
+    # -- loading --------------------------------------------------------------------------
+    def _load(self, struct: _S) -> RaptorTree:
+        """The tree held by the stores for ``struct``; raises PersistenceError."""
+        where, stored, tree = self._stored_tree(struct)
+        # A model the caller gives (or all, with options given) is used, the saved one unread;
+        # a saved one that is a path is refused (a store may name only model names).
+        models = {"llm": self._llm, "embedder": self._embedder, "tokenizer": self._tokenizer}
+        given = {*self._settings, *(name for name, m in models.items() if m is not None)}
+        if self._given_options is not None:
+            given |= RaptorOptions.adapter_excluded
+        saved = RaptorOptions.from_saved(
+            struct.options, where, given=given, load="RaptorIndex.from_persist_dir(dir, {name}=...)"
+        )
+        base = self._given_options if self._given_options is not None else saved
+        options = base.replace(**self._settings) if self._settings else base
+        self._options = options
+        # Checked as a saved tree; token counts made again in a given tokenizer's tokens.
+        raptor = RaptorTree.from_tree(
+            tree,
+            options,
+            llm=to_raptor_llm(self._llm, options),
+            embedder=self._embedder,
+            tokenizer=self._tokenizer,
+            where=where,
+        )
+        if self._tokenizer is not None:
+            out = self._changes(struct, raptor, range(len(tree)), dict(enumerate(stored)), {})
+            self._docstore.add_documents(out, allow_update=True)
+            self._storage_context.index_store.add_index_struct(struct)
+        return raptor
+
+
+def _changed(before: Tree, after: Tree) -> list[int]:
+    """Ids of the nodes of ``after`` that are new or differ from ``before``'s (text, links,
+    metadata): what an insert wrote."""
+    out: list[int] = []
+    for node in after:
+        if node.id >= len(before):
+            out.append(node.id)
+            continue
+        old = before[node.id]
+        if (
+            old.text != node.text
+            or tuple(old.children) != tuple(node.children)
+            or tuple(old.parents) != tuple(node.parents)
+            or old.metadata != node.metadata
+        ):
+            out.append(node.id)
+    return out
