@@ -134,7 +134,9 @@ class StoreRetriever(BaseRetriever):
             A setting or an input is not valid.
         """
         sources = texts_to_sources(texts, metadatas, ids)
-        return cls._build(sources, llm, embeddings, tokenizer, progress, fields)
+        return cls._build(
+            sources, progress, dict(fields, llm=llm, embeddings=embeddings, tokenizer=tokenizer)
+        )
 
     @classmethod
     def from_documents(
@@ -150,19 +152,15 @@ class StoreRetriever(BaseRetriever):
         """Build a retriever over LangChain ``documents`` (their text, a copy of their metadata
         and their ids); same parameters and errors as :meth:`from_texts`."""
         sources = documents_to_sources(documents)
-        return cls._build(sources, llm, embeddings, tokenizer, progress, fields)
+        return cls._build(
+            sources, progress, dict(fields, llm=llm, embeddings=embeddings, tokenizer=tokenizer)
+        )
 
     @classmethod
-    def _build(
-        cls: type[_R],
-        sources: list[Source],
-        llm: Any,
-        embeddings: Any,
-        tokenizer: Any,
-        progress: bool,
-        fields: dict[str, Any],
-    ) -> _R:
-        self = cls(llm=llm, embeddings=embeddings, tokenizer=tokenizer, **fields)
+    def _build(cls: type[_R], sources: list[Source], progress: bool, fields: dict[str, Any]) -> _R:
+        """A retriever with ``fields`` (its models among them), its store built over
+        ``sources``."""
+        self = cls(**fields)
         self._store = self._build_store(sources, progress)
         return self
 

@@ -111,14 +111,11 @@ class LongRefinerCompressor(_LongRefinerFields):
         tokenizer, a ``tokenizer.json`` path, a tiktoken encoding or model name
         (``"cl100k_base"``), a ``tiktoken.Encoding``, a ``str -> int`` callable, or None for
         Llama-3.2's.
-    top_n:
-        Most Documents returned, the most relevant first (None: all that kept something).
-        ``CompressionRetriever(k=...)`` sets it for its calls.
-    keep_input_order:
-        Return the Documents in input order rather than by relevance.
-    strict:
-        Raise ``EmptyInputError`` when every input Document is empty; False (default) returns
-        ``[]`` and logs a warning, so one empty retrieval does not break the chain.
+    top_n, keep_input_order, strict:
+        As :class:`~langchain_hrefine.HtmlRagCompressor` takes them: the most Documents
+        returned (``CompressionRetriever(k=...)`` sets it for its calls), input order rather
+        than relevance, and ``EmptyInputError`` rather than ``[]`` and a warning when every
+        input Document is empty.
 
     Examples
     --------

@@ -157,7 +157,9 @@ class RaptorRetriever(_RaptorFields):
         """:meth:`from_texts` without blocking the event loop (the LLM is awaited, models and
         clustering run in the default executor)."""
         sources = texts_to_sources(texts, metadatas, ids)
-        return await cls._abuild(sources, llm, embeddings, tokenizer, progress, fields)
+        return await cls._abuild(
+            sources, progress, dict(fields, llm=llm, embeddings=embeddings, tokenizer=tokenizer)
+        )
 
     @classmethod
     async def afrom_documents(
@@ -172,19 +174,15 @@ class RaptorRetriever(_RaptorFields):
     ) -> RaptorRetriever:
         """:meth:`from_documents` without blocking the event loop."""
         sources = documents_to_sources(documents)
-        return await cls._abuild(sources, llm, embeddings, tokenizer, progress, fields)
+        return await cls._abuild(
+            sources, progress, dict(fields, llm=llm, embeddings=embeddings, tokenizer=tokenizer)
+        )
 
     @classmethod
     async def _abuild(
-        cls,
-        sources: list[Source],
-        llm: Any,
-        embeddings: Any,
-        tokenizer: Any,
-        progress: bool,
-        fields: dict[str, Any],
+        cls, sources: list[Source], progress: bool, fields: dict[str, Any]
     ) -> RaptorRetriever:
-        self = cls(llm=llm, embeddings=embeddings, tokenizer=tokenizer, **fields)
+        self = cls(**fields)
         self._store = await self._abuild_store(sources, progress)
         return self
 
