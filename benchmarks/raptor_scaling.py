@@ -1,7 +1,7 @@
 """How RAPTOR's build time grows with the input, and what the first build in a process pays (#55).
 
-1. **Scaling**: builds over the first ``n`` HotpotQA paragraphs of at most 60 words (one
-   100-token leaf each), for growing ``n`` (16x from the smallest to the largest), with the
+1. **Scaling**: builds over the first ``n`` distinct HotpotQA paragraphs (100-token leaves,
+   about 1.3 a paragraph), for growing ``n`` (16x from the smallest to the largest), with the
    instant fake LLM of :mod:`benchmarks.raptor_speed`, once with ``cluster_group_size=None``
    (every layer clustered at once: the build before #55) and once with the default bound. The
    leaves' vectors are computed once beforehand (the embedder's cache), so what is measured is
@@ -36,7 +36,9 @@ from benchmarks._common import RESULTS_DIR, hardware, package_versions
 
 __all__ = ["fitted_exponent", "main", "run_first_builds", "run_scaling"]
 
-SIZES = (100, 200, 400, 800, 1600)
+SIZES = (150, 300, 600, 1200, 2400)
+#: Paragraphs of any length (about 1.3 leaves each): enough text for layers over 1,000 leaves.
+MAX_WORDS = 100_000
 CHUNK_TOKENS = 100
 NOTES = [
     "Meeting notes, Monday. The team agreed to move the release to the second week of May. "
@@ -100,14 +102,20 @@ def _timed_clustering() -> tuple[list[float], Any]:
 
 def run_scaling(sizes: Sequence[int], bounds: dict[str, int | None]) -> dict[str, Any]:
     """CPU seconds of builds over growing corpora, per bound (see the module docstring)."""
+    from hrefine.budget import get_counter
+    from hrefine.chunk import chunks
     from hrefine.models import default_embedder
     from hrefine.raptor import RaptorOptions, RaptorTree
 
     from benchmarks.raptor_speed import InstantLLM, paragraph_corpus
 
-    corpus = paragraph_corpus(n=max(sizes))
+    corpus = paragraph_corpus(n=max(sizes), max_words=MAX_WORDS)
     embedder = default_embedder()
-    embedder.embed(corpus.texts)  # leaf vectors cached: every build reads them
+    counter = get_counter(None)
+    leaf_texts = [
+        c.text for t in corpus.texts for c in chunks(t, counter, CHUNK_TOKENS, join_short=True)
+    ]
+    embedder.embed(leaf_texts)  # leaf vectors cached: every build reads them
     llm = InstantLLM(RaptorOptions().prompt)
     RaptorTree.build(corpus.texts[:30], llm=llm.fn, embedder=embedder)  # numba compiled
     out: dict[str, Any] = {"texts_available": len(corpus.texts), "variants": {}}
@@ -198,7 +206,7 @@ def render_markdown(res: dict[str, Any]) -> str:
             "",
             "## Scaling",
             "",
-            "HotpotQA paragraphs (one 100-token leaf each), instant fake LLM, leaf vectors "
+            "HotpotQA paragraphs (100-token leaves), instant fake LLM, leaf vectors "
             "cached; build = clustering + summarising + embedding the summaries.",
             "",
             "| variant | leaves | nodes per layer | build CPU s | clustering CPU s |",

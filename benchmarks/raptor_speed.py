@@ -288,13 +288,14 @@ def build_ours(
     embedder.clear_cache()
     calls0 = llm.calls
     m0 = rss.start()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     tree = RaptorTree.build(
         list(texts), llm=llm.fn, embedder=embedder, chunk_tokens=CHUNK_TOKENS, **settings
     )
     seconds = time.perf_counter() - t0
     return tree, {
         "seconds": seconds,
+        "cpu_seconds": time.process_time() - c0,
         "peak_kib": rss.peak_since(m0),
         "llm_calls": llm.calls - calls0,
     }
@@ -373,6 +374,7 @@ def run_scaling(corpus: Corpus, embedder: Any, sizes: Sequence[int]) -> list[dic
                 "clusters_per_layer": clusters,
                 "llm_calls": rec["llm_calls"],
                 "build_s": round(rec["seconds"], 3),
+                "build_cpu_s": round(rec["cpu_seconds"], 3),
                 "llm_busy_s": round(busy, 3),
                 "other_s": round(rec["seconds"] - busy, 3),
                 "concurrency": opts.llm_concurrency,
@@ -526,17 +528,25 @@ def render_markdown(res: dict[str, Any]) -> str:
             "sum over layers of ceil(clusters / concurrency); *sequential* is calls x "
             f"{SLOW_LLM_S} s, what summarising one cluster after another would cost.",
             "",
-            "| texts | leaves | layers | clusters per layer | LLM calls | build (s) | LLM busy (s) "
-            "| rounds x 0.2 s | layers x 0.2 s | sequential (s) |",
-            "|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|",
+            "| texts | leaves | layers | clusters per layer | LLM calls | build (s) "
+            "| build CPU (s) | LLM busy (s) | rounds x 0.2 s | layers x 0.2 s | sequential (s) |",
+            "|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for r in rows:
+            cpu = r.get("build_cpu_s")
             lines.append(
                 f"| {r['texts']} | {r['leaves']} | {r['layers']} | "
                 f"{' / '.join(map(str, r['clusters_per_layer']))} | {r['llm_calls']} | "
-                f"{r['build_s']:.2f} | {r['llm_busy_s']:.2f} | {r['rounds_x_latency_s']:.1f} | "
+                f"{r['build_s']:.2f} | {'' if cpu is None else f'{cpu:.2f}'} | "
+                f"{r['llm_busy_s']:.2f} | {r['rounds_x_latency_s']:.1f} | "
                 f"{r['layers_x_latency_s']:.1f} | {r['sequential_s']:.1f} |"
             )
+        exponent = res.get("scaling_cpu_exponent")
+        if exponent is not None:
+            lines += [
+                "",
+                f"Build CPU seconds grow as leaves^{exponent} (least-squares log-log slope).",
+            ]
         lines.append("")
     lines += [f"Total run time: {res['run_seconds']:.0f} s.", ""]
     return "\n".join(lines)
@@ -659,6 +669,11 @@ def main(*, with_ref: bool = True, sizes: Sequence[int] = SCALING_SIZES) -> dict
                 ref_error = ref.error
             ref.close()
     scaling = run_scaling(corpora[1], embedder, sizes)
+    from benchmarks.raptor_scaling import fitted_exponent
+
+    scaling_exponent = fitted_exponent(
+        [r["leaves"] for r in scaling], [r["build_cpu_s"] for r in scaling]
+    )
     return {
         "benchmark": "raptor_speed",
         "setup": {
@@ -674,6 +689,7 @@ def main(*, with_ref: bool = True, sizes: Sequence[int] = SCALING_SIZES) -> dict
         "our_dtype": getattr(embedder, "compute_dtype", "unknown"),
         "corpora": out,
         "scaling": scaling,
+        "scaling_cpu_exponent": scaling_exponent,
         "ref_error": ref_error,
         "ref_load_s": None if ref is None else ref.hello.get("load_s"),
         "ref_versions": None if ref is None else ref.hello.get("versions"),
@@ -695,6 +711,8 @@ def _strip_seconds(res: dict[str, Any]) -> dict[str, Any]:
                 rec[mode]["ms"] = [round(s * 1000, 2) for s in rec[mode].pop("seconds", [])]
             for b in rec.get("builds", []):
                 b["seconds"] = round(b["seconds"], 3)
+                if "cpu_seconds" in b:
+                    b["cpu_seconds"] = round(b["cpu_seconds"], 3)
     return slim
 
 

@@ -191,3 +191,11 @@ def test_umaps_jitted_functions_are_cached_on_disk() -> None:
     ):
         assert isinstance(fn._cache, FunctionCache), fn
     assert umap is load_umap()  # once: a second call changes nothing
+
+
+def test_the_scaling_benchmark_fits_the_log_log_slope() -> None:
+    from benchmarks.raptor_scaling import fitted_exponent
+
+    assert fitted_exponent([100, 200, 400, 1600], [1, 2, 4, 16]) == 1.0
+    assert fitted_exponent([100, 200, 400], [1, 4, 16]) == 2.0
+    assert fitted_exponent([100], [3]) is None
