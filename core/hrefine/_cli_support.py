@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +22,14 @@ from hrefine.errors import ConfigError, HrefineError
 
 __all__ = [
     "DEBUG_ENV",
+    "InputFile",
     "OneLineErrors",
     "announce_loading",
     "loading_line",
     "one_line",
     "plain_flags",
     "quiet_model_loading",
+    "read_files",
     "read_input",
     "say",
 ]
@@ -179,6 +182,48 @@ def read_input(source: str, what: str) -> bytes:
         msg = f"no such file: {source}; give {what} (or - for stdin)"
         raise ConfigError(msg)
     return path.read_bytes()
+
+
+@dataclass(frozen=True)
+class InputFile:
+    """A file named on the command line, decoded.
+
+    Attributes
+    ----------
+    name:
+        The path as given (``-`` for stdin).
+    label:
+        What messages and outputs call it: the path, or ``"stdin"``.
+    text:
+        Its text (BOM, UTF-16/32, UTF-8, a declared charset, detection).
+    """
+
+    name: str
+    label: str
+    text: str
+
+
+def read_files(paths: Sequence[str], what: str) -> Iterator[InputFile]:
+    """The files named on the command line, read and decoded one at a time (so that a caller's
+    work on one file comes before the next file is read, as its errors do).
+
+    Raises
+    ------
+    ConfigError
+        A path is missing, a folder or a URL (the message says to give ``what``); stdin is
+        given more than once.
+    HtmlParseError
+        A file is binary (a PDF, an image, an archive).
+    """
+    from hrefine.html._decode import decode_bytes
+
+    if list(paths).count("-") > 1:
+        msg = "stdin (-) is given more than once; give it once"
+        raise ConfigError(msg)
+    for name in paths:
+        raw = read_input(name, what)
+        text = decode_bytes(raw) if raw else ""
+        yield InputFile(name, "stdin" if name == "-" else name, text)
 
 
 def check_folder(path: Path | None, what: str) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import types
 import typing
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -39,6 +40,7 @@ def verb(
     *,
     before: Sequence[inspect.Parameter] = (),
     after: Sequence[inspect.Parameter] = (),
+    passed: int = 0,
 ) -> Callable[..., Any]:
     """The command function typer registers for ``own``.
 
@@ -52,16 +54,22 @@ def verb(
         values, calls ``own`` where the verb's flow wants it and acts on what it returns.
     before, after:
         The shared parameters placed before and after ``own``'s (see :func:`option`).
+    passed:
+        How many leading parameters of ``own`` ``run`` passes itself (what it made of the
+        shared values): they are no options.
 
     Returns
     -------
     Callable[..., Any]
         A function of keyword arguments whose ``__signature__`` (and annotations) typer reads.
     """
-    hints = typing.get_type_hints(own, include_extras=True)
+    written = list(inspect.signature(own).parameters.values())[passed:]
+    # Only the options' annotations are resolved: the return type and the passed parameters
+    # may name types imported for type checking only.
+    holder = types.SimpleNamespace(__annotations__={p.name: p.annotation for p in written})
+    hints = typing.get_type_hints(holder, globalns=own.__globals__, include_extras=True)
     own_params = [
-        p.replace(kind=inspect.Parameter.KEYWORD_ONLY, annotation=hints.get(p.name, p.annotation))
-        for p in inspect.signature(own).parameters.values()
+        p.replace(kind=inspect.Parameter.KEYWORD_ONLY, annotation=hints[p.name]) for p in written
     ]
     shared_names = [p.name for p in (*before, *after)]
 

@@ -22,6 +22,14 @@ from rich.console import Console
 from rich.table import Table
 
 from hrefine._atomic import echo
+from hrefine._cli_outputs import (
+    BudgetTokenizer,
+    KeptReport,
+    emit,
+    output_option,
+    write_report_page,
+    written_to,
+)
 from hrefine._cli_support import (
     DEBUG_ENV,
     OneLineErrors,
@@ -30,9 +38,7 @@ from hrefine._cli_support import (
     quiet_model_loading,
     read_input,
     say,
-    write_output,
 )
-from hrefine._encodable import encodable
 from hrefine.distributed.cli import distributed_app
 from hrefine.eval.cli import eval_command
 from hrefine.garlic.cli import garlic_app
@@ -232,14 +238,7 @@ def html_prune(
     scorer: Annotated[str, typer.Option(help="embedding, bm25 or cross-encoder:<model>.")] = (
         "embedding"
     ),
-    tokenizer: Annotated[
-        str | None,
-        typer.Option(
-            help="Tokenizer that counts the budget (your reader LLM's): llama-3.2 (default), "
-            "a tokenizer.json or model folder, a cached model name, a tiktoken name "
-            "(gpt-4o, cl100k_base), or regex.",
-        ),
-    ] = None,
+    tokenizer: BudgetTokenizer = None,
     generative: Annotated[
         bool, typer.Option("--generative", help="Add the generative token-tree stage (LocalLM).")
     ] = False,
@@ -251,26 +250,11 @@ def html_prune(
             "(qwen2.5-coder-1.5b after `hrefine models install`); implies --generative.",
         ),
     ] = None,
-    output: Annotated[
-        Path | None,
-        typer.Option(
-            "--output",
-            "-o",
-            help="Write the pruned HTML (or the --json report) to this file instead of stdout.",
-            dir_okay=False,
-        ),
-    ] = None,
+    output: Annotated[Path | None, output_option("the pruned HTML (or the --json report)")] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the block report as JSON.")
     ] = False,
-    report: Annotated[
-        Path | None,
-        typer.Option(
-            "--report",
-            help="Also write a self-contained HTML report of what was kept and why to this file.",
-            dir_okay=False,
-        ),
-    ] = None,
+    report: KeptReport = None,
 ) -> None:
     """Prune an HTML page to a token budget for a question."""
     from hrefine.html import HtmlPruner
@@ -291,20 +275,15 @@ def html_prune(
         text = json.dumps(result.to_dict(), ensure_ascii=False, indent=1) + "\n"
     else:
         text = result.html + "\n"
-    if output is None:
-        echo(text)  # never fails on a character the terminal cannot show
-    else:
-        write_output(output, text, "pruned HTML")
+    emit(text, output, "pruned HTML")
     say(
         f"{result.tokens} / {result.budget} tokens ({result.tokenizer}); "
-        f"cleaned input had {result.original_tokens}"
-        + ("" if output is None else encodable(f"; written to {output}"))
+        f"cleaned input had {result.original_tokens}" + written_to(output)
     )
     if report is not None:
         # A file name may hold undecodable bytes (as lone surrogates); the writer replaces them.
         title = "stdin" if source == "-" else Path(source).name
-        write_output(report, result.to_html(title=title), "report")
-        say(encodable(f"report written to {report}"))
+        write_report_page(report, result.to_html(title=title))
 
 
 app.command("eval")(eval_command)

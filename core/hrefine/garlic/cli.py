@@ -14,43 +14,44 @@ import dataclasses
 import json
 import math
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from hrefine._atomic import echo
-from hrefine._cli_support import check_folder, check_output_folder, loading_line, say, write_output
+from hrefine._cli_store import (
+    BuildRequest,
+    QueryRequest,
+    ReportPage,
+    StoreVerbs,
+    built_line,
+    named_lm,
+)
+from hrefine._cli_support import loading_line, say
 from hrefine._encodable import encodable
-from hrefine.errors import ConfigError, EmptyInputError
-from hrefine.raptor.cli import check_no_other_save, read_sources
+from hrefine.errors import ConfigError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from hrefine.garlic import GarlicGraph, SearchResult, SearchStep
 
 __all__ = ["build_summary", "garlic_app", "result_dict", "step_line", "summary_line"]
 
-garlic_app = typer.Typer(
-    help="GARLIC: build a graph of summary points over documents, and search it with an LLM.",
-    no_args_is_help=True,
+_verbs = StoreVerbs(
+    "garlic",
+    "graph",
+    "GARLIC: build a graph of summary points over documents, and search it with an LLM.",
 )
+garlic_app = _verbs.app
 
 # The embedded LM's display name, for the "loading ..." line.
 _DEFAULT_LM = "SmolLM2-135M-Instruct"
 
 
 def _lm(name: str | None) -> Any:
-    """A local generative LM by folder or cached name; None or "default": the embedded SmolLM2.
-
-    A model that is not on disk fails here, before anything loads.
-    """
-    if name is None or name.strip().lower() == "default":
-        from hrefine.models import default_lm
-
-        return default_lm()
-    from hrefine.models._lm_name import local_lm_from
-
-    return local_lm_from(name)
+    """A local generative LM by folder or cached name; None or "default": the embedded SmolLM2."""
+    return named_lm("default" if name is None else name)
 
 
 def _models(lm: str | None) -> str:
@@ -63,25 +64,14 @@ def _models(lm: str | None) -> str:
 
 def build_summary(graph: GarlicGraph, output: Path | None = None) -> str:
     """The closing line of a build: leaves, levels, nodes per level, LLM calls, seconds."""
-    stats = graph.stats
-    per_level = " / ".join(str(n) for n in stats.get("nodes_per_level", []))
-    line = (
-        f"built {stats.get('leaves', 0)} leaves, {graph.levels} summary levels "
-        f"(nodes per level {per_level}), {graph.edge_mode} edges, "
-        f"{stats.get('calls', 0)} LLM calls, in {float(stats.get('build_seconds', 0.0)):.1f} s"
+    return built_line(
+        graph.stats, graph.levels, "level", calls="calls", edges=graph.edge_mode, output=output
     )
-    return line + ("" if output is None else encodable(f"; saved to {output}"))
 
 
-@garlic_app.command("build")
+@_verbs.build(summary=build_summary)
 def build(
-    docs: Annotated[
-        list[str],
-        typer.Argument(
-            help="Text, Markdown or HTML files (HTML becomes its text), or - for stdin."
-        ),
-    ],
-    output: Annotated[Path, typer.Option("--output", "-o", help="Folder to save the graph in.")],
+    request: BuildRequest,
     lm: Annotated[
         str | None,
         typer.Option(
@@ -111,16 +101,11 @@ def build(
             "(attention for a local LM)."
         ),
     ] = "auto",
-    quiet: Annotated[
-        bool, typer.Option("--quiet", help="No progress lines, only the closing one.")
-    ] = False,
-) -> None:
+) -> GarlicGraph:
     """Build a GARLIC graph over documents and save it to a folder."""
     from hrefine.garlic import GarlicGraph, GarlicOptions
 
-    check_output_folder(output, "graph")
-    check_no_other_save(output, "garlic")
-    sources = read_sources(docs)
+    sources, quiet = request.sources, request.quiet
     settings: dict[str, Any] = {
         "chunk_tokens": chunk_tokens,
         "batch_tokens": batch_tokens,
@@ -128,9 +113,7 @@ def build(
         "edges": edges,
     }
     GarlicOptions.build(**settings)  # a bad setting fails before any model loads
-    if not any(s.text.strip() for s in sources):
-        msg = f"nothing to build a graph from: all {len(sources)} documents are empty"
-        raise EmptyInputError(msg)
+    request.require_text()
     model = _lm(lm)
     if not quiet:
         count = f"{len(sources)} document{'' if len(sources) == 1 else 's'}"
@@ -140,9 +123,7 @@ def build(
     def progress(line: str) -> None:
         say(f"{time.perf_counter() - started:6.1f} s  {line}...")
 
-    graph = GarlicGraph.build(sources, lm=model, progress=None if quiet else progress, **settings)
-    saved = graph.save(output)
-    say(build_summary(graph, saved))
+    return GarlicGraph.build(sources, lm=model, progress=None if quiet else progress, **settings)
 
 
 def _finite(value: float | None) -> float | None:
@@ -181,10 +162,12 @@ def summary_line(result: SearchResult, graph: GarlicGraph) -> str:
     )
 
 
-@garlic_app.command("query")
+@_verbs.query(
+    json_help="Print the search as JSON.",
+    report_help="Also write a self-contained HTML report of the search to this file.",
+)
 def query(
-    folder: Annotated[Path, typer.Argument(help="A graph saved by `hrefine garlic build`.")],
-    question: Annotated[str, typer.Option("--question", "-q", help="The user's question.")],
+    request: QueryRequest,
     patience: Annotated[
         int | None,
         typer.Option(help="Stop after the LM has said Yes this many times (default 1)."),
@@ -213,26 +196,10 @@ def query(
             "or 'default' (the embedded SmolLM2-135M-Instruct, also used when not given).",
         ),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the search as JSON.")] = False,
-    report: Annotated[
-        Path | None,
-        typer.Option(
-            "--report",
-            help="Also write a self-contained HTML report of the search to this file.",
-            dir_okay=False,
-        ),
-    ] = None,
-) -> None:
+) -> ReportPage:
     """Search a saved graph for what answers a question."""
     from hrefine.garlic import GarlicGraph, GarlicSearcher
 
-    if not question.strip():
-        msg = "the question is empty; give one with -q"
-        raise EmptyInputError(msg)
-    check_folder(report, "report")
-    if not folder.is_dir():
-        msg = f"no saved graph at {folder}: not a folder; build one with `hrefine garlic build`"
-        raise ConfigError(msg)
     if max_tokens is not None and max_tokens < 0:
         msg = f"--max-tokens must be a positive number (0: no limit), got {max_tokens}"
         raise ConfigError(msg)
@@ -248,20 +215,18 @@ def query(
     settings: dict[str, Any] = {}
     if max_tokens is not None:
         settings["max_tokens"] = max_tokens or None
-    graph = GarlicGraph.load(folder)
+    graph = GarlicGraph.load(request.folder)
     model = _lm(lm)
     say(encodable(f"loading {_models(lm)}..."))
     searcher = GarlicSearcher(graph, lm=model, **settings)
     result = searcher.search(
-        question, patience=patience, max_steps=max_steps, fill_tokens=fill_tokens
+        request.question, patience=patience, max_steps=max_steps, fill_tokens=fill_tokens
     )
-    if as_json:
+    if request.as_json:
         echo(json.dumps(result_dict(result), ensure_ascii=False, indent=1) + "\n")
     else:
         lines = [step_line(s) for s in result.trace]
         texts = result.texts_in_document_order()
         echo("\n".join(lines) + "\n\n" + "\n\n".join(texts) + "\n")
     say(summary_line(result, graph))
-    if report is not None:
-        write_output(report, result.to_html(graph), "report")
-        say(encodable(f"report written to {report}"))
+    return lambda: result.to_html(graph)

@@ -20,7 +20,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from hrefine._atomic import echo
-from hrefine._cli_support import check_folder, loading_line, read_input, say, write_output
+from hrefine._cli_outputs import (
+    BudgetTokenizer,
+    KeptReport,
+    emit,
+    output_option,
+    write_report_page,
+    written_to,
+)
+from hrefine._cli_support import check_folder, loading_line, read_files, say
 from hrefine._encodable import encodable
 from hrefine.errors import ConfigError, EmptyInputError
 
@@ -57,18 +65,8 @@ def read_documents(paths: Sequence[str]) -> tuple[list[str], list[str]]:
     HtmlParseError
         A file is binary (a PDF, an image, an archive).
     """
-    from hrefine.html._decode import decode_bytes
-
-    if list(paths).count("-") > 1:
-        msg = "stdin (-) is given more than once; give it once"
-        raise ConfigError(msg)
-    texts: list[str] = []
-    labels: list[str] = []
-    for name in paths:
-        raw = read_input(name, _WHAT)
-        texts.append(decode_bytes(raw) if raw else "")
-        labels.append("stdin" if name == "-" else name)
-    return texts, labels
+    files = list(read_files(paths, _WHAT))
+    return [f.text for f in files], [f.label for f in files]
 
 
 # -- what the command prints ------------------------------------------------------------------
@@ -302,14 +300,7 @@ def refine(
         int,
         typer.Option("--max-tokens", "-n", help="Token budget of the kept text of all documents."),
     ],
-    tokenizer: Annotated[
-        str | None,
-        typer.Option(
-            help="Tokenizer that counts the budget (your reader LLM's): llama-3.2 (default), "
-            "a tokenizer.json or model folder, a cached model name, a tiktoken name "
-            "(gpt-4o, cl100k_base), or regex.",
-        ),
-    ] = None,
+    tokenizer: BudgetTokenizer = None,
     scorer: Annotated[
         str,
         typer.Option(help="Local scorer: embedding, bm25 or cross-encoder:<model>."),
@@ -377,23 +368,8 @@ def refine(
             "their titles and scores; the query analysis and timings.",
         ),
     ] = False,
-    report: Annotated[
-        Path | None,
-        typer.Option(
-            "--report",
-            help="Also write a self-contained HTML report of what was kept and why to this file.",
-            dir_okay=False,
-        ),
-    ] = None,
-    output: Annotated[
-        Path | None,
-        typer.Option(
-            "--output",
-            "-o",
-            help="Write the refined text (or the --json output) to this file instead of stdout.",
-            dir_okay=False,
-        ),
-    ] = None,
+    report: KeptReport = None,
+    output: Annotated[Path | None, output_option("the refined text (or the --json output)")] = None,
     show_structure: Annotated[
         bool,
         typer.Option(
@@ -459,34 +435,25 @@ def refine(
     result = refiner.refine(query, texts, max_tokens)
     if as_json:
         text = json.dumps(result_dict(result, labels), ensure_ascii=False, indent=1) + "\n"
-        if output is None:
-            echo(text)
-        else:
-            write_output(output, text, "JSON output")
+        emit(text, output, "JSON output")
     else:
         if show_structure:
             lines: list[str] = []
             for d in result.documents:
                 lines += [*structure_lines(d, labels[d.index]), *kept_lines(d), ""]
             echo("\n".join(lines) + "\n")
-        refined = result.text + "\n"
-        if output is None:
-            if show_structure:
-                echo(f"== refined text ({result.tokens} tokens) ==\n")
-            echo(refined)
-        else:
-            write_output(output, refined, "refined text")
+        if output is None and show_structure:
+            echo(f"== refined text ({result.tokens} tokens) ==\n")
+        emit(result.text + "\n", output, "refined text")
     kept_docs = sum(1 for d in result.documents if d.text)
     units = sum(len(d.kept) for d in result.documents)
     say(
         f"{result.tokens} / {result.budget} tokens ({result.tokenizer}); kept {units} units "
         f"from {kept_docs} of {len(result.documents)} documents in "
-        f"{result.timings.get('total', 0.0):.1f} s"
-        + ("" if output is None else encodable(f"; written to {output}"))
+        f"{result.timings.get('total', 0.0):.1f} s" + written_to(output)
     )
     if report is not None:
         from hrefine.longrefiner.report import render_report
 
         title = labels[0] if len(labels) == 1 else f"{len(labels)} documents"
-        write_output(report, render_report(result, title=title, sources=labels), "report")
-        say(encodable(f"report written to {report}"))
+        write_report_page(report, render_report(result, title=title, sources=labels))

@@ -10,141 +10,56 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from hrefine._atomic import echo
-from hrefine._cli_support import check_folder, check_output_folder, read_input, say
+from hrefine._cli_store import (
+    BuildRequest,
+    QueryRequest,
+    ReportPage,
+    StoreVerbs,
+    built_line,
+    check_no_other_save,
+    named_lm,
+    read_sources,
+)
+from hrefine._cli_support import say
 from hrefine._encodable import encodable
-from hrefine.errors import ConfigError, EmptyInputError
+from hrefine.errors import ConfigError
 
 if TYPE_CHECKING:
-    from hrefine.raptor import RaptorTree, RetrievedNode, Source
+    from pathlib import Path
+
+    from hrefine.raptor import RaptorTree, RetrievedNode
 
 __all__ = [
     "build_summary",
+    "check_no_other_save",
     "node_dict",
     "node_line",
     "raptor_app",
     "read_sources",
 ]
 
-raptor_app = typer.Typer(
-    help="RAPTOR: build a tree of cluster summaries over documents, and query it.",
-    no_args_is_help=True,
+_verbs = StoreVerbs(
+    "raptor", "tree", "RAPTOR: build a tree of cluster summaries over documents, and query it."
 )
+raptor_app = _verbs.app
 
-# Suffixes read as HTML and turned into text; anything else is read as text or Markdown.
-_HTML_SUFFIXES = frozenset({".html", ".htm", ".xhtml"})
 # How many words of a node the plain listing shows.
 _FIRST_WORDS = 16
 
 
-def read_sources(paths: Sequence[str]) -> list[Source]:
-    """The documents named on the command line as :class:`~hrefine.raptor.Source` objects.
-
-    Each file is decoded (BOM, UTF-16/32, UTF-8, a declared charset, detection; binary files
-    are refused) and an HTML file (by its suffix, or by its content for stdin) becomes its
-    visible text. Its metadata is ``{"source": <path>}`` (``"stdin"`` for ``-``).
-
-    Raises
-    ------
-    ConfigError
-        A path is missing, a folder or a URL; stdin is given twice.
-    HtmlParseError
-        A file is binary (a PDF, an image, an archive).
-    """
-    from hrefine.eval.text import html_to_text, looks_like_html
-    from hrefine.html._decode import decode_bytes
-    from hrefine.raptor import Source
-
-    if list(paths).count("-") > 1:
-        msg = "stdin (-) is given more than once; give it once"
-        raise ConfigError(msg)
-    out: list[Source] = []
-    for name in paths:
-        raw = read_input(name, "text, Markdown or HTML files")
-        text = decode_bytes(raw) if raw else ""
-        is_html = (
-            Path(name).suffix.lower() in _HTML_SUFFIXES if name != "-" else looks_like_html(text)
-        )
-        if is_html:
-            text = html_to_text(text)
-        label = "stdin" if name == "-" else name
-        out.append(Source(text, metadata={"source": label}, id=label))
-    return out
-
-
-#: What a saved kind is called in messages.
-_SAVED_NAMES = {"raptor": "RAPTOR tree", "garlic": "GARLIC graph"}
-
-
-def check_no_other_save(output: Path, kind: str) -> None:
-    """Refuse ``output`` when it holds an hrefine save of another kind than ``kind``: saving
-    there would silently replace it (checked before any model loads).
-
-    Raises
-    ------
-    ConfigError
-        ``output`` holds a saved tree of another kind.
-    """
-    manifest = output / "tree.json"
-    if not manifest.is_file():
-        return
-    try:
-        found = json.loads(manifest.read_bytes()).get("kind")
-    except (OSError, ValueError, AttributeError):
-        return  # not a readable save: nothing of value is replaced by this check's say-so
-    if isinstance(found, str) and found != kind:
-        what = _SAVED_NAMES.get(found, f"saved {found!r} tree")
-        msg = (
-            f"could not save the {_SAVED_NAMES.get(kind, kind)} to {output}: it holds a "
-            f"{what}; give another folder (or delete that one)"
-        )
-        raise ConfigError(msg)
-
-
-def _llm(name: str | None) -> Any:
-    """A local generative LM by folder or cached name; ``"smollm2"`` the embedded SmolLM2;
-    None: no model (the tree's extractive summaries)."""
-    if name is None:
-        return None
-    if name.strip().lower() in ("smollm2", "default"):
-        from hrefine.models import default_lm
-
-        return default_lm()
-    from hrefine.models._lm_name import local_lm_from
-
-    return local_lm_from(name)
-
-
 def build_summary(tree: RaptorTree, output: Path | None = None) -> str:
     """The closing line of a build: leaves, layers, nodes per layer, LLM calls, seconds."""
-    stats = tree.stats
-    per_layer = " / ".join(str(n) for n in stats.get("nodes_per_layer", []))
-    line = (
-        f"built {stats.get('leaves', 0)} leaves, {tree.layers} summary layers "
-        f"(nodes per layer {per_layer}), {stats.get('llm_calls', 0)} LLM calls, "
-        f"in {float(stats.get('build_seconds', 0.0)):.1f} s"
-    )
-    return line + ("" if output is None else encodable(f"; saved to {output}"))
+    return built_line(tree.stats, tree.layers, "layer", calls="llm_calls", output=output)
 
 
-@raptor_app.command("build")
+@_verbs.build(summary=build_summary)
 def build(
-    docs: Annotated[
-        list[str],
-        typer.Argument(
-            help="Text, Markdown or HTML files (HTML becomes its text), or - for stdin."
-        ),
-    ],
-    output: Annotated[
-        Path,
-        typer.Option("--output", "-o", help="Folder to save the tree in."),
-    ],
+    request: BuildRequest,
     chunk_tokens: Annotated[
         int, typer.Option("--chunk-tokens", help="Leaf size in tokens (cut at sentence ends).")
     ] = 100,
@@ -179,16 +94,11 @@ def build(
             "embedded all-MiniLM-L6-v2). Saved with the tree; queries use it too.",
         ),
     ] = None,
-    quiet: Annotated[
-        bool, typer.Option("--quiet", help="No progress lines, only the closing one.")
-    ] = False,
-) -> None:
+) -> RaptorTree:
     """Build a RAPTOR tree over documents and save it to a folder."""
     from hrefine.raptor import RaptorOptions, RaptorTree
 
-    check_output_folder(output, "tree")
-    check_no_other_save(output, "raptor")
-    sources = read_sources(docs)
+    sources = request.sources
     settings: dict[str, Any] = {
         "chunk_tokens": chunk_tokens,
         "summary_tokens": summary_tokens,
@@ -202,16 +112,13 @@ def build(
     if embedder is not None:
         settings["embedder"] = embedder
     RaptorOptions.build(**settings)  # a bad setting fails before any model loads
-    if not any(s.text.strip() for s in sources):
-        msg = f"nothing to build a tree from: all {len(sources)} documents are empty"
-        raise EmptyInputError(msg)
-    summariser = _llm(llm)  # a model that is not on disk fails here, before anything loads
-    if not quiet:
+    request.require_text()
+    # No model by default: the tree's extractive summaries. One not on disk fails here.
+    summariser = None if llm is None else named_lm(llm, ("smollm2", "default"))
+    if not request.quiet:
         models = [embedder or "all-MiniLM-L6-v2", *([llm] if llm else [])]
         say(encodable(f"loading {' and '.join(models)}; {len(sources)} documents..."))
-    tree = RaptorTree.build(sources, llm=summariser, progress=not quiet, **settings)
-    saved = tree.save(output)
-    say(build_summary(tree, saved))
+    return RaptorTree.build(sources, llm=summariser, progress=not request.quiet, **settings)
 
 
 def _none_if_zero(value: int | None, name: str) -> int | str | None:
@@ -241,10 +148,12 @@ def node_dict(node: RetrievedNode) -> dict[str, Any]:
     return out
 
 
-@raptor_app.command("query")
+@_verbs.query(
+    json_help="Print the nodes as JSON.",
+    report_help="Also write a self-contained HTML report of the tree and the retrieval.",
+)
 def query(
-    folder: Annotated[Path, typer.Argument(help="A tree saved by `hrefine raptor build`.")],
-    question: Annotated[str, typer.Option("--question", "-q", help="The user's question.")],
+    request: QueryRequest,
     mode: Annotated[
         str | None,
         typer.Option(
@@ -277,37 +186,22 @@ def query(
             "the tree names it by a folder outside its own.",
         ),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the nodes as JSON.")] = False,
-    report: Annotated[
-        Path | None,
-        typer.Option(
-            "--report",
-            help="Also write a self-contained HTML report of the tree and the retrieval.",
-            dir_okay=False,
-        ),
-    ] = None,
-) -> None:
+) -> ReportPage:
     """Retrieve the nodes of a saved tree that answer a question."""
     from hrefine.raptor import RaptorTree
-    from hrefine.raptor.report import write_report
+    from hrefine.raptor.report import render_report
 
-    if not question.strip():
-        msg = "the question is empty; give one with -q"
-        raise EmptyInputError(msg)
-    check_folder(report, "report")
-    if not folder.is_dir():
-        msg = f"no saved tree at {folder}: not a folder; build one with `hrefine raptor build`"
-        raise ConfigError(msg)
+    question = request.question
     k_ = _none_if_zero(k, "--k")
     budget = _none_if_zero(max_tokens, "--max-tokens")
     # A model the tree names by a path outside its folder is not opened: given here, it is.
-    tree = RaptorTree.load(folder, tokenizer=tokenizer, embedder=embedder)
+    tree = RaptorTree.load(request.folder, tokenizer=tokenizer, embedder=embedder)
     nodes = tree.retrieve(question, mode=mode, k=k_, max_tokens=budget)
     used = sum(n.tokens for n in nodes)
     how = (mode or tree.options.mode).lower()
     limit = tree.options.k if k_ == "default" else k_
     room = tree.options.max_tokens if budget == "default" else budget
-    if as_json:
+    if request.as_json:
         payload = {
             "question": question,
             "mode": how,
@@ -324,10 +218,4 @@ def query(
         + ("" if room is None else f" of {room}")
         + f" ({how}; tree of {len(tree)} nodes, {tree.layers} summary layers)"
     )
-    if report is not None:
-        try:
-            write_report(tree, question, nodes, report, mode=how, k=limit, max_tokens=room)
-        except OSError as exc:
-            msg = f"could not write the report to {report}: {exc.strerror or exc}"
-            raise ConfigError(msg) from exc
-        say(encodable(f"report written to {report}"))
+    return lambda: render_report(tree, question, nodes, mode=how, k=limit, max_tokens=room)
