@@ -18,8 +18,6 @@ Registered in :mod:`hrefine.eval.methods` as ``"garlic"`` (option
 
 from __future__ import annotations
 
-import hashlib
-import os
 import re
 import time
 from dataclasses import dataclass
@@ -27,7 +25,8 @@ from typing import Any
 
 from hrefine.budget import TokenCounter, get_counter
 from hrefine.errors import ConfigError, InputTypeError
-from hrefine.eval.baselines import _LRU, as_plain_text
+from hrefine.eval.baselines import as_plain_text
+from hrefine.eval.store_method import LLM_CHOICES, StoreCompressor, document_digest
 from hrefine.eval.text import SEPARATOR, truncate_to_tokens
 from hrefine.garlic.options import SEARCH_PROMPT, SUMMARY_PROMPT, GarlicOptions
 from hrefine.garlic.visited import fit_to_budget
@@ -42,9 +41,6 @@ __all__ = [
 
 #: Leaf size of the evaluated GARLIC: the chunk baselines' 128 tokens (see GarlicCompressor).
 EVAL_CHUNK_TOKENS = 128
-#: The ``llm`` option's named choices (anything else is a local model folder, a cached name or
-#: an LLM object).
-LLM_CHOICES = ("default", "extractive")
 # Markers of the search prompt (see hrefine.garlic.search.search_prompt).
 _QUESTION = "\n\nQuestion:\n"
 _INFORMATION = "\n\nInformation:\n"
@@ -207,7 +203,7 @@ class GarlicCall:
     build_seconds: float
 
 
-class GarlicCompressor:
+class GarlicCompressor(StoreCompressor):
     """GARLIC for :mod:`hrefine.eval`: a graph per document, searched for each question.
 
     Parameters
@@ -266,49 +262,15 @@ class GarlicCompressor:
         self.counter: TokenCounter = get_counter(tokenizer)
         settings.setdefault("chunk_tokens", EVAL_CHUNK_TOKENS)
         self.options = GarlicOptions.build(tokenizer=self.counter, **settings)
-        self._llm_spec = "default" if llm is None else llm
-        self._llm: Any = None
-        self._embedder_spec = embedder
-        self._embedder: Any = None
-        self.name = name
+        super().__init__(llm=llm, embedder=embedder, name=name)
         self.keep_records = keep_records
-        self._graphs = _LRU(4)
-        self.builds = 0
-        self.build_seconds = 0.0
-        self.llm_calls = 0
         self.records: list[GarlicCall] = []
         self.graph_stats: dict[str, dict[str, Any]] = {}
 
     # -- models ---------------------------------------------------------------------------------
-    @property
-    def llm(self) -> Any:
-        """The LLM that builds and searches the graphs (loaded on first use)."""
-        if self._llm is None:
-            spec = self._llm_spec
-            if spec == "default":
-                from hrefine.models import default_lm
-
-                self._llm = default_lm()
-            elif spec == "extractive":
-                self._llm = ExtractiveGarlicLM(
-                    self.options.summary_prompt, self.options.search_prompt
-                )
-            elif isinstance(spec, (str, os.PathLike)):
-                from hrefine.models._lm_name import local_lm_from
-
-                self._llm = local_lm_from(spec)
-            else:
-                self._llm = spec
-        return self._llm
-
-    @property
-    def embedder(self) -> Any:
-        """The embedder (loaded on first use, shared by every graph)."""
-        if self._embedder is None:
-            from hrefine.models import get_embedder
-
-            self._embedder = get_embedder(self._embedder_spec)
-        return self._embedder
+    def extractive_llm(self) -> ExtractiveGarlicLM:
+        """GARLIC's no-model stand-in (:class:`ExtractiveGarlicLM`) with the options' prompts."""
+        return ExtractiveGarlicLM(self.options.summary_prompt, self.options.search_prompt)
 
     # -- graphs ---------------------------------------------------------------------------------
     def graph_for(self, document: str) -> Any:
@@ -328,8 +290,8 @@ class GarlicCompressor:
     def _graph(self, document: str) -> tuple[Any, float]:
         from hrefine.garlic import GarlicGraph
 
-        memo = hashlib.blake2b(document.encode("utf-8", "replace"), digest_size=16).digest()
-        graph = self._graphs.get(memo)
+        memo = document_digest(document)
+        graph = self._stores.get(memo)
         if graph is not None:
             return graph, 0.0
         started = time.perf_counter()
@@ -341,7 +303,7 @@ class GarlicCompressor:
         self.build_seconds += spent
         self.llm_calls += int(graph.stats.get("calls", 0))
         self.graph_stats[memo.hex()] = {k: v for k, v in graph.stats.items() if k != "llm"}
-        self._graphs.put(memo, graph)
+        self._stores.put(memo, graph)
         return graph, spent
 
     def compress(self, document: str, query: str, max_tokens: int) -> str:
@@ -366,9 +328,7 @@ class GarlicCompressor:
         if self.keep_records:
             self.records.append(
                 GarlicCall(
-                    document=hashlib.blake2b(
-                        document.encode("utf-8", "replace"), digest_size=16
-                    ).hexdigest(),
+                    document=document_digest(document).hex(),
                     query=query,
                     budget=max_tokens,
                     visited=len(result.visited),

@@ -25,7 +25,8 @@ from typing import Any
 
 from hrefine.budget import TokenCounter, get_counter
 from hrefine.errors import PersistenceError
-from hrefine.eval.baselines import _LRU, as_plain_text
+from hrefine.eval.baselines import as_plain_text
+from hrefine.eval.store_method import LLM_CHOICES, StoreCompressor, document_digest
 from hrefine.eval.text import SEPARATOR, truncate_to_tokens
 from hrefine.raptor.extractive import ExtractiveSummariser
 from hrefine.raptor.options import RaptorOptions, check_mode
@@ -34,8 +35,6 @@ __all__ = ["LLM_CHOICES", "ExtractiveSummariser", "RaptorCompressor"]
 
 logger = logging.getLogger(__name__)
 
-#: The ``llm`` option's named choices (anything else is a local model folder or cached name).
-LLM_CHOICES = ("default", "extractive")
 #: Settings that change only retrieval, not the tree (left out of the disk cache key).
 _RETRIEVAL_ONLY = frozenset(
     {
@@ -55,7 +54,7 @@ _LOADED_RETRIEVAL = ("k", "max_tokens", "lexical_weight", "summary_rank")
 _CACHE_FORMAT = 2  # 2: short pieces joined to the leaves beside them
 
 
-class RaptorCompressor:
+class RaptorCompressor(StoreCompressor):
     """RAPTOR for :mod:`hrefine.eval`: a tree per document, nodes retrieved to each budget.
 
     Parameters
@@ -117,51 +116,20 @@ class RaptorCompressor:
             settings.setdefault("k", None)
         self.options = RaptorOptions.build(**settings)
         self.counter: TokenCounter = get_counter(tokenizer)
-        self._llm_spec = "default" if llm is None else llm
+        default_name = "raptor" if self.mode == "collapsed" else "raptor-traversal"
+        super().__init__(llm=llm, embedder=embedder, name=name or default_name)
         self.llm_name = llm_name
-        self._llm: Any = None
-        self._embedder_spec = embedder
-        self._embedder: Any = None
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
-        self.name: str = name or ("raptor" if self.mode == "collapsed" else "raptor-traversal")
-        self._trees = _LRU(4)
-        self.builds = 0
         self.loads = 0
-        self.build_seconds = 0.0
-        self.llm_calls = 0
 
     # -- models ---------------------------------------------------------------------------------
-    @property
-    def llm(self) -> Any:
-        """The summariser handed to the tree (loaded on first use)."""
-        if self._llm is None:
-            spec = self._llm_spec
-            if spec == "default":  # the tree's own default is the extract: load SmolLM2 here
-                from hrefine.models import default_lm
-
-                self._llm = default_lm()
-            elif spec == "extractive":
-                self._llm = ExtractiveSummariser(
-                    self.options.prompt,
-                    tokenizer=self.counter,
-                    max_tokens=self.options.summary_tokens,
-                )
-            elif isinstance(spec, (str, os.PathLike)):
-                from hrefine.models._lm_name import local_lm_from
-
-                self._llm = local_lm_from(spec)
-            else:
-                self._llm = spec
-        return self._llm
-
-    @property
-    def embedder(self) -> Any:
-        """The embedder (loaded on first use, shared by every tree)."""
-        if self._embedder is None:
-            from hrefine.models import get_embedder
-
-            self._embedder = get_embedder(self._embedder_spec)
-        return self._embedder
+    def extractive_llm(self) -> ExtractiveSummariser:
+        """RAPTOR's no-model summariser: the leading sentences of a cluster's texts."""
+        return ExtractiveSummariser(
+            self.options.prompt,
+            tokenizer=self.counter,
+            max_tokens=self.options.summary_tokens,
+        )
 
     def _model_names(self) -> tuple[str, str] | None:
         """Names of the summariser and embedder for the cache key; None when one is an object."""
@@ -220,8 +188,8 @@ class RaptorCompressor:
         """
         from hrefine.raptor import RaptorTree
 
-        memo = hashlib.blake2b(document.encode("utf-8", "replace"), digest_size=16).digest()
-        tree = self._trees.get(memo)
+        memo = document_digest(document)
+        tree = self._stores.get(memo)
         if tree is not None:
             return tree
         key = self.cache_key(document) if self.cache_dir is not None else None
@@ -249,7 +217,7 @@ class RaptorCompressor:
             self.llm_calls += int(tree.stats.get("llm_calls", 0))
             if folder is not None:
                 _save(tree, folder)
-        self._trees.put(memo, tree)
+        self._stores.put(memo, tree)
         return tree
 
     def _retrieval(self) -> dict[str, Any]:
