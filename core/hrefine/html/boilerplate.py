@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from hrefine._optional import require
 from hrefine.html._load import drop_block
@@ -80,14 +80,20 @@ _BOILER_ATTRS = "@class or @id or @role"
 _BOILER_TAGGED = " or ".join(f"self::{t}" for t in sorted(_BOILER_TAGS))
 
 
+class _Queries(NamedTuple):
+    """The candidates' XPath queries (``lxml.etree.XPath``), compiled once."""
+
+    boiler: Any  # tagged or attributed elements
+    boiler_attrs: Any  # attributed ones only, for pages with none of the tags (most)
+
+
 @functools.lru_cache(maxsize=1)
-def _queries() -> tuple[Any, Any]:
-    """The candidates' XPath queries, compiled once: tagged or attributed elements, and
-    attributed ones only (for pages with none of the tags, most)."""
+def _queries() -> _Queries:
+    """The :class:`_Queries`, compiled once."""
     etree = require("lxml.etree", "html")
-    return (
-        etree.XPath(f"descendant::*[{_BOILER_TAGGED} or {_BOILER_ATTRS}]"),
-        etree.XPath(f"descendant::*[{_BOILER_ATTRS}]"),
+    return _Queries(
+        boiler=etree.XPath(f"descendant::*[{_BOILER_TAGGED} or {_BOILER_ATTRS}]"),
+        boiler_attrs=etree.XPath(f"descendant::*[{_BOILER_ATTRS}]"),
     )
 
 
@@ -131,7 +137,7 @@ def remove_boilerplate(root: Any) -> None:
         return
     queries = _queries()
     tagged = next(body.iterdescendants(*_BOILER_TAGS), None) is not None
-    query = queries[0] if tagged else queries[1]
+    query = queries.boiler if tagged else queries.boiler_attrs
     candidates = query(body)
     chosen: list[Any] = []
     verdicts: dict[tuple[str, str | None, str | None, str | None], bool] = {}
