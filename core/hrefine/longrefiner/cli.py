@@ -56,14 +56,8 @@ def read_documents(paths: Sequence[str]) -> tuple[list[str], list[str]]:
 
     Each file is decoded (BOM, UTF-16/32, UTF-8, a declared charset, detection; binary files
     are refused) and kept as it is: HTML and Markdown keep their markup, which gives their
-    structure. The label is the path as given (``"stdin"`` for ``-``).
-
-    Raises
-    ------
-    ConfigError
-        A path is missing, a folder or a URL; stdin is given twice.
-    HtmlParseError
-        A file is binary (a PDF, an image, an archive).
+    structure. The label is the path as given (``"stdin"`` for ``-``). A missing, binary or
+    twice-given file fails as in :func:`hrefine._cli_support.read_files`.
     """
     files = list(read_files(paths, _WHAT))
     return [f.text for f in files], [f.label for f in files]
