@@ -3,17 +3,18 @@
 umap-learn compiles its layout optimiser, its k-NN smoothing and its distances with numba the
 first time a process fits a UMAP, and none of them is cached on disk: the first RAPTOR build in
 every fresh process paid about 20 CPU seconds of compilation for a tenth of a second of work.
-:func:`load_umap` imports umap with numba's on-disk cache turned on for every jitted function of
-umap and pynndescent that lacks it, so the second process loads the compiled code instead.
+:func:`load_umap` imports umap and turns numba's on-disk cache on for every jitted function of
+umap that lacks it, so the next process loads the compiled code instead (pynndescent, which umap
+uses, caches its own functions already and is left alone).
 
-Where the cache lives: ``$NUMBA_CACHE_DIR`` when the user set it, else ``numba`` under hrefine's
-cache (``$HREFINE_CACHE``, else ``~/.cache/hrefine``). The variable is set only while numba is
-not imported yet (numba reads it once) and never when the user set it; importing hrefine imports
-no numba. ``HREFINE_NUMBA_CACHE=0`` leaves numba exactly as it is.
+Where the cache lives: ``numba`` under hrefine's cache (``$HREFINE_CACHE``, else
+``~/.cache/hrefine``), or ``$NUMBA_CACHE_DIR`` when the user set it (numba's own rule); a folder
+that cannot be written falls back to numba's other places. No environment variable is changed,
+and importing hrefine imports no numba. ``HREFINE_NUMBA_CACHE=0`` leaves umap as it ships.
 
 Numba keys each cached function by its source file's size and modification time, so upgrading
-umap-learn or pynndescent compiles afresh rather than loading stale code; a function numba
-cannot cache (a closure over dynamic globals) is simply compiled, as before.
+umap-learn compiles afresh rather than loading stale code; a function numba cannot cache (a
+closure over dynamic globals) is simply compiled, as before.
 """
 
 from __future__ import annotations
@@ -24,18 +25,19 @@ import threading
 import warnings
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from hrefine._optional import require
 
-__all__ = ["ENV_SWITCH", "cache_dir", "enabled", "load_umap", "prepare"]
+__all__ = ["ENV_SWITCH", "cache_dir", "enabled", "load_umap"]
 
 #: Set to 0 / off / false / no to leave numba's caching as umap ships it.
 ENV_SWITCH = "HREFINE_NUMBA_CACHE"
 #: Packages whose jitted functions get an on-disk cache.
-PACKAGES = ("umap", "pynndescent")
+PACKAGES = ("umap",)
 
 _lock = threading.Lock()
-_cached_packages: set[str] = set()
+_done: set[str] = set()
 
 
 def enabled() -> bool:
@@ -44,43 +46,70 @@ def enabled() -> bool:
 
 
 def cache_dir() -> Path:
-    """Where hrefine puts numba's cache when the user has not chosen: ``<cache root>/numba``."""
+    """Where UMAP's compiled code is kept: ``$NUMBA_CACHE_DIR`` if set, else
+    ``<hrefine cache>/numba``."""
+    user = os.environ.get("NUMBA_CACHE_DIR")
+    if user:
+        return Path(user)
     from hrefine.models._model_cache import cache_root
 
     return cache_root() / "numba"
 
 
-def prepare() -> str | None:
-    """Point numba's cache at :func:`cache_dir` if nobody has chosen and numba is not imported.
-
-    Returns the cache folder numba will use (``None``: numba's own default, next to the
-    packages' sources or under ``~/.cache``).
-    """
-    if enabled() and "NUMBA_CACHE_DIR" not in os.environ and "numba" not in sys.modules:
-        os.environ["NUMBA_CACHE_DIR"] = str(cache_dir())
-    return os.environ.get("NUMBA_CACHE_DIR") or None
-
-
 def load_umap() -> ModuleType:
     """``umap``, imported with numba's on-disk cache on for its jitted functions (once)."""
-    prepare()
     umap = require("umap", "raptor")
     if enabled():
         with _lock:
             for package in PACKAGES:
-                if package not in _cached_packages:
-                    _enable_caching(package)
-                    _cached_packages.add(package)
+                if package not in _done:
+                    _enable_caching(package, cache_dir())
+                    _done.add(package)
     return umap
 
 
-def _enable_caching(package: str) -> int:
-    """Turn the on-disk cache on for ``package``'s jitted functions; returns how many."""
+def _cache_class(folder: Path) -> Any:
+    """numba's FunctionCache, looking first in ``folder`` (then numba's usual places)."""
+    from numba.core.caching import (
+        CompileResultCacheImpl,
+        FunctionCache,
+        UserProvidedCacheLocator,
+    )
+
+    class Locator(UserProvidedCacheLocator):  # type: ignore[misc]
+        def __init__(self, py_func: Any, py_file: str) -> None:
+            super().__init__(py_func, py_file)
+            self._cache_path = os.path.join(folder, self.get_suitable_cache_subpath(py_file))
+
+        @classmethod
+        def from_function(cls, py_func: Any, py_file: str) -> Any:
+            if not os.path.exists(py_file):
+                return None
+            locator = cls(py_func, py_file)
+            try:
+                locator.ensure_cache_path()
+            except OSError:  # not writable: numba's own places
+                return None
+            return locator
+
+    class Impl(CompileResultCacheImpl):  # type: ignore[misc]
+        _locator_classes = [Locator, *CompileResultCacheImpl._locator_classes]  # noqa: RUF012
+
+    class Cache(FunctionCache):  # type: ignore[misc]
+        _impl_class = Impl
+
+    return Cache
+
+
+def _enable_caching(package: str, folder: Path) -> int:
+    """Turn the on-disk cache (in ``folder``) on for ``package``'s uncached jitted functions;
+    returns how many."""
     try:
         from numba.core.caching import NullCache
         from numba.core.registry import CPUDispatcher
     except ImportError:  # pragma: no cover - numba comes with umap
         return 0
+    cache = _cache_class(folder)
     turned = 0
     prefix = package + "."
     for name, module in list(sys.modules.items()):
@@ -92,6 +121,9 @@ def _enable_caching(package: str) -> int:
             ):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    value.enable_caching()
+                    try:
+                        value._cache = cache(value.py_func)  # type: ignore[attr-defined]
+                    except RuntimeError:  # no place to cache it: compiled as before
+                        continue
                 turned += 1
     return turned

@@ -152,29 +152,32 @@ def _run(code: str, **env: str) -> dict[str, Any]:
     return out
 
 
-PREPARE = (
-    "import json, os, sys, hrefine, hrefine.raptor; numba_at_import = 'numba' in sys.modules; "
-    "from hrefine.raptor._numba_cache import prepare; folder = prepare(); "
-    "print(json.dumps({'numba_at_import': numba_at_import, 'folder': folder, "
-    "'numba_now': 'numba' in sys.modules}))"
+WHERE = (
+    "import json, os, sys, hrefine, hrefine.raptor; at_import = 'numba' in sys.modules; "
+    "from hrefine.raptor._numba_cache import load_umap; load_umap(); "
+    "fn = sys.modules['umap.layouts']._nb_optimize_layout_euclidean_single_epoch; "
+    "print(json.dumps({'numba_at_import': at_import, 'cache': type(fn._cache).__name__, "
+    "'path': getattr(fn._cache, '_cache_path', None), "
+    "'env': os.environ.get('NUMBA_CACHE_DIR')}))"
 )
 
 
-def test_numba_cache_goes_under_hrefines_cache_without_importing_numba(tmp_path: Path) -> None:
-    got = _run(PREPARE, HREFINE_CACHE=str(tmp_path))
-    assert got == {
-        "numba_at_import": False,
-        "folder": str(tmp_path / "numba"),
-        "numba_now": False,
-    }
+def test_umap_is_compiled_into_hrefines_cache_without_importing_numba_early(
+    tmp_path: Path,
+) -> None:
+    got = _run(WHERE, HREFINE_CACHE=str(tmp_path))
+    assert got["numba_at_import"] is False  # importing hrefine leaves numba out
+    assert got["cache"] == "Cache"  # on-disk cache on (umap ships none)
+    assert Path(got["path"]).is_relative_to(tmp_path / "numba")
+    assert got["env"] is None  # no environment variable changed
 
 
 def test_a_users_numba_cache_dir_wins_and_the_switch_turns_it_off(tmp_path: Path) -> None:
-    mine = str(tmp_path / "mine")
-    got = _run(PREPARE, HREFINE_CACHE=str(tmp_path), NUMBA_CACHE_DIR=mine)
-    assert got["folder"] == mine
-    got = _run(PREPARE, HREFINE_CACHE=str(tmp_path), HREFINE_NUMBA_CACHE="0")
-    assert got["folder"] is None
+    mine = tmp_path / "mine"
+    got = _run(WHERE, HREFINE_CACHE=str(tmp_path), NUMBA_CACHE_DIR=str(mine))
+    assert Path(got["path"]).is_relative_to(mine)
+    got = _run(WHERE, HREFINE_CACHE=str(tmp_path), HREFINE_NUMBA_CACHE="0")
+    assert got["cache"] == "NullCache"
 
 
 def test_umaps_jitted_functions_are_cached_on_disk() -> None:
@@ -182,14 +185,13 @@ def test_umaps_jitted_functions_are_cached_on_disk() -> None:
     from numba.core.caching import FunctionCache
 
     umap = load_umap()
-    layouts = sys.modules["umap.layouts"]
-    for fn in (
-        layouts._nb_optimize_layout_euclidean_single_epoch,
-        sys.modules["umap.umap_"].smooth_knn_dist,
-        sys.modules["umap.umap_"].compute_membership_strengths,
-        sys.modules["umap.distances"].cosine,
+    for module, name in (
+        ("umap.layouts", "_nb_optimize_layout_euclidean_single_epoch"),
+        ("umap.umap_", "smooth_knn_dist"),
+        ("umap.umap_", "compute_membership_strengths"),
+        ("umap.distances", "cosine"),
     ):
-        assert isinstance(fn._cache, FunctionCache), fn
+        assert isinstance(getattr(sys.modules[module], name)._cache, FunctionCache), name
     assert umap is load_umap()  # once: a second call changes nothing
 
 
