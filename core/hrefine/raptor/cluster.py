@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hrefine._optional import require
+from hrefine.errors import ConfigError
 from hrefine.raptor._numba_cache import load_umap
 
 __all__ = ["Cluster", "cluster_layer", "partition"]
@@ -152,7 +153,7 @@ def partition(x: np.ndarray, size: int) -> list[np.ndarray]:
     """
     if size < 1:
         msg = f"group size must be at least 1, got {size}"
-        raise ValueError(msg)
+        raise ConfigError(msg)
     n = len(x)
     return _halve(np.asarray(x, dtype=np.float64), np.arange(n), max(1, -(-n // size)))
 
