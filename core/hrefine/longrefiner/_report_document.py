@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from hrefine._report_frame import esc, more, opening, ref, table
 from hrefine.budget import EXPANDED, MEASURED_OVER, OVER_BUDGET, TRIAL_LIMIT
+from hrefine.longrefiner.document import section_path
 
 if TYPE_CHECKING:
     from hrefine.longrefiner.result import RefinedDocument
@@ -237,16 +238,7 @@ def _selection(state: _Doc) -> str:
 
 def _where(state: _Doc, node_id: int) -> str:
     """The titles of the sections above a node (itself included), outermost first."""
-    tree = state.doc.structure.tree
-    titles: list[str] = []
-    node = tree[node_id]
-    while True:
-        if node.kind == "section":
-            titles.append(str(node.metadata.get("title", "")))
-        if not node.parents:
-            break
-        node = tree[node.parents[0]]
-    return " › ".join(reversed(titles))
+    return " › ".join(section_path(state.doc.structure, node_id))
 
 
 def _kept_table(state: _Doc) -> str:

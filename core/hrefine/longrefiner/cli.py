@@ -31,6 +31,7 @@ from hrefine._cli_outputs import (
 from hrefine._cli_support import check_folder, loading_line, read_files, say
 from hrefine._encodable import encodable
 from hrefine.errors import ConfigError, EmptyInputError
+from hrefine.longrefiner.document import section_path
 
 if TYPE_CHECKING:
     from hrefine.longrefiner import RefinedDocument, RefineResult
@@ -66,16 +67,7 @@ def read_documents(paths: Sequence[str]) -> tuple[list[str], list[str]]:
 # -- what the command prints ------------------------------------------------------------------
 def _path(doc: RefinedDocument, node_id: int) -> list[str]:
     """Titles of the sections from the top down to ``node_id`` (itself included)."""
-    tree = doc.structure.tree
-    titles: list[str] = []
-    node = tree[node_id]
-    while True:
-        if node.kind == "section":
-            titles.append(str(node.metadata.get("title", "")))
-        if not node.parents:
-            break
-        node = tree[node.parents[0]]
-    return titles[::-1]
+    return section_path(doc.structure, node_id)
 
 
 def _first_words(text: str, n: int = _FIRST_WORDS) -> str:

@@ -25,7 +25,7 @@ from hrefine.errors import TreeError
 from hrefine.longrefiner.spans import Span, check_cover, trimmed
 from hrefine.tree import Tree
 
-__all__ = ["StructuredDocument", "build_document", "check_structure", "coverage"]
+__all__ = ["StructuredDocument", "build_document", "check_structure", "coverage", "section_path"]
 
 
 @dataclasses.dataclass
@@ -286,6 +286,21 @@ def _set_extents(tree: Tree, root: int) -> None:
         if starts:
             node.metadata["start"], node.metadata["end"] = min(starts), max(ends)
         tree.set_order(node.id, int(node.metadata["start"]))
+
+
+def section_path(doc: StructuredDocument, node_id: int) -> list[str]:
+    """Titles of the sections from the top down to ``node_id`` (itself included), each
+    section's first parent followed."""
+    tree = doc.tree
+    titles: list[str] = []
+    node = tree[node_id]
+    while True:
+        if node.kind == "section":
+            titles.append(str(node.metadata.get("title", "")))
+        if not node.parents:
+            break
+        node = tree[node.parents[0]]
+    return titles[::-1]
 
 
 def coverage(doc: StructuredDocument) -> float:
