@@ -19,18 +19,49 @@ import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 from hrefine.errors import ConfigError
 from hrefine.options import Options, check_bool, check_int, setting
 
-__all__ = ["ResultOptions", "by_relevance", "copy_metadata", "log_dropped", "unit_scores"]
+__all__ = [
+    "Outcome",
+    "ResultOptions",
+    "by_relevance",
+    "copy_metadata",
+    "kept_with_input_metadata",
+    "log_dropped",
+    "unit_scores",
+]
 
 logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
+
+
+class Outcome(Protocol):
+    """What became of one input of a call (each method's ``DocumentOutcome``)."""
+
+    @property
+    def index(self) -> int:
+        """Position of the input in the call."""
+
+    @property
+    def kept(self) -> bool:
+        """Whether some of the input is returned."""
+
+    @property
+    def reason(self) -> str | None:
+        """Why the input was left out (None: it was not)."""
+
+    @property
+    def relevance(self) -> float | None:
+        """The output's ``relevance_score`` in [0, 1]."""
+
+
+_O = TypeVar("_O", bound=Outcome)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -183,3 +214,54 @@ def log_dropped(outcomes: Sequence[Any], unit: str, method: str) -> int:
             indices,
         )
     return sum(len(v) for v in reasons.values())
+
+
+def kept_with_input_metadata(
+    outcomes: Sequence[_O],
+    method: str,
+    *,
+    unit: str,
+    own: Callable[[_O, int], Mapping[str, Any]],
+    metadata_of: Callable[[int], Mapping[str, Any]],
+    input_score_of: Callable[[int], Any],
+    keep_input_order: bool = False,
+    also: Mapping[str, Any] | None = None,
+) -> list[tuple[_O, dict[str, Any]]]:
+    """The kept outcomes (each one's ``kept``, ``index``, ``reason`` and ``relevance``), most
+    relevant first (or in input order), each with the metadata of its output: a copy of its
+    input's (:func:`copy_metadata`), the method's own keys and, when the input had a score (a
+    reranker's), ``hrefine_input_score``. Outcomes left out are logged and counted
+    (:func:`log_dropped`), so a drop is never silent.
+
+    Parameters
+    ----------
+    outcomes:
+        One outcome per input (none at all for a call whose inputs were all empty).
+    method:
+        The method's name in the log.
+    unit:
+        What the inputs are called in the log ("documents", "nodes").
+    own:
+        The method's keys for an outcome, given how many outcomes were left out.
+    metadata_of, input_score_of:
+        The input's metadata and score (None: none), by input index.
+    keep_input_order:
+        Keep the outputs in input order instead of ordering them by relevance.
+    also:
+        Keys added last to every output (a deep copy each).
+    """
+    dropped = log_dropped(outcomes, unit, method)
+    out: list[tuple[_O, dict[str, Any]]] = []
+    for outcome in outcomes:
+        if not outcome.kept:
+            continue
+        index = outcome.index
+        metadata = copy_metadata(metadata_of(index))
+        metadata.update(own(outcome, dropped))
+        prior = input_score_of(index)
+        if prior is not None:
+            metadata["hrefine_input_score"] = prior
+        if also:
+            metadata.update(copy.deepcopy(dict(also)))
+        out.append((outcome, metadata))
+    return by_relevance(out, lambda pair: pair[0].relevance, keep_input_order=keep_input_order)

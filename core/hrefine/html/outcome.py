@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hrefine._query import check_query as _check_query
+from hrefine._top_n import TopNRetry
 from hrefine.errors import EmptyInputError, HtmlParseError, InputTypeError
 from hrefine.html.outcome_metadata import kept_with_metadata, outcome_metadata
 from hrefine.results import ResultOptions, log_dropped, unit_scores
@@ -197,7 +198,7 @@ def score_scale(pruner: HtmlPruner) -> tuple[str, float]:
 
 
 @dataclass(frozen=True)
-class PruneJob:
+class PruneJob(TopNRetry[DocumentOutcome]):
     """One adapter call: retrieved pages pruned for a query, against one shared budget or a
     budget each.
 
@@ -253,85 +254,81 @@ class PruneJob:
         """One outcome per page, in input order, with ``relevance`` set."""
         check_query(self.query)
         warn_fragments(self.pages)
+        every = range(len(self.pages))
         try:
             outcomes = self._first()
         except (EmptyInputError, HtmlParseError):  # no page has text: say why for each
-            n = len(self.pages)
-            return self._nothing([o for i in range(n) for o in self._alone(i, self.max_tokens)])
+            return self._nothing(self._alone_each(every, self.max_tokens))
         self._check_failed(outcomes)
         chosen = self._chosen(outcomes)
         if chosen is not None and not self._complete(outcomes, chosen) and self.together:
-            again = self._together(chosen) if self._fewer(outcomes, chosen) else []
-            if not self._complete(again, chosen):
-                again = [o for i in chosen for o in self._alone(i, self._share(chosen))]
-            outcomes = self._merge(outcomes, again)
+            outcomes = self._retry(outcomes, chosen)
         return self._finish(outcomes, chosen)
 
     def _first(self) -> list[DocumentOutcome]:
+        every = range(len(self.pages))
         if self.together:
-            return self._together(range(len(self.pages)))
-        return _any_text([self._alone(i, self.max_tokens) for i in range(len(self.pages))])
+            return self._together(every)
+        return _any_text(self._alone_each(every, self.max_tokens))
 
     def _together(self, indices: Sequence[int]) -> list[DocumentOutcome]:
         pages = [self.pages[i] for i in indices]
         result = self.pruner.prune(pages, self.query, self.max_tokens)
         return document_outcomes(result, indices=list(indices))
 
+    def _alone_each(self, indices: Sequence[int], budget: int) -> list[DocumentOutcome]:
+        return [o for i in indices for o in self._alone(i, budget)]
+
     def _alone(self, i: int, budget: int) -> list[DocumentOutcome]:
         try:
             result = self.pruner.prune([self.pages[i]], self.query, budget)
-        except EmptyInputError:
-            return [empty_outcome(i, budget)]
-        except (HtmlParseError, InputTypeError) as exc:  # this page only: the others go on
-            return [empty_outcome(i, budget, f"{type(exc).__name__}: {exc}")]
-        scope = "document" if budget == self.max_tokens else "split"
-        return document_outcomes(result, offset=i, scope=scope)
+        except _UNREADABLE as exc:
+            return _unread(i, budget, exc)
+        return self._alone_outcomes(result, i, budget)
 
     # -- async -----------------------------------------------------------------------------
     async def arun(self) -> list[DocumentOutcome]:
         """:meth:`run` on the pruner's async path: pages pruned on their own run concurrently."""
         check_query(self.query)
         warn_fragments(self.pages)
+        every = range(len(self.pages))
         try:
             outcomes = await self._afirst()
         except (EmptyInputError, HtmlParseError):  # no page has text: say why for each
-            n = len(self.pages)
-            groups = await asyncio.gather(*(self._aalone(i, self.max_tokens) for i in range(n)))
-            return self._nothing([o for g in groups for o in g])
+            return self._nothing(await self._aalone_each(every, self.max_tokens))
         self._check_failed(outcomes)
         chosen = self._chosen(outcomes)
         if chosen is not None and not self._complete(outcomes, chosen) and self.together:
-            again = await self._atogether(chosen) if self._fewer(outcomes, chosen) else []
-            if not self._complete(again, chosen):
-                share = self._share(chosen)
-                groups = await asyncio.gather(*(self._aalone(i, share) for i in chosen))
-                again = [o for g in groups for o in g]
-            outcomes = self._merge(outcomes, again)
+            outcomes = await self._aretry(outcomes, chosen)
         return self._finish(outcomes, chosen)
 
     async def _afirst(self) -> list[DocumentOutcome]:
+        every = range(len(self.pages))
         if self.together:
-            return await self._atogether(range(len(self.pages)))
-        n = len(self.pages)
-        groups = await asyncio.gather(*(self._aalone(i, self.max_tokens) for i in range(n)))
-        return _any_text(groups)
+            return await self._atogether(every)
+        return _any_text(await self._aalone_each(every, self.max_tokens))
 
     async def _atogether(self, indices: Sequence[int]) -> list[DocumentOutcome]:
         pages = [self.pages[i] for i in indices]
         result = await self.pruner.aprune(pages, self.query, self.max_tokens)
         return document_outcomes(result, indices=list(indices))
 
+    async def _aalone_each(self, indices: Sequence[int], budget: int) -> list[DocumentOutcome]:
+        groups = await asyncio.gather(*(self._aalone(i, budget) for i in indices))
+        return [o for g in groups for o in g]
+
     async def _aalone(self, i: int, budget: int) -> list[DocumentOutcome]:
         try:
             result = await self.pruner.aprune([self.pages[i]], self.query, budget)
-        except EmptyInputError:
-            return [empty_outcome(i, budget)]
-        except (HtmlParseError, InputTypeError) as exc:  # this page only: the others go on
-            return [empty_outcome(i, budget, f"{type(exc).__name__}: {exc}")]
+        except _UNREADABLE as exc:
+            return _unread(i, budget, exc)
+        return self._alone_outcomes(result, i, budget)
+
+    # -- shared steps (pure) ---------------------------------------------------------------
+    def _alone_outcomes(self, result: PruneResult, i: int, budget: int) -> list[DocumentOutcome]:
         scope = "document" if budget == self.max_tokens else "split"
         return document_outcomes(result, offset=i, scope=scope)
 
-    # -- shared steps (pure) ---------------------------------------------------------------
     def _check_failed(self, outcomes: Sequence[DocumentOutcome]) -> None:
         """With ``strict``, a page that could not be read fails the call, naming it."""
         failed = [o for o in outcomes if o.error is not None]
@@ -352,33 +349,21 @@ class PruneJob:
         logger.warning("HtmlRAG returns nothing: %s", msg)
         return outcomes
 
-    def _chosen(self, outcomes: Sequence[DocumentOutcome]) -> list[int] | None:
-        """Indices of the ``top_n`` pages with the best block scores (None: no top_n)."""
-        if self.top_n is None:
-            return None
-        scored = [o for o in outcomes if o.page_score is not None]
-        best = sorted(scored, key=lambda o: (-float(o.page_score or 0.0), o.index))
-        return sorted(o.index for o in best[: self.top_n])
-
     @staticmethod
-    def _fewer(outcomes: Sequence[DocumentOutcome], chosen: Sequence[int]) -> bool:
-        """Whether ``chosen`` leaves out a page with text (pruning them together again can
-        then give a different result; otherwise it would be the same call)."""
-        return len(chosen) < sum(o.page_score is not None for o in outcomes)
-
-    @staticmethod
-    def _complete(outcomes: Sequence[DocumentOutcome], chosen: Sequence[int]) -> bool:
-        kept = {o.index for o in outcomes if o.kept}
-        return all(i in kept for i in chosen)
+    def _rank(outcome: DocumentOutcome) -> float | None:
+        """Pages are ranked by their best block score, kept or not."""
+        return outcome.page_score
 
     def _share(self, chosen: Sequence[int]) -> int:
         from hrefine.html.options import MIN_BUDGET
 
         return max(MIN_BUDGET, self.max_tokens // max(1, len(chosen)))
 
-    @staticmethod
     def _merge(
-        first: Sequence[DocumentOutcome], again: Sequence[DocumentOutcome]
+        self,
+        first: Sequence[DocumentOutcome],
+        again: Sequence[DocumentOutcome],
+        chosen: Sequence[int],
     ) -> list[DocumentOutcome]:
         redone = {o.index: o for o in again}
         return [redone.get(o.index, o) for o in first]
@@ -427,9 +412,19 @@ def warn_fragments(pages: Sequence[str]) -> int:
     return len(found)
 
 
-def _any_text(per_page: Sequence[list[DocumentOutcome]]) -> list[DocumentOutcome]:
+_UNREADABLE = (EmptyInputError, HtmlParseError, InputTypeError)
+
+
+def _unread(i: int, budget: int, exc: Exception) -> list[DocumentOutcome]:
+    """Page ``i`` pruned on its own had no text (``EmptyInputError``) or could not be read
+    (this page only: the others go on)."""
+    if isinstance(exc, EmptyInputError):
+        return [empty_outcome(i, budget)]
+    return [empty_outcome(i, budget, f"{type(exc).__name__}: {exc}")]
+
+
+def _any_text(outcomes: list[DocumentOutcome]) -> list[DocumentOutcome]:
     # No page with text is the same error as when pruned together: there is nothing to prune.
-    outcomes = [o for group in per_page for o in group]
     if outcomes and all(o.blocks_total == 0 for o in outcomes):
         msg = f"all {len(outcomes)} pages are empty or unreadable (no visible text to prune)"
         raise EmptyInputError(msg)

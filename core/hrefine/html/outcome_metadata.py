@@ -3,11 +3,10 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from hrefine.results import by_relevance, copy_metadata, log_dropped
+from hrefine.results import kept_with_input_metadata
 
 if TYPE_CHECKING:
     from hrefine.html.outcome import DocumentOutcome
@@ -63,41 +62,24 @@ def kept_with_metadata(
     input_score_of: Callable[[int], Any],
     keep_input_order: bool = False,
 ) -> list[tuple[DocumentOutcome, dict[str, Any]]]:
-    """The kept pages, most relevant first (or in input order), each with the metadata of its
-    output: a copy of its input's (:func:`copy_metadata`) plus :func:`outcome_metadata`'s keys
-    and, when the input had a score, ``hrefine_input_score``. Pages left out are logged and
-    counted in every output's ``hrefine_dropped_documents``, so a drop is never silent; pages
-    that could not be read are listed with the reason in ``hrefine_failed_documents``.
-
-    Parameters
-    ----------
-    outcomes:
-        One outcome per input page.
-    token_counts:
-        Tokens of each outcome's pruned HTML, with the pruner's tokenizer named ``tokenizer``.
-    unit:
-        What the inputs are called in the log ("documents", "nodes").
-    metadata_of, input_score_of:
-        The input's metadata and score (None: none), by input index.
-    keep_input_order:
-        Keep the pages in input order instead of ordering them by relevance.
-    """
-    dropped = log_dropped(outcomes, unit, "HtmlRAG")
+    """:func:`hrefine.results.kept_with_input_metadata` of HtmlRAG's pages, with
+    :func:`outcome_metadata`'s keys (``token_counts``: tokens of each outcome's pruned HTML,
+    with the pruner's tokenizer named ``tokenizer``). Pages left out are counted in every
+    output's ``hrefine_dropped_documents``, so a drop is never silent; pages that could not be
+    read are listed with the reason in ``hrefine_failed_documents``."""
     # Inputs that could not be read are named on every output, with the reason: the input
     # itself has no output to carry it.
     failed = [{"index": o.index, "error": o.error} for o in outcomes if o.error is not None]
-    out: list[tuple[DocumentOutcome, dict[str, Any]]] = []
-    for outcome, tokens in zip(outcomes, token_counts, strict=True):
-        if not outcome.kept:
-            continue
-        metadata = copy_metadata(metadata_of(outcome.index))
-        metadata.update(
-            outcome_metadata(outcome, tokens=tokens, tokenizer=tokenizer, dropped=dropped)
-        )
-        prior = input_score_of(outcome.index)
-        if prior is not None:
-            metadata["hrefine_input_score"] = prior
-        if failed:
-            metadata["hrefine_failed_documents"] = copy.deepcopy(failed)
-        out.append((outcome, metadata))
-    return by_relevance(out, lambda pair: pair[0].relevance, keep_input_order=keep_input_order)
+    tokens_of = dict(zip([o.index for o in outcomes], token_counts, strict=True))
+    return kept_with_input_metadata(
+        outcomes,
+        "HtmlRAG",
+        unit=unit,
+        own=lambda o, dropped: outcome_metadata(
+            o, tokens=tokens_of[o.index], tokenizer=tokenizer, dropped=dropped
+        ),
+        metadata_of=metadata_of,
+        input_score_of=input_score_of,
+        keep_input_order=keep_input_order,
+        also={"hrefine_failed_documents": failed} if failed else None,
+    )

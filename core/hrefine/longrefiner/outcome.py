@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from hrefine._query import check_query as _check_query
+from hrefine._top_n import TopNRetry
 from hrefine.errors import BudgetTooSmallError, EmptyInputError
 from hrefine.longrefiner.options import LongRefinerOptions
 from hrefine.longrefiner.outcome_metadata import METADATA_KEYS, kept_with_metadata, outcome_metadata
@@ -218,7 +219,7 @@ def outcomes_of(
 
 
 @dataclass(frozen=True)
-class RefineJob:
+class RefineJob(TopNRetry[DocumentOutcome]):
     """One adapter call: retrieved documents refined for a query against one shared budget.
 
     Attributes
@@ -291,10 +292,7 @@ class RefineJob:
         outcomes = outcomes_of(result)
         chosen = self._chosen(outcomes)
         if chosen is not None and self._others_kept(outcomes, chosen):
-            again = self._together(chosen) if self._fewer(outcomes, chosen) else []
-            if not self._complete(again, chosen):
-                again = [o for i in chosen for o in self._alone(i, self._share(chosen))]
-            outcomes = self._merge(outcomes, again, chosen)
+            outcomes = self._retry(outcomes, chosen)
         return self._finish(outcomes, chosen)
 
     def _together(self, indices: Sequence[int]) -> list[DocumentOutcome]:
@@ -313,6 +311,9 @@ class RefineJob:
             return []
         return outcomes_of(result, indices=[i], scope="split")
 
+    def _alone_each(self, indices: Sequence[int], budget: int) -> list[DocumentOutcome]:
+        return [o for i in indices for o in self._alone(i, budget)]
+
     # -- async -----------------------------------------------------------------------------
     async def arun(self) -> list[DocumentOutcome]:
         """:meth:`run` on the refiner's async path (the event loop is not blocked)."""
@@ -327,11 +328,7 @@ class RefineJob:
         outcomes = outcomes_of(result)
         chosen = self._chosen(outcomes)
         if chosen is not None and self._others_kept(outcomes, chosen):
-            again = await self._atogether(chosen) if self._fewer(outcomes, chosen) else []
-            if not self._complete(again, chosen):
-                share = self._share(chosen)
-                again = [o for i in chosen for o in await self._aalone(i, share)]
-            outcomes = self._merge(outcomes, again, chosen)
+            outcomes = await self._aretry(outcomes, chosen)
         return self._finish(outcomes, chosen)
 
     async def _atogether(self, indices: Sequence[int]) -> list[DocumentOutcome]:
@@ -350,6 +347,10 @@ class RefineJob:
             return []
         return outcomes_of(result, indices=[i], scope="split")
 
+    async def _aalone_each(self, indices: Sequence[int], budget: int) -> list[DocumentOutcome]:
+        # One after the other, as the sync path.
+        return [o for i in indices for o in await self._aalone(i, budget)]
+
     # -- shared steps (pure) ---------------------------------------------------------------
     def _nothing(self, exc: EmptyInputError) -> list[DocumentOutcome]:
         """No document has text: an error with ``strict``, else none returned and why logged."""
@@ -361,13 +362,10 @@ class RefineJob:
         )
         return []
 
-    def _chosen(self, outcomes: Sequence[DocumentOutcome]) -> list[int] | None:
-        """Indices of the ``top_n`` documents with the best node scores (None: no top_n)."""
-        if self.top_n is None:
-            return None
-        scored = [o for o in outcomes if o.doc_score is not None]
-        best = sorted(scored, key=lambda o: (-float(o.doc_score or 0.0), o.index))
-        return sorted(o.index for o in best[: self.top_n])
+    @staticmethod
+    def _rank(outcome: DocumentOutcome) -> float | None:
+        """Documents are ranked by their best node score, kept or not."""
+        return outcome.doc_score
 
     @staticmethod
     def _others_kept(outcomes: Sequence[DocumentOutcome], chosen: Sequence[int]) -> bool:
@@ -377,22 +375,11 @@ class RefineJob:
         kept = {o.index for o in outcomes if o.kept}
         return bool(kept - picked) or not picked <= kept
 
-    @staticmethod
-    def _fewer(outcomes: Sequence[DocumentOutcome], chosen: Sequence[int]) -> bool:
-        """Whether ``chosen`` leaves out a document with text (refining the chosen ones
-        together again can then give a different result; otherwise it is the same call)."""
-        return len(chosen) < sum(o.doc_score is not None for o in outcomes)
-
-    @staticmethod
-    def _complete(outcomes: Sequence[DocumentOutcome], chosen: Sequence[int]) -> bool:
-        kept = {o.index for o in outcomes if o.kept}
-        return all(i in kept for i in chosen)
-
     def _share(self, chosen: Sequence[int]) -> int:
         return max(1, self.max_tokens // max(1, len(chosen)))
 
-    @staticmethod
     def _merge(
+        self,
         first: Sequence[DocumentOutcome],
         again: Sequence[DocumentOutcome],
         chosen: Sequence[int],

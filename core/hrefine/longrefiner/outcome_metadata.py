@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from hrefine.results import by_relevance, copy_metadata, log_dropped
+from hrefine.results import kept_with_input_metadata
 
 if TYPE_CHECKING:
     from hrefine.longrefiner.outcome import DocumentOutcome
@@ -80,31 +80,15 @@ def kept_with_metadata(
     input_score_of: Callable[[int], Any],
     keep_input_order: bool = False,
 ) -> list[tuple[DocumentOutcome, dict[str, Any]]]:
-    """The kept documents, most relevant first (or in input order), each with the metadata of
-    its output: a copy of its input's plus :func:`outcome_metadata`'s keys and, when the input
-    had a score (a reranker's), ``hrefine_input_score``. Documents left out are logged and
-    counted in every output's ``hrefine_dropped_documents``.
-
-    Parameters
-    ----------
-    outcomes:
-        One outcome per input document (none at all for a call whose inputs were all empty).
-    unit:
-        What the inputs are called in the log ("documents", "nodes").
-    metadata_of, input_score_of:
-        The input's metadata and score (None: none), by input index.
-    keep_input_order:
-        Keep the documents in input order instead of ordering them by relevance.
-    """
-    dropped = log_dropped(outcomes, unit, "LongRefiner")
-    out: list[tuple[DocumentOutcome, dict[str, Any]]] = []
-    for outcome in outcomes:
-        if not outcome.kept:
-            continue
-        metadata = copy_metadata(metadata_of(outcome.index))
-        metadata.update(outcome_metadata(outcome, dropped=dropped))
-        prior = input_score_of(outcome.index)
-        if prior is not None:
-            metadata["hrefine_input_score"] = prior
-        out.append((outcome, metadata))
-    return by_relevance(out, lambda pair: pair[0].relevance, keep_input_order=keep_input_order)
+    """:func:`hrefine.results.kept_with_input_metadata` of LongRefiner's documents, with
+    :func:`outcome_metadata`'s keys. Documents left out are counted in every output's
+    ``hrefine_dropped_documents``, so a drop is never silent."""
+    return kept_with_input_metadata(
+        outcomes,
+        "LongRefiner",
+        unit=unit,
+        own=lambda o, dropped: outcome_metadata(o, dropped=dropped),
+        metadata_of=metadata_of,
+        input_score_of=input_score_of,
+        keep_input_order=keep_input_order,
+    )
