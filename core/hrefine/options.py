@@ -210,18 +210,29 @@ def _key(values: Iterable[Any]) -> tuple[Any, ...]:
     return tuple(v if isinstance(v, _PLAIN) else ("id", id(v)) for v in values)
 
 
-def check_int(name: str, value: Any, *, minimum: int | None = None, none: bool = False) -> None:
-    """Check that setting ``name`` is an int (not a bool) of at least ``minimum`` (or None,
-    where ``none``)."""
+def _typed(name: str, value: Any, numeric: type, kind: str, *, none: bool) -> bool:
+    """Whether setting ``name`` is a ``numeric`` value (never a bool) to check further: False
+    for None where ``none`` allows it; :class:`InputTypeError` for anything else."""
     if value is None and none:
-        return
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        kind = "an int or None" if none else "an int"
+        return False
+    if isinstance(value, bool) or not isinstance(value, numeric):
+        kind = f"{kind} or None" if none else kind
         msg = f"{name} must be {kind}, got {type(value).__name__} {value!r}"
         raise InputTypeError(msg)
+    return True
+
+
+def _check_minimum(name: str, value: Any, minimum: float | None, *, none: bool) -> None:
     if minimum is not None and value < minimum:
         msg = f"{name} must be >= {minimum}" + (" or None" if none else "") + f", got {value}"
         raise ConfigError(msg)
+
+
+def check_int(name: str, value: Any, *, minimum: int | None = None, none: bool = False) -> None:
+    """Check that setting ``name`` is an int (not a bool) of at least ``minimum`` (or None,
+    where ``none``)."""
+    if _typed(name, value, numbers.Integral, "an int", none=none):
+        _check_minimum(name, value, minimum, none=none)
 
 
 def check_number(
@@ -229,18 +240,12 @@ def check_number(
 ) -> None:
     """Check that setting ``name`` is a finite number of at least ``minimum`` (or None, where
     ``none``)."""
-    if value is None and none:
+    if not _typed(name, value, numbers.Real, "a number", none=none):
         return
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        kind = "a number or None" if none else "a number"
-        msg = f"{name} must be {kind}, got {type(value).__name__} {value!r}"
-        raise InputTypeError(msg)
     if value != value or value in (float("inf"), float("-inf")):
         msg = f"{name} must be a finite number, got {value}"
         raise ConfigError(msg)
-    if minimum is not None and value < minimum:
-        msg = f"{name} must be >= {minimum}" + (" or None" if none else "") + f", got {value}"
-        raise ConfigError(msg)
+    _check_minimum(name, value, minimum, none=none)
 
 
 def check_bool(name: str, value: Any) -> None:

@@ -64,29 +64,40 @@ def doc_id_of(doc: str) -> str:
     return name.split(".", 1)[0]
 
 
+def _question_rows(folder: Path, dataset: str) -> Iterable[dict[str, Any]]:
+    return jsonl_rows(require_file(folder / "questions.jsonl", dataset))
+
+
+def _question_item(
+    row: Mapping[str, Any], dataset: str, answers: Sequence[str] | None = None, **fields: Any
+) -> EvalItem:
+    """The item of a questions file's ``row``: its ``id``, ``question`` and ``answers`` (or
+    ``answers`` as given), and ``fields``."""
+    answers = row["answers"] if answers is None else answers
+    return EvalItem(
+        id=row["id"], question=row["question"], answers=tuple(answers), dataset=dataset, **fields
+    )
+
+
 def load_wtq(folder: Path) -> list[EvalItem]:
     """WikiTableQuestions: a question over one Wikipedia page's table, every answer required."""
-    items = []
-    for row in jsonl_rows(require_file(folder / "questions.jsonl", "wtq")):
-        items.append(
-            EvalItem(
-                id=row["id"],
-                question=row["question"],
-                answers=tuple(row["answers"]),
-                dataset="wtq",
-                doc_id=doc_id_of(row["doc"]),
-                doc_format="html",
-                answer_mode="all",
-                extra={
-                    "strict": bool(row.get("strict", False)),
-                    "table_index": row.get("table_index"),
-                    "gold_table_text": row.get("gold_table_text", ""),
-                    "page_title": row.get("page_title", ""),
-                },
-                doc_path=folder / row["doc"],
-            )
+    return [
+        _question_item(
+            row,
+            "wtq",
+            doc_id=doc_id_of(row["doc"]),
+            doc_format="html",
+            answer_mode="all",
+            extra={
+                "strict": bool(row.get("strict", False)),
+                "table_index": row.get("table_index"),
+                "gold_table_text": row.get("gold_table_text", ""),
+                "page_title": row.get("page_title", ""),
+            },
+            doc_path=folder / row["doc"],
         )
-    return items
+        for row in _question_rows(folder, "wtq")
+    ]
 
 
 _OPTION_PREFIX = re.compile(r"^\s*\(([A-D])\)\s*")
@@ -113,7 +124,7 @@ def leval_loader(task: str) -> Callable[[Path], list[EvalItem]]:
 
     def load(folder: Path) -> list[EvalItem]:
         items = []
-        for row in jsonl_rows(require_file(folder / "questions.jsonl", name)):
+        for row in _question_rows(folder, name):
             answers = [a.strip() for a in row["answers"]]
             extra: dict[str, Any] = {}
             if task == "quality":
@@ -128,11 +139,10 @@ def leval_loader(task: str) -> Callable[[Path], list[EvalItem]]:
             if task == "nq" and doc_format == "html":
                 text = repair_nq_html(read_document(path))
             items.append(
-                EvalItem(
-                    id=row["id"],
-                    question=row["question"],
-                    answers=tuple(answers),
-                    dataset=name,
+                _question_item(
+                    row,
+                    name,
+                    answers,
                     doc_id=doc_id_of(row["doc"]),
                     doc_format=doc_format,
                     answer_mode="any",
@@ -159,7 +169,7 @@ def render_hotpot(paragraphs: Sequence[Mapping[str, Any]]) -> str:
 def load_hotpotqa(folder: Path) -> list[EvalItem]:
     """HotpotQA distractor questions: ten paragraphs each, the supporting ones as gold."""
     items = []
-    for row in jsonl_rows(require_file(folder / "questions.jsonl", "hotpotqa")):
+    for row in _question_rows(folder, "hotpotqa"):
         paragraphs = row["paragraphs"]
         by_title = {p["title"]: p for p in paragraphs}
         support_titles = list(row.get("supporting_titles", []))
@@ -182,11 +192,9 @@ def load_hotpotqa(folder: Path) -> list[EvalItem]:
             if key in row:
                 extra[key] = row[key]
         items.append(
-            EvalItem(
-                id=row["id"],
-                question=row["question"],
-                answers=tuple(row["answers"]),
-                dataset="hotpotqa",
+            _question_item(
+                row,
+                "hotpotqa",
                 doc_id=row["id"],
                 doc_format="text",
                 answer_mode="any",

@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from hrefine._prompt_slot import slot_text
 from hrefine.budget import TokenCounter, get_counter
 from hrefine.errors import ConfigError, InputTypeError
 from hrefine.eval.baselines import as_plain_text
@@ -126,11 +127,7 @@ class ExtractiveGarlicLM:
 
     def inputs(self, prompt: str) -> list[str]:
         """The input lines a summary prompt holds."""
-        body = prompt
-        if self.head and body.startswith(self.head):
-            body = body[len(self.head) :]
-        if self.tail and body.endswith(self.tail):
-            body = body[: -len(self.tail)]
+        body = slot_text(prompt, self.head, self.tail)
         return [line.strip() for line in body.split("\n") if line.strip()]
 
     def __call__(self, prompt: str) -> str:

@@ -108,12 +108,8 @@ class ModelGate:
             The pass changes something else that every pass shares (the attention kernel), so
             no other pass may run beside it.
         """
-        ticket = _Ticket(state, alone)
-        self._enter(ticket)
-        try:
+        with self._pass(_Ticket(state, alone), forget=False):
             yield
-        finally:
-            self._leave(ticket, forget=False)
 
     @contextmanager
     def exclusive(self) -> Iterator[None]:
@@ -122,12 +118,16 @@ class ModelGate:
         For changes to the model itself (wrapping it in a ``PeftModel``, loading an adapter):
         the next pass switches the model to its state again.
         """
-        ticket = _Ticket(_KEEP, True)
+        with self._pass(_Ticket(_KEEP, True), forget=True):
+            yield
+
+    @contextmanager
+    def _pass(self, ticket: _Ticket, *, forget: bool) -> Iterator[None]:
         self._enter(ticket)
         try:
             yield
         finally:
-            self._leave(ticket, forget=True)
+            self._leave(ticket, forget=forget)
 
     def _may_enter(self, ticket: _Ticket) -> bool:
         if self._queue[0] is not ticket or self._alone:

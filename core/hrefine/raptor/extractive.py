@@ -14,6 +14,7 @@ import re
 from collections import Counter
 from typing import Any, Literal
 
+from hrefine._prompt_slot import slot_text
 from hrefine.budget import TokenCounter, get_counter
 from hrefine.errors import ConfigError, InputTypeError
 from hrefine.models.lexical import BM25Scorer, lexical_tokens
@@ -80,11 +81,7 @@ class ExtractiveSummariser:
 
     def texts(self, prompt: str) -> list[str]:
         """The texts a summary prompt asks to summarise (its context's paragraphs)."""
-        context = prompt
-        if self.head and context.startswith(self.head):
-            context = context[len(self.head) :]
-        if self.tail and context.endswith(self.tail):
-            context = context[: -len(self.tail)]
+        context = slot_text(prompt, self.head, self.tail)
         return [p.strip() for p in _PARAGRAPH_BREAK.split(context) if p.strip()]
 
     def __call__(self, prompt: str) -> str:
