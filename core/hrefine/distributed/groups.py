@@ -98,6 +98,16 @@ class GroupStage(Stage):
             raise EmptyInputError(msg)
         return sources
 
+    def _models(self, lm_key: str, options_cls: Any) -> tuple[Any, Any, Any]:
+        """The stage's LM (setting ``lm_key``) and embedder, loaded once per actor, and the
+        options its other settings make."""
+        from hrefine.models import get_embedder
+
+        settings = dict(self.settings)
+        lm = _llm(settings.pop(lm_key, None))
+        embedder = get_embedder(settings.pop("embedder", None))
+        return lm, embedder, options_cls.build(**settings)
+
     def build(self, sources: list[Any]) -> Any:
         """The method's graph object over ``sources``."""
         raise NotImplementedError
@@ -136,13 +146,9 @@ class RaptorStage(GroupStage):
         self, settings: Mapping[str, Any], provenance: Mapping[str, str], text_column: str
     ) -> None:
         super().__init__(settings, provenance, text_column)
-        from hrefine.models import get_embedder
         from hrefine.raptor import RaptorOptions
 
-        settings = dict(self.settings)
-        self.llm = _llm(settings.pop("llm", None))
-        self.embedder = get_embedder(settings.pop("embedder", None))
-        self.options = RaptorOptions.build(**settings)
+        self.llm, self.embedder, self.options = self._models("llm", RaptorOptions)
 
     def build(self, sources: list[Any]) -> Any:
         """One RAPTOR tree over the group."""
@@ -166,12 +172,8 @@ class GarlicStage(GroupStage):
     ) -> None:
         super().__init__(settings, provenance, text_column)
         from hrefine.garlic.options import GarlicOptions
-        from hrefine.models import get_embedder
 
-        settings = dict(self.settings)
-        self.lm = _llm(settings.pop("lm", None))
-        self.embedder = get_embedder(settings.pop("embedder", None))
-        self.options = GarlicOptions.build(**settings)
+        self.lm, self.embedder, self.options = self._models("lm", GarlicOptions)
 
     def build(self, sources: list[Any]) -> Any:
         """One GARLIC graph over the group."""

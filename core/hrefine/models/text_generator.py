@@ -166,11 +166,18 @@ class TextGenerator:
                     raise
                 except self.retry_on as exc:
                     last = exc
-                    logger.warning("LLM %s failed (try %d): %r", self.name, attempt + 1, exc)
-                    if attempt < self.retries:
-                        time.sleep(self.backoff * 2**attempt)
+                    if (delay := self._failed(attempt, exc)) is not None:
+                        time.sleep(delay)
+        raise self._gave_up(last, what) from last
+
+    def _failed(self, attempt: int, exc: BaseException | None) -> float | None:
+        """Log try ``attempt``'s failure; seconds to wait before the next (None: no more)."""
+        logger.warning("LLM %s failed (try %d): %r", self.name, attempt + 1, exc)
+        return self.backoff * 2**attempt if attempt < self.retries else None
+
+    def _gave_up(self, last: BaseException | None, what: str) -> GenerationError:
         msg = f"LLM {self.name} failed after {self.retries + 1} tries{what}: {last!r}"
-        raise GenerationError(msg) from last
+        return GenerationError(msg)
 
     def __call__(self, prompt: str) -> str:
         """Generate text for ``prompt`` (retries, timeout, concurrency limit applied)."""
@@ -264,11 +271,9 @@ class TextGenerator:
                     raise
                 except self.retry_on as exc:
                     last = exc
-                logger.warning("LLM %s failed (try %d): %r", self.name, attempt + 1, last)
-                if attempt < self.retries:
-                    await asyncio.sleep(self.backoff * 2**attempt)
-        msg = f"LLM {self.name} failed after {self.retries + 1} tries{what}: {last!r}"
-        raise GenerationError(msg) from last
+                if (delay := self._failed(attempt, last)) is not None:
+                    await asyncio.sleep(delay)
+        raise self._gave_up(last, what) from last
 
     async def agenerate(self, prompt: str) -> str:
         """Async :meth:`generate`; sync callables run in the default executor.
