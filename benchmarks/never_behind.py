@@ -7,7 +7,8 @@ tokens, in one run on the same questions:
 - the baselines: ``lead-text`` (start of the document), ``chunks-bm25`` and
   ``chunks-embedding`` (100-token chunks, top-scored that fit, in document order);
 - hrefine's methods at their defaults: ``htmlrag`` (HTML pages only), ``longrefiner`` (no
-  model) and ``raptor`` (the collapsed tree as the eval method builds it by default);
+  model), ``raptor`` (the collapsed tree as the eval method builds it by default) and
+  ``garlic`` (the extractive stand-in of :mod:`hrefine.eval.garlic_method`: no model);
 - any variant given on the command line (``--variant NAME=METHOD:JSON`` settings).
 
 Documents split into the tuning and checking halves by :func:`hrefine.eval.loaders.half_of`;
@@ -51,6 +52,8 @@ METHODS: dict[str, tuple[str, dict[str, Any]]] = {
     "htmlrag": ("htmlrag", {}),
     "longrefiner": ("longrefiner", {}),
     "raptor": ("raptor", {"llm": "extractive"}),
+    # GARLIC with its no-model stand-in: extract points, embedding edges, a word-overlap stop.
+    "garlic": ("garlic", {"llm": "extractive"}),
 }
 #: Methods that read HTML: run on HTML datasets only.
 HTML_ONLY = ("htmlrag",)
@@ -62,6 +65,11 @@ METRIC = "containment"
 #: Built RAPTOR trees, shared by every RAPTOR variant that changes retrieval only.
 TREES = CACHE / "raptor-trees"
 
+
+#: A method's output version, bumped when its output changes: its hits are measured again even
+#: while ``NEVER_BEHIND_CODE`` pins the code key for the others (2: RAPTOR returns no
+#: sentence twice, a summary only what the chosen leaves do not hold).
+OUTPUT_VERSION: dict[str, int] = {"raptor": 2}
 
 #: ``--only-half``: run on this half's documents only (a slow variant such as SmolLM2's).
 ONLY_HALF: str | None = None
@@ -100,9 +108,10 @@ def hits(ds: str, name: str, method: str, settings: dict[str, Any]) -> dict[str,
     """``{item id: {budget: containment}}`` of one method on one dataset (cached)."""
     from hrefine.eval.results import score_output
 
-    key = hashlib.sha1(
-        json.dumps([method, settings, CHUNK_TOKENS, ONLY_HALF], sort_keys=True).encode()
-    ).hexdigest()[:10]
+    described: list[Any] = [method, settings, CHUNK_TOKENS, ONLY_HALF]
+    if method in OUTPUT_VERSION:  # methods never bumped keep the keys of their cached hits
+        described.append(OUTPUT_VERSION[method])
+    key = hashlib.sha1(json.dumps(described, sort_keys=True).encode()).hexdigest()[:10]
     path = CACHE / f"{ds}-{name}-{key}-{_code()}.json"
     if path.is_file():
         return json.loads(path.read_text(encoding="utf-8"))  # type: ignore[no-any-return]

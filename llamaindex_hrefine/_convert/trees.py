@@ -48,6 +48,7 @@ RAPTOR_KEYS = (
     "hrefine_tokens",
     "hrefine_sources",
     "hrefine_children",
+    "hrefine_repeated_sentences",
     "hrefine_raw_score",
     "hrefine_layer",
     "hrefine_kind",
@@ -196,7 +197,8 @@ def retrieved_to_nodes(
     ``hrefine_kind`` (``"chunk"``/``"summary"``), ``hrefine_node_id`` (id in the tree),
     ``hrefine_sources`` (ids of the documents the text comes from), ``hrefine_tokens`` and, on a
     leaf, ``hrefine_start``/``hrefine_end`` (character offsets into the text of the Document or
-    node it was cut from). These keys
+    node it was cut from); a summary shortened to the sentences the other results do not hold
+    has that text and ``hrefine_repeated_sentences`` (how many were left out). These keys
     are hidden from the LLM and embed views. A leaf's ``ref_doc_id`` is its document's id.
     """
     out: list[NodeWithScore] = []
@@ -219,6 +221,8 @@ def retrieved_to_nodes(
         old = stored[k] if stored is not None else None
         if old is not None:
             node = hidden_copy(old, meta, RAPTOR_KEYS)
+            if node.get_content() != result.text:  # a summary without the sentences returned
+                node.set_content(result.text)  # already (the copy's; the stored one is kept)
         else:
             rel: dict[NodeRelationship, Any] = {}
             source = source_ids[result.sources[0]] if result.kind == "chunk" else None

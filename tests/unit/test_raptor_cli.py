@@ -15,6 +15,7 @@ from hrefine.cli import app
 from hrefine.eval import load_dataset
 from hrefine.raptor import RaptorTree, Source
 from hrefine.raptor.cli import read_sources
+from hrefine.raptor.extractive import sentences
 from typer.testing import CliRunner
 
 pytest.importorskip("umap")
@@ -94,7 +95,14 @@ def test_query_json_traversal_and_budget(runner: CliRunner, saved: tuple[Path, R
     res = runner.invoke(app, [*args, "--k", "0", "-n", "0"])
     assert res.exit_code == 0, res.output
     everything = json.loads(res.stdout)["nodes"]
-    assert len(everything) == len(tree)
+    # Every node, but summaries whose every sentence the returned nodes already hold.
+    returned = {n["id"] for n in everything}
+    said = {s for n in everything for s in sentences(n["text"])}
+    for node in tree.tree:
+        assert node.id in returned or set(sentences(node.text)) <= said
+    assert [n["id"] for n in everything] == [
+        n.id for n in tree.retrieve(QUESTION, k=None, max_tokens=None)
+    ]
     scores = [n["score"] for n in everything]
     assert scores == sorted(scores, reverse=True)
 

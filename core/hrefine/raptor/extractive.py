@@ -20,13 +20,19 @@ from hrefine.errors import ConfigError, InputTypeError
 from hrefine.models.lexical import BM25Scorer, lexical_tokens
 from hrefine.raptor.options import DEFAULT_PROMPT
 
-__all__ = ["PICKS", "ExtractiveSummariser"]
+__all__ = ["PICKS", "ExtractiveSummariser", "sentences"]
 
 #: How an extract picks its sentences.
 PICKS = ("central", "leading")
 # Sentence ends (after . ! ? ; and whitespace) and line breaks: the units of an extract.
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\s*\n\s*")
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of ``text`` as an extract takes them (split after . ! ? ; and at line
+    breaks, stripped, empty ones left out)."""
+    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
 
 
 class ExtractiveSummariser:
@@ -90,19 +96,19 @@ class ExtractiveSummariser:
             msg = f"prompt must be a str, got {type(prompt).__name__}"
             raise InputTypeError(msg)
         texts = self.texts(prompt)
-        sentences = [[s.strip() for s in _SENTENCE_END.split(t) if s.strip()] for t in texts]
-        flat = [(i, j) for i, text in enumerate(sentences) for j in range(len(text))]
-        counts = self.counter.count_many([sentences[i][j] for i, j in flat])
+        split = [sentences(t) for t in texts]
+        flat = [(i, j) for i, text in enumerate(split) for j in range(len(text))]
+        counts = self.counter.count_many([split[i][j] for i, j in flat])
         costs = dict(zip(flat, counts, strict=True))
         chosen: set[tuple[int, int]] = set()
         used = 0
-        for i, j in self._order(sentences, flat):
+        for i, j in self._order(split, flat):
             if used + costs[(i, j)] + 1 <= self.max_tokens:
                 chosen.add((i, j))
                 used += costs[(i, j)] + 1  # one for the joining space
         if not chosen:  # every sentence is too long: the start of the first text
             return self._cut(texts[0]) if texts else ""
-        return self._cut(" ".join(sentences[i][j] for i, j in sorted(chosen)))
+        return self._cut(" ".join(split[i][j] for i, j in sorted(chosen)))
 
     def _order(
         self, sentences: list[list[str]], flat: list[tuple[int, int]]

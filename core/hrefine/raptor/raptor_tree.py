@@ -24,7 +24,14 @@ from hrefine.raptor.build import SOURCES, TOKENS, Source, as_sources
 from hrefine.raptor.build_progress import reported_grower
 from hrefine.raptor.insert import insert_steps
 from hrefine.raptor.options import RaptorOptions, check_mode
-from hrefine.raptor.retrieve import RetrievedNode, collapsed, node_scores, relevance, traversal
+from hrefine.raptor.retrieve import (
+    Picked,
+    RetrievedNode,
+    collapsed,
+    node_scores,
+    relevance,
+    traversal,
+)
 from hrefine.raptor.summarise import Summariser
 from hrefine.raptor.tree_shape import check_raptor_shape
 from hrefine.tree import NodeKind, Tree
@@ -374,27 +381,32 @@ class RaptorTree:
             summary_rank=opts.summary_rank,
         )
         costs = self._costs(tree)
-        if how == "collapsed":
-            ids = collapsed(scores, costs, k=k, max_tokens=budget)
-        else:
-            ids = traversal(tree, scores, costs, k=k, max_tokens=budget)
+        pick = collapsed if how == "collapsed" else traversal
+        got = pick(tree, scores, costs, self.counter, k=k, max_tokens=budget)
+        ids = got.chosen
         rel = relevance([float(scores[i]) for i in ids], extra=opts.lexical_weight)
-        return [self._result(tree, i, float(scores[i]), r) for i, r in zip(ids, rel, strict=True)]
+        return [
+            self._result(tree, i, float(scores[i]), r, got) for i, r in zip(ids, rel, strict=True)
+        ]
 
-    def _result(self, tree: Tree, node_id: int, score: float, rel: float) -> RetrievedNode:
+    def _result(
+        self, tree: Tree, node_id: int, score: float, rel: float, got: Picked
+    ) -> RetrievedNode:
         node = tree[node_id]
         meta = {key: v for key, v in node.metadata.items() if key not in (TOKENS, SOURCES)}
         if node.kind == NodeKind.SUMMARY:
             meta["hrefine_children"] = list(node.children)
+        if node_id in got.repeated:
+            meta["hrefine_repeated_sentences"] = got.repeated[node_id]
         return RetrievedNode(
             id=node_id,
-            text=node.text,
+            text=got.texts[node_id],
             score=score,
             relevance=rel,
             layer=node.level,
             kind=str(node.kind),
             sources=tuple(_build.node_sources(tree, node_id)),
-            tokens=int(node.metadata[TOKENS]),
+            tokens=got.tokens[node_id],
             metadata=meta,
         )
 

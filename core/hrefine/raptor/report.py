@@ -41,9 +41,18 @@ from hrefine._report_frame import (
     ref,
     table,
 )
-from hrefine.errors import InputTypeError
+from hrefine.errors import BudgetTooSmallError, InputTypeError
 from hrefine.raptor.build import TOKENS
 from hrefine.raptor.options import check_mode
+from hrefine.raptor.retrieve import (
+    K_REACHED,
+    NOT_REACHED,
+    NOT_TOP_K,
+    OVER_BUDGET,
+    REPEATED,
+    pick,
+    traversal_candidates,
+)
 from hrefine.tree import NodeKind
 
 if TYPE_CHECKING:
@@ -55,6 +64,7 @@ __all__ = [
     "NOT_REACHED",
     "NOT_TOP_K",
     "OVER_BUDGET",
+    "REPEATED",
     "SUMMARIES_OFF",
     "Explained",
     "explain",
@@ -71,14 +81,12 @@ _MIN_DROPPED = 5
 # Words of a leaf shown before its full text is folded away.
 _LEAF_WORDS = 40
 
-#: Reasons a node did not reach the result (:attr:`Explained.reasons`).
-OVER_BUDGET = "over_budget"
-K_REACHED = "k_reached"
-NOT_TOP_K = "not_top_k_of_layer"
-NOT_REACHED = "not_reached"
+#: Reasons a node did not reach the result (:attr:`Explained.reasons`): those of
+#: :func:`hrefine.raptor.retrieve.pick` and of tree traversal, and this one.
 SUMMARIES_OFF = "summaries_off"
 _REASON_TEXT = {
     SUMMARIES_OFF: "summary_rank is 'off': leaves only",
+    REPEATED: "a summary whose every sentence the retrieved text already holds",
     K_REACHED: "the k limit was reached before its turn",
     NOT_TOP_K: "tree traversal: not among the best k of its layer's candidates",
     NOT_REACHED: "tree traversal: none of its parents was chosen",
@@ -122,8 +130,9 @@ class Explained:
         Ids chosen by the settings, best first (equal to the retrieved ids when they were
         retrieved with these settings).
     reasons:
-        For a node left out: ``"over_budget"``, ``"k_reached"``, ``"not_top_k_of_layer"`` or
-        ``"not_reached"``.
+        For a node left out: ``"over_budget"``, ``"k_reached"``, ``"repeats_returned_text"``
+        (a summary whose sentences the chosen nodes all return), ``"not_top_k_of_layer"``,
+        ``"not_reached"`` or ``"summaries_off"``.
     room:
         For a node left out as over budget: the tokens left in the budget when its turn came.
     """
@@ -158,29 +167,31 @@ def explain(
         msg = f"k and max_tokens must be int or None, got {limit!r} and {budget!r}"
         raise InputTypeError(msg)
     scores = _scores(tree, query)
-    costs = [int(node.metadata.get(TOKENS, 0)) for node in tree.tree]
-    off = {i: SUMMARIES_OFF for i in range(len(scores)) if not np.isfinite(scores[i])}
+    costs = np.asarray([int(node.metadata.get(TOKENS, 0)) for node in tree.tree], dtype=np.int64)
     reasons: dict[int, str] = {}
     if how == "collapsed":
-        candidates = [i for i in range(len(scores)) if i not in off]
+        candidates = list(range(len(scores)))
         width = limit
     else:
-        candidates = [i for i in _traverse(tree, scores, limit, reasons) if i not in off]
+        candidates = traversal_candidates(tree.tree, scores, limit, reasons)
         width = None  # traversal's k limits each layer, not the result
-    reasons.update(off)
-    chosen: list[int] = []
-    room: dict[int, int] = {}
-    left = budget
-    for i in sorted(candidates, key=lambda n: (-scores[n], n)):
-        if width is not None and len(chosen) >= width:
-            reasons[i] = K_REACHED
-        elif left is None or costs[i] <= left:
-            chosen.append(i)
-            left = None if left is None else left - costs[i]
-        else:
-            reasons[i] = OVER_BUDGET
-            room[i] = left
-    return Explained(scores=scores, chosen=chosen, reasons=reasons, room=room)
+    reasons.update((i, SUMMARIES_OFF) for i in range(len(scores)) if not np.isfinite(scores[i]))
+    try:
+        got = pick(
+            tree.tree,
+            scores,
+            costs,
+            tree.counter,
+            candidates=candidates,
+            k=width,
+            max_tokens=budget,
+        )
+    except BudgetTooSmallError:  # retrieve() refused these settings: nothing fits
+        room = {i: int(budget or 0) for i in candidates if np.isfinite(scores[i])}
+        reasons.update(dict.fromkeys(room, OVER_BUDGET))
+        return Explained(scores=scores, chosen=[], reasons=reasons, room=room)
+    reasons.update(got.reasons)
+    return Explained(scores=scores, chosen=got.chosen, reasons=reasons, room=got.room)
 
 
 def _scores(tree: RaptorTree, query: str) -> np.ndarray:
@@ -197,30 +208,6 @@ def _scores(tree: RaptorTree, query: str) -> np.ndarray:
         lexical_weight=tree.options.lexical_weight,
         summary_rank=tree.options.summary_rank,
     )
-
-
-def _traverse(
-    tree: RaptorTree, scores: np.ndarray, k: int | None, reasons: dict[int, str]
-) -> list[int]:
-    """The nodes tree traversal keeps (top ``k`` per layer from the roots down); the visited
-    ones it does not keep, and those it never reaches, get their reason."""
-    graph = tree.tree
-    width = k if k is not None else len(scores)
-    pool = list(graph.roots)
-    seen: set[int] = set()
-    kept: list[int] = []
-    while pool:
-        pool = [i for i in dict.fromkeys(pool) if i not in seen]
-        seen.update(pool)
-        ranked = sorted(pool, key=lambda i: (-scores[i], i))
-        kept.extend(ranked[:width])
-        for i in ranked[width:]:
-            reasons[i] = NOT_TOP_K
-        pool = [c for i in ranked[:width] for c in graph[i].children]
-    for node in graph:
-        if node.id not in seen:
-            reasons[node.id] = NOT_REACHED
-    return kept
 
 
 def render_report(
