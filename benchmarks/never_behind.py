@@ -67,9 +67,10 @@ TREES = CACHE / "raptor-trees"
 
 
 #: A method's output version, bumped when its output changes: its hits are measured again even
-#: while ``NEVER_BEHIND_CODE`` pins the code key for the others (2: RAPTOR returns no
-#: sentence twice, a summary only what the chosen leaves do not hold).
-OUTPUT_VERSION: dict[str, int] = {"raptor": 2}
+#: while ``NEVER_BEHIND_CODE`` pins the code key for the others (RAPTOR 2: no sentence
+#: returned twice, a summary only what the chosen leaves do not hold; GARLIC 2:
+#: ``embedding_weight`` 10 by default).
+OUTPUT_VERSION: dict[str, int] = {"raptor": 2, "garlic": 2}
 
 #: ``--only-half``: run on this half's documents only (a slow variant such as SmolLM2's).
 ONLY_HALF: str | None = None

@@ -10,7 +10,7 @@ from hrefine.garlic.options import SEARCH_PROMPT, SUMMARY_PROMPT, GarlicOptions
 def test_defaults_are_the_papers() -> None:
     opts = GarlicOptions()
     assert (opts.chunk_tokens, opts.batch_tokens, opts.patience) == (300, 8192, 1)
-    assert opts.embedding_weight == 1.0 and opts.edges == "auto"
+    assert opts.embedding_weight == 10.0 and opts.edges == "auto"
     assert "{points}" in SUMMARY_PROMPT and "summary point" in SUMMARY_PROMPT
     assert SEARCH_PROMPT.startswith("Can this question be answered by the following information?")
 
