@@ -27,10 +27,9 @@ from hrefine.raptor.options import RaptorOptions, check_mode
 from hrefine.raptor.retrieve import (
     Picked,
     RetrievedNode,
-    collapsed,
+    choose,
     node_scores,
     relevance,
-    traversal,
 )
 from hrefine.raptor.summarise import Summariser
 from hrefine.raptor.tree_shape import check_raptor_shape
@@ -381,8 +380,7 @@ class RaptorTree:
             summary_rank=opts.summary_rank,
         )
         costs = self._costs(tree)
-        pick = collapsed if how == "collapsed" else traversal
-        got = pick(tree, scores, costs, self.counter, k=k, max_tokens=budget)
+        got = choose(tree, scores, costs, self.counter, mode=how, k=k, max_tokens=budget)
         ids = got.chosen
         rel = relevance([float(scores[i]) for i in ids], extra=opts.lexical_weight)
         return [

@@ -50,8 +50,7 @@ from hrefine.raptor.retrieve import (
     NOT_TOP_K,
     OVER_BUDGET,
     REPEATED,
-    pick,
-    traversal_candidates,
+    choose,
 )
 from hrefine.tree import NodeKind
 
@@ -59,12 +58,9 @@ if TYPE_CHECKING:
     from hrefine.raptor.raptor_tree import RaptorTree
     from hrefine.raptor.retrieve import RetrievedNode
 
+# The other reasons (OVER_BUDGET, K_REACHED, REPEATED, NOT_TOP_K, NOT_REACHED) are
+# hrefine.raptor.retrieve's, importable from here too.
 __all__ = [
-    "K_REACHED",
-    "NOT_REACHED",
-    "NOT_TOP_K",
-    "OVER_BUDGET",
-    "REPEATED",
     "SUMMARIES_OFF",
     "Explained",
     "explain",
@@ -169,28 +165,25 @@ def explain(
     scores = _scores(tree, query)
     costs = np.asarray([int(node.metadata.get(TOKENS, 0)) for node in tree.tree], dtype=np.int64)
     reasons: dict[int, str] = {}
-    if how == "collapsed":
-        candidates = list(range(len(scores)))
-        width = limit
-    else:
-        candidates = traversal_candidates(tree.tree, scores, limit, reasons)
-        width = None  # traversal's k limits each layer, not the result
-    reasons.update((i, SUMMARIES_OFF) for i in range(len(scores)) if not np.isfinite(scores[i]))
     try:
-        got = pick(
+        got = choose(
             tree.tree,
             scores,
             costs,
             tree.counter,
-            candidates=candidates,
-            k=width,
+            mode=how,
+            k=limit,
             max_tokens=budget,
+            reasons=reasons,
         )
     except BudgetTooSmallError:  # retrieve() refused these settings: nothing fits
-        room = {i: int(budget or 0) for i in candidates if np.isfinite(scores[i])}
-        reasons.update(dict.fromkeys(room, OVER_BUDGET))
+        got = None
+    off = {i: SUMMARIES_OFF for i in range(len(scores)) if not np.isfinite(scores[i])}
+    if got is None:
+        room = {i: int(budget or 0) for i in range(len(scores)) if i not in reasons | off}
+        reasons.update({**dict.fromkeys(room, OVER_BUDGET), **off})
         return Explained(scores=scores, chosen=[], reasons=reasons, room=room)
-    reasons.update(got.reasons)
+    reasons.update({**off, **got.reasons})
     return Explained(scores=scores, chosen=got.chosen, reasons=reasons, room=got.room)
 
 

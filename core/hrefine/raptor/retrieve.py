@@ -35,10 +35,9 @@ __all__ = [
     "REPEATED",
     "Picked",
     "RetrievedNode",
-    "collapsed",
+    "choose",
     "node_scores",
     "pick",
-    "traversal",
     "traversal_candidates",
 ]
 
@@ -266,20 +265,29 @@ def pick(
     )
 
 
-def collapsed(
+def choose(
     tree: Tree,
     scores: np.ndarray,
     costs: np.ndarray,
     counter: TokenCounter,
     *,
+    mode: str,
     k: int | None,
     max_tokens: int | None,
+    reasons: dict[int, str] | None = None,
 ) -> Picked:
-    """The collapsed-tree result: every node of every layer a candidate (nodes scored -inf
-    never), picked by :func:`pick`."""
-    return pick(
-        tree, scores, costs, counter, candidates=range(len(scores)), k=k, max_tokens=max_tokens
-    )
+    """The result of a retrieval in ``mode``, picked by :func:`pick` (nodes scored -inf never).
+
+    ``"collapsed"``: every node of every layer is a candidate and ``k`` limits the result;
+    ``"traversal"``: the nodes :func:`traversal_candidates` keeps are, ``k`` limiting each
+    layer (``reasons`` gets why the others were not kept).
+    """
+    if mode == "collapsed":
+        return pick(
+            tree, scores, costs, counter, candidates=range(len(scores)), k=k, max_tokens=max_tokens
+        )
+    kept = traversal_candidates(tree, scores, k, reasons)
+    return pick(tree, scores, costs, counter, candidates=kept, k=None, max_tokens=max_tokens)
 
 
 def traversal_candidates(
@@ -304,21 +312,6 @@ def traversal_candidates(
     if reasons is not None:
         reasons.update((n.id, NOT_REACHED) for n in tree if n.id not in seen)
     return kept
-
-
-def traversal(
-    tree: Tree,
-    scores: np.ndarray,
-    costs: np.ndarray,
-    counter: TokenCounter,
-    *,
-    k: int | None,
-    max_tokens: int | None,
-) -> Picked:
-    """The tree-traversal result: the nodes :func:`traversal_candidates` keeps (``k`` limits
-    each layer, not the result), picked by :func:`pick` (summary_rank="off": leaves only)."""
-    kept = traversal_candidates(tree, scores, k)
-    return pick(tree, scores, costs, counter, candidates=kept, k=None, max_tokens=max_tokens)
 
 
 def relevance(scores: Sequence[float], *, extra: float = 0.0) -> list[float]:

@@ -16,7 +16,7 @@ from hrefine.errors import BudgetTooSmallError
 from hrefine.raptor import RaptorTree
 from hrefine.raptor.extractive import ExtractiveSummariser, sentences
 from hrefine.raptor.report import explain
-from hrefine.raptor.retrieve import K_REACHED, OVER_BUDGET, REPEATED, collapsed, pick, traversal
+from hrefine.raptor.retrieve import K_REACHED, OVER_BUDGET, REPEATED, choose, pick
 from hrefine.tree import NodeKind, Tree
 
 COUNTER = get_counter(None)
@@ -125,13 +125,13 @@ def test_without_summaries_the_choice_is_budget_selects(seed: int) -> None:
 def test_a_budget_below_every_node_is_a_clear_error() -> None:
     tree, costs = _tree([])
     with pytest.raises(BudgetTooSmallError, match="smaller than the smallest unit"):
-        collapsed(tree, np.ones(3), costs, COUNTER, k=None, max_tokens=2)
+        choose(tree, np.ones(3), costs, COUNTER, mode="collapsed", k=None, max_tokens=2)
 
 
 def test_traversal_returns_no_sentence_twice() -> None:
     tree, costs = _tree([("Lake Baikal is in Siberia. The Baikal seal lives only there.", [0, 2])])
     scores = np.array([0.5, 0.1, 0.4, 0.9])
-    got = traversal(tree, scores, costs, COUNTER, k=2, max_tokens=None)
+    got = choose(tree, scores, costs, COUNTER, mode="traversal", k=2, max_tokens=None)
     # The roots are the summary and leaf 1; the summary's children come next.
     assert got.chosen == [0, 2, 1] and got.reasons == {3: REPEATED}
 
