@@ -22,6 +22,7 @@ __all__ = [
     "ModelOutputError",
     "NotSupportedError",
     "PersistenceError",
+    "RendererNotFoundError",
     "TreeError",
 ]
 
@@ -102,6 +103,11 @@ class NotSupportedError(HrefineError, NotImplementedError):
 
 class PersistenceError(HrefineError, ValueError):
     """A saved tree or graph is corrupted, of a foreign format, or of an unsupported version."""
+
+
+class RendererNotFoundError(HrefineError, LookupError):
+    """No function is registered to draw a result as HTML (its method's report module, which
+    registers one when imported, was not imported)."""
 
 
 class MissingDependencyError(HrefineError, ImportError):

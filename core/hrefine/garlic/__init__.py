@@ -10,6 +10,8 @@ node. A model that shows no attention (any chat LLM) builds edges from embedding
 answers Yes/No in text.
 """
 
+# Importing the report registers the renderer of SearchResult.to_html (hrefine._renderers).
+from hrefine.garlic import report as _report  # noqa: F401
 from hrefine.garlic.graph import GarlicGraph
 from hrefine.garlic.options import EDGE_MODES, SEARCH_PROMPT, SUMMARY_PROMPT, GarlicOptions
 from hrefine.garlic.points import Point, parse_points

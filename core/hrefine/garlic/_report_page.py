@@ -1,10 +1,10 @@
 """Draw the page of a GARLIC search report (see :func:`hrefine.garlic.report.render_report`).
 
 :func:`draw_report` writes the page for a :class:`~hrefine.garlic.SearchResult` it is given
-without checking its type: :meth:`SearchResult.to_html <hrefine.garlic.SearchResult.to_html>`
-calls it directly, and :func:`~hrefine.garlic.report.render_report` checks what it is given and
-then calls it. So the result imports only this module, and this module imports the result only
-for typing.
+without checking its type; :func:`~hrefine.garlic.report.render_report` checks what it is given
+and then calls it (and :meth:`SearchResult.to_html <hrefine.garlic.SearchResult.to_html>`
+reaches it through ``render_report``, registered in :mod:`hrefine._renderers`). This module
+imports the result only for typing.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from hrefine._renderers import register
 from hrefine.errors import InputTypeError
 from hrefine.garlic._report_page import draw_report
 from hrefine.garlic.search_result import SearchResult
@@ -59,3 +60,7 @@ def render_report(
         msg = f"result must be a GARLIC SearchResult, got {type(result).__name__}"
         raise InputTypeError(msg)
     return draw_report(result, graph, title=title)
+
+
+# SearchResult.to_html draws through this (hrefine.garlic imports this module).
+register(SearchResult, render_report)

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from hrefine._renderers import render
+
 __all__ = ["SearchResult", "SearchStep", "VisitedNode"]
 
 
@@ -134,6 +136,4 @@ class SearchResult:
 
     def to_html(self, graph: Any = None) -> str:
         """A self-contained, script-free HTML report of this search (and ``graph``'s levels)."""
-        from hrefine.garlic._report_page import draw_report
-
-        return draw_report(self, graph)
+        return render(self, graph)

@@ -27,12 +27,14 @@ from collections.abc import Sequence
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from hrefine._renderers import NOTEBOOK, register
 from hrefine._report_frame import esc, esc_text, page
 from hrefine.html._report_page import PageWriter
 from hrefine.html.reasons import EMPTY
+from hrefine.html.result import PruneResult
 
 if TYPE_CHECKING:
-    from hrefine.html.result import BlockReport, PruneResult
+    from hrefine.html.result import BlockReport
 
 __all__ = ["render_notebook", "render_report"]
 
@@ -107,6 +109,11 @@ def render_notebook(result: PruneResult, *, title: str | None = None, height: in
         f'title="hrefine pruning report" width="100%" height="{int(height)}" '
         'style="border:1px solid #e3e7ec;border-radius:8px;background:#fff"></iframe>'
     )
+
+
+# PruneResult.to_html and _repr_html_ draw through these (hrefine.html imports this module).
+register(PruneResult, render_report)
+register(PruneResult, render_notebook, kind=NOTEBOOK)
 
 
 # -- the inline assets ------------------------------------------------------------------------

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from hrefine._renderers import NOTEBOOK, render
+
 # Reasons a block is not in the output (see hrefine.html.reasons), importable from here too.
 from hrefine.html.reasons import EMPTY as EMPTY
 from hrefine.html.reasons import FAILED as FAILED
@@ -132,12 +134,8 @@ class PruneResult:
 
         See :func:`hrefine.html.render_report`; write it to a file and open it in a browser.
         """
-        from hrefine.html.report import render_report
-
-        return render_report(self, title=title)
+        return render(self, title=title)
 
     def _repr_html_(self) -> str:
         """The report in a sandboxed frame, shown inline by Jupyter and other notebooks."""
-        from hrefine.html.report import render_notebook
-
-        return render_notebook(self)
+        return render(self, kind=NOTEBOOK)

@@ -7,6 +7,8 @@ text), a model picks the sections that matter (step 3), and every node is scored
 document order.
 """
 
+# Importing the report registers the renderer of RefineResult.to_html (hrefine._renderers).
+from hrefine.longrefiner import report as _report  # noqa: F401
 from hrefine.longrefiner.analyze import QueryAnalysis
 from hrefine.longrefiner.document import StructuredDocument, build_document, coverage
 from hrefine.longrefiner.options import LongRefinerOptions

@@ -21,8 +21,8 @@ A big document stays quick to write and to open (see
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
+from hrefine._renderers import register
 from hrefine._report_frame import (
     CELL_CSS,
     METER_CSS,
@@ -45,9 +45,7 @@ from hrefine.longrefiner._report_document import (
     raw,
     score,
 )
-
-if TYPE_CHECKING:
-    from hrefine.longrefiner.result import RefineResult
+from hrefine.longrefiner.result import RefineResult
 
 __all__ = [
     "DROPPED_PER_SECTION",
@@ -151,6 +149,10 @@ def render_report(
         parts.append(document(d, len(result.documents), name, result.trimmed))
     parts.append("</main>\n")
     return page("LongRefiner report", title, _CSS, parts)
+
+
+# RefineResult.to_html draws through this (hrefine.longrefiner imports this module).
+register(RefineResult, render_report)
 
 
 # -- page parts ---------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import dataclasses
 
 import numpy as np
 
+from hrefine._renderers import render
 from hrefine.longrefiner.analyze import QueryAnalysis
 from hrefine.longrefiner.document import StructuredDocument
 from hrefine.longrefiner.select import GlobalSelection
@@ -102,6 +103,4 @@ class RefineResult:
     def to_html(self) -> str:
         """A self-contained HTML report: each document's section tree with every section's
         local, global and combined score, what was kept and what was dropped and why."""
-        from hrefine.longrefiner.report import render_report
-
-        return render_report(self)
+        return render(self)
