@@ -214,8 +214,15 @@ SUBSTITUTIONS: list[tuple[str, str, str]] = [
     ),
     # small runs: a few training steps, a few questions
     (r"--steps \d+", "--steps 2", "training: 2 steps"),
+    # a training command that leaves --steps to the default (100 on a CPU: half an hour)
+    (
+        r"^(?!.*--steps)((?:\.venv/bin/)?hrefine train (?!build-data)[^#\n]*?)(\s+\\|\s+#.*)?$",
+        r"\1 --steps 2\2",
+        "training: 2 steps",
+    ),
     (r"max_steps=\d+, rank", "max_steps=2, rank", "training: 2 steps"),
-    (r"(hrefine train build-data .*?)( \\)?$", r"\1 --limit 3\2", "3 questions"),
+    # before a line's trailing comment, which would swallow it
+    (r"(hrefine train build-data [^#\n]*?)(\s+\\|\s+#.*)?$", r"\1 --limit 3\2", "3 questions"),
     (r"(hrefine eval .*?)(?: (?:--limit|-n) \d+)?( \\)?$", r"\1 --limit 2\2", "2 questions"),
     (r"limit=\d+", "limit=2", "2 questions"),
     (r"(build_examples\(.*?)\)$", r"\1, limit=3)", "3 questions per source"),
