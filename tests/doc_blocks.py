@@ -132,6 +132,7 @@ FILES: dict[str, tuple[str, int | None]] = {
     # long documents, cut to a few thousand characters so that each example takes seconds
     "contract.txt": ("leval/cuad/docs/cuad_15.txt", 6000),
     "paper.txt": ("leval/qasper/docs/qasper_17.txt", 3000),
+    "paper.md": ("leval/qasper/docs/qasper_17.txt", 3000),
     "story.txt": ("leval/quality/docs/quality_01.txt", 1500),
     "notes.md": ("@markdown_notes", None),
     "notes.txt": ("leval/quality/docs/quality_01.txt", 800),
@@ -202,7 +203,7 @@ NAMES: dict[str, dict[str, str]] = {
 }
 
 #: Text replaced in a block before it runs: (pattern, replacement, why). Applied in order.
-SUBSTITUTIONS: list[tuple[str, str, str]] = [
+SUBSTITUTIONS: list[tuple[str, str | Callable[[re.Match[str]], str], str]] = [
     # "your model folder" placeholders -> the embedded models
     (r"~/models/Qwen2\.5-1\.5B-Instruct", "{smollm2}", "your model folder: embedded SmolLM2"),
     (r"/models/Qwen2\.5-(0\.5|7)B-Instruct", "{smollm2}", "your model folder: embedded SmolLM2"),
@@ -213,7 +214,12 @@ SUBSTITUTIONS: list[tuple[str, str, str]] = [
         "your embedder folder: the embedded MiniLM",
     ),
     # small runs: a few training steps, a few questions
-    (r"--steps \d+", "--steps 2", "training: 2 steps"),
+    # a hundredth of the steps, at least 1: 200 -> 2, and a resumed run to 400 -> 4 goes on
+    (
+        r"--steps (\d+)",
+        lambda m: f"--steps {max(1, int(m[1]) // 100)}",
+        "training: 1% of the steps",
+    ),
     # a training command that leaves --steps to the default (100 on a CPU: half an hour)
     (
         r"^(?!.*--steps)((?:\.venv/bin/)?hrefine train (?!build-data)[^#\n]*?)(\s+\\|\s+#.*)?$",
@@ -234,7 +240,7 @@ def substitute(code: str, values: dict[str, str]) -> str:
     for pattern, replacement, _why in SUBSTITUTIONS:
         if not re.search(pattern, code, flags=re.M):
             continue
-        if "{" in replacement:  # a folder: taken literally
+        if isinstance(replacement, str) and "{" in replacement:  # a folder: taken literally
             folder = replacement.format(**values)
             code = re.sub(pattern, lambda _m, f=folder: f, code, flags=re.M)
         else:
