@@ -9,6 +9,7 @@ it compresses some of them; the choice and the order of the retries live here on
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Generic, TypeVar
 
@@ -19,12 +20,12 @@ __all__ = ["TopNRetry"]
 _O = TypeVar("_O", bound=Outcome)
 
 
-class TopNRetry(Generic[_O]):
+class TopNRetry(ABC, Generic[_O]):
     """The ``top_n`` choice and its retries, over a job's own compressor calls.
 
-    A job sets ``top_n`` and ``max_tokens`` and gives :meth:`_rank`, :meth:`_together`,
-    :meth:`_atogether`, :meth:`_alone_each`, :meth:`_aalone_each`, :meth:`_share` and
-    :meth:`_merge`.
+    A job sets ``top_n`` and ``max_tokens`` and gives the abstract :meth:`_rank`,
+    :meth:`_together`, :meth:`_atogether`, :meth:`_alone_each`, :meth:`_aalone_each`,
+    :meth:`_share` and :meth:`_merge`.
     """
 
     top_n: int | None
@@ -32,33 +33,33 @@ class TopNRetry(Generic[_O]):
 
     # -- what a job gives ------------------------------------------------------------------
     @staticmethod
+    @abstractmethod
     def _rank(outcome: _O) -> float | None:
         """The score ``top_n`` ranks an input by (None: the input has no text)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _together(self, indices: Sequence[int]) -> list[_O]:
         """The inputs ``indices`` compressed together against the whole budget."""
-        raise NotImplementedError
 
+    @abstractmethod
     async def _atogether(self, indices: Sequence[int]) -> list[_O]:
         """:meth:`_together` on the async path."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _alone_each(self, indices: Sequence[int], budget: int) -> list[_O]:
         """Each input of ``indices`` compressed on its own against ``budget``."""
-        raise NotImplementedError
 
+    @abstractmethod
     async def _aalone_each(self, indices: Sequence[int], budget: int) -> list[_O]:
         """:meth:`_alone_each` on the async path."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _share(self, chosen: Sequence[int]) -> int:
         """Each chosen input's equal share of the budget."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _merge(self, first: Sequence[_O], again: Sequence[_O], chosen: Sequence[int]) -> list[_O]:
         """``first`` with the outcomes of ``again`` in place of the chosen inputs'."""
-        raise NotImplementedError
 
     # -- the shared steps ------------------------------------------------------------------
     def _chosen(self, outcomes: Sequence[_O]) -> list[int] | None:

@@ -50,9 +50,15 @@ def _import_nodes(node: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
 
 def _imported_names(name: str, path: Path) -> set[str]:
     """Dotted names a module imports: modules, and ``module.name`` for each from-import."""
+    return names_imported(name, path, _import_nodes(ast.parse(path.read_text(encoding="utf-8"))))
+
+
+def names_imported(name: str, path: Path, nodes: Iterable[ast.Import | ast.ImportFrom]) -> set[str]:
+    """Dotted names the import ``nodes`` of module ``name`` (file ``path``) bring in: modules,
+    and ``module.name`` for each from-import (relative ones resolved)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     names: set[str] = set()
-    for node in _import_nodes(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in nodes:
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
             continue

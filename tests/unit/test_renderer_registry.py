@@ -18,6 +18,7 @@ from hrefine.errors import HrefineError, RendererNotFoundError
 from hrefine.garlic import SearchResult, SearchStep, VisitedNode
 from hrefine.html import HtmlPruner, PruneResult
 from hrefine.longrefiner import LongRefiner, RefineResult
+from test_no_import_cycles import names_imported
 
 CORE = Path(__file__).resolve().parents[2] / "core" / "hrefine"
 # The result types' modules (docs/design.md's reader's map); classes with to_html/_repr_html_
@@ -42,21 +43,10 @@ def _module_name(path: Path) -> str:
 def _imports(name: str, path: Path, tree: ast.AST) -> set[str]:
     """Every module a source names in an import anywhere (functions and TYPE_CHECKING too), and
     every string constant shaped like an hrefine module (``importlib.import_module``)."""
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found: set[str] = set()
+    nodes = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    found = names_imported(name, path, nodes)
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                parts = package.split(".")
-                base = ".".join(parts[: len(parts) - (node.level - 1)])
-                module = f"{base}.{node.module}" if node.module else base
-            else:
-                module = node.module or ""
-            found.add(module)
-            found.update(f"{module}.{alias.name}" for alias in node.names)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
             found.update(re.findall(r"^hrefine(?:\.\w+)+$", node.value))
     return found
 
