@@ -14,7 +14,7 @@ import io
 import json
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from hrefine.distributed.stages import Stage
 from hrefine.errors import ConfigError, EmptyInputError
@@ -62,6 +62,8 @@ class GroupStage(Stage):
     """
 
     uses_model = True
+    #: The setting that names the stage's LM; the build takes the model by the same keyword.
+    lm_setting: ClassVar[str] = "lm"
     fields = (
         ("members", "string"),
         ("leaves", "int64"),
@@ -72,6 +74,19 @@ class GroupStage(Stage):
         ("embeddings", "binary"),
         ("embedding_mask", "binary"),
     )
+
+    def __init__(
+        self, settings: Mapping[str, Any], provenance: Mapping[str, str], text_column: str
+    ) -> None:
+        super().__init__(settings, provenance, text_column)
+        from hrefine.models import get_embedder
+
+        options_type, _ = self.types()
+        # The models load once per actor; every group's build reuses them.
+        rest = dict(self.settings)
+        self.lm = _llm(rest.pop(self.lm_setting, None))
+        self.embedder = get_embedder(rest.pop("embedder", None))
+        self.options = options_type.build(**rest)
 
     def __call__(self, batch: Any) -> Any:
         """Build the graph of one group (a Table of its rows) into a one-row Table."""
@@ -98,19 +113,16 @@ class GroupStage(Stage):
             raise EmptyInputError(msg)
         return sources
 
-    def _models(self, lm_key: str, options_cls: Any) -> tuple[Any, Any, Any]:
-        """The stage's LM (setting ``lm_key``) and embedder, loaded once per actor, and the
-        options its other settings make."""
-        from hrefine.models import get_embedder
-
-        settings = dict(self.settings)
-        lm = _llm(settings.pop(lm_key, None))
-        embedder = get_embedder(settings.pop("embedder", None))
-        return lm, embedder, options_cls.build(**settings)
+    @staticmethod
+    def types() -> tuple[Any, Any]:
+        """The method's options class and graph class (imported in the actor, on first use)."""
+        raise NotImplementedError
 
     def build(self, sources: list[Any]) -> Any:
         """The method's graph object over ``sources``."""
-        raise NotImplementedError
+        _, graph_type = self.types()
+        model = {self.lm_setting: self.lm}
+        return graph_type.build(sources, options=self.options, embedder=self.embedder, **model)
 
     @staticmethod
     def result(sources: Sequence[Any], built: Any) -> dict[str, Any]:
@@ -141,20 +153,19 @@ class RaptorStage(GroupStage):
     """
 
     name = "raptor"
+    lm_setting = "llm"
 
-    def __init__(
-        self, settings: Mapping[str, Any], provenance: Mapping[str, str], text_column: str
-    ) -> None:
-        super().__init__(settings, provenance, text_column)
-        from hrefine.raptor import RaptorOptions
+    @staticmethod
+    def types() -> tuple[Any, Any]:
+        """:class:`~hrefine.raptor.RaptorOptions` and :class:`~hrefine.raptor.RaptorTree`."""
+        from hrefine.raptor import RaptorOptions, RaptorTree
 
-        self.llm, self.embedder, self.options = self._models("llm", RaptorOptions)
+        return RaptorOptions, RaptorTree
 
-    def build(self, sources: list[Any]) -> Any:
-        """One RAPTOR tree over the group."""
-        from hrefine.raptor import RaptorTree
-
-        return RaptorTree.build(sources, self.options, llm=self.llm, embedder=self.embedder)
+    @property
+    def llm(self) -> Any:
+        """The summariser (the model of the ``llm`` setting)."""
+        return self.lm
 
 
 class GarlicStage(GroupStage):
@@ -167,19 +178,13 @@ class GarlicStage(GroupStage):
 
     name = "garlic"
 
-    def __init__(
-        self, settings: Mapping[str, Any], provenance: Mapping[str, str], text_column: str
-    ) -> None:
-        super().__init__(settings, provenance, text_column)
+    @staticmethod
+    def types() -> tuple[Any, Any]:
+        """:class:`~hrefine.garlic.GarlicOptions` and :class:`~hrefine.garlic.GarlicGraph`."""
+        from hrefine.garlic import GarlicGraph
         from hrefine.garlic.options import GarlicOptions
 
-        self.lm, self.embedder, self.options = self._models("lm", GarlicOptions)
-
-    def build(self, sources: list[Any]) -> Any:
-        """One GARLIC graph over the group."""
-        from hrefine.garlic import GarlicGraph
-
-        return GarlicGraph.build(sources, lm=self.lm, embedder=self.embedder, options=self.options)
+        return GarlicOptions, GarlicGraph
 
 
 def raptor_tree_from_row(row: Mapping[str, Any], **models: Any) -> Any:
@@ -200,11 +205,7 @@ def raptor_tree_from_row(row: Mapping[str, Any], **models: Any) -> Any:
     PersistenceError
         Its tree is not shaped as a RAPTOR tree.
     """
-    from hrefine.raptor import RaptorOptions, RaptorTree
-
-    tree = _tree_of(row, "raptor")
-    options = RaptorOptions.build(**json.loads(row["config"]))
-    return RaptorTree.from_tree(tree, options, where=f"row {row['id']!r}", **models)
+    return _graph_of(row, RaptorStage, **models)
 
 
 def garlic_graph_from_row(row: Mapping[str, Any], *, embedder: Any = None) -> Any:
@@ -217,19 +218,17 @@ def garlic_graph_from_row(row: Mapping[str, Any], *, embedder: Any = None) -> An
     embedder:
         The embedder of the loaded graph (None: the one its options name).
 
-    Raises
-    ------
-    ConfigError
-        The row is an error row, or not from the GARLIC stage.
-    PersistenceError
-        Its graph is not shaped as a GARLIC graph.
+    Raises the errors of :func:`raptor_tree_from_row` (for the GARLIC stage and graph).
     """
-    from hrefine.garlic import GarlicGraph
-    from hrefine.garlic.options import GarlicOptions
+    return _graph_of(row, GarlicStage, embedder=embedder)
 
-    tree = _tree_of(row, "garlic")
-    options = GarlicOptions.build(**json.loads(row["config"]))
-    return GarlicGraph.from_tree(tree, options, embedder=embedder, where=f"row {row['id']!r}")
+
+def _graph_of(row: Mapping[str, Any], stage: type[GroupStage], **models: Any) -> Any:
+    """The graph object (of ``stage``'s method) that an output row of ``stage`` holds."""
+    options_type, graph_type = stage.types()
+    tree = _tree_of(row, stage.name)
+    options = options_type.build(**json.loads(row["config"]))
+    return graph_type.from_tree(tree, options, where=f"row {row['id']!r}", **models)
 
 
 def _tree_of(row: Mapping[str, Any], stage: str) -> Any:
