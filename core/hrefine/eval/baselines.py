@@ -32,18 +32,7 @@ __all__ = ["ChunkCompressor", "LeadCompressor", "as_plain_text"]
 
 
 def as_plain_text(document: str) -> str:
-    """Plain text of a document: HTML is converted, plain text is returned unchanged.
-
-    Parameters
-    ----------
-    document:
-        HTML or plain text.
-
-    Returns
-    -------
-    str
-        The visible text.
-    """
+    """The visible text of ``document``: HTML is converted, plain text is returned unchanged."""
     return html_to_text(document) if looks_like_html(document) else document
 
 
@@ -155,18 +144,8 @@ class ChunkCompressor:
         return self._scorer
 
     def chunks(self, document: str) -> tuple[list[str], list[int]]:
-        """The document's chunks and their token counts (cached per document).
-
-        Parameters
-        ----------
-        document:
-            HTML or plain text.
-
-        Returns
-        -------
-        tuple[list[str], list[int]]
-            Chunks in document order and their token counts.
-        """
+        """The chunks of ``document`` (HTML or plain text) in document order, and their token
+        counts (cached per document)."""
         key = _key(document)
         cached = self._chunks.get(key)
         if cached is None:

@@ -179,43 +179,20 @@ def answer_containment(context: str, answers: Sequence[str], *, mode: str = "all
 
 
 def answer_recall(context: str, answers: Sequence[str]) -> float | None:
-    """Fraction of the scorable answers that occur in ``context``.
-
-    Parameters
-    ----------
-    context:
-        The compressed context.
-    answers:
-        Gold answers.
-
-    Returns
-    -------
-    float or None
-        None when no answer is scorable.
-    """
-    golds = scorable_answers(answers)
-    if not golds:
-        return None
-    ctx = _Context(context)
-    return sum(_contains(ctx, a) for a in golds) / len(golds)
+    """Fraction of the scorable gold ``answers`` (see :func:`scorable_answers`) that occur in
+    the compressed ``context``; None when no answer is scorable."""
+    return _share_contained(context, scorable_answers(answers))
 
 
 def paragraph_recall(context: str, gold_texts: Sequence[str]) -> float | None:
-    """Fraction of gold texts (supporting paragraphs or sentences) fully present in ``context``.
-
-    Parameters
-    ----------
-    context:
-        The compressed context.
-    gold_texts:
-        Gold paragraphs or sentences.
-
-    Returns
-    -------
-    float or None
-        None when there is no gold text.
-    """
+    """Fraction of ``gold_texts`` (supporting paragraphs or sentences) fully present in the
+    compressed ``context``; None when there is no gold text."""
     golds = [g for g in gold_texts if normalize_answer(g, drop_articles=False)]
+    return _share_contained(context, golds)
+
+
+def _share_contained(context: str, golds: Sequence[str]) -> float | None:
+    """Fraction of ``golds`` that occur in ``context`` (None for no golds)."""
     if not golds:
         return None
     ctx = _Context(context)
@@ -336,14 +313,7 @@ def exact_match(prediction: str, answers: Sequence[str], *, mode: str = "any") -
 def token_f1(prediction: str, answers: Sequence[str], *, mode: str = "any") -> float:
     """Token-level F1 of a reader's answer (SQuAD style), max over references.
 
-    Parameters
-    ----------
-    prediction:
-        The reader LLM's answer.
-    answers:
-        Gold answers.
-    mode:
-        As in :func:`exact_match`.
+    The parameters are those of :func:`exact_match`.
 
     Returns
     -------

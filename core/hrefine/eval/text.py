@@ -37,19 +37,8 @@ _WORD_PIECE = re.compile(r"\s*\S+")
 
 
 def looks_like_html(text: str) -> bool:
-    """Return True when ``text`` holds at least one HTML-like tag.
-
-    Parameters
-    ----------
-    text:
-        Any text.
-
-    Returns
-    -------
-    bool
-        Whether an opening/closing tag, a comment or a doctype occurs in the first 100,000
-        characters.
-    """
+    """Whether ``text`` holds an HTML-like tag: an opening/closing tag, a comment or a doctype
+    in its first 100,000 characters."""
     return _TAG_RE.search(text, 0, 100_000) is not None
 
 
@@ -120,18 +109,8 @@ def html_to_text(markup: str) -> str:
 
 
 def text_to_html(text: str) -> str:
-    """Wrap plain text as a minimal HTML page, one ``<p>`` per paragraph (blank-line separated).
-
-    Parameters
-    ----------
-    text:
-        Plain text.
-
-    Returns
-    -------
-    str
-        ``<html><body><p>…</p>…</body></html>`` with the text HTML-escaped.
-    """
+    """Wrap plain text as a minimal HTML page, ``<html><body><p>…</p>…</body></html>``: one
+    ``<p>`` per paragraph (blank-line separated), the text HTML-escaped."""
     paras = [p.strip() for p in re.split(r"\n\s*\n", text) if p.strip()]
     body = "".join(f"<p>{html_lib.escape(p)}</p>\n" for p in paras)
     return f"<html><body>\n{body}</body></html>"
