@@ -21,21 +21,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from hrefine import _selection
 from hrefine._encodable import encodable, encodable_all
 from hrefine._optional import available
 from hrefine._pieces import PieceCounts
-from hrefine._selection import (
-    EXPANDED,
-    JOIN_SLACK,
-    LIMIT,
-    MEASURED_OVER,
-    OVER_BUDGET,
-    TRIAL_LIMIT,
-    Fill,
-    Selection,
-    fill,
-    select,
-)
+from hrefine._selection import *  # noqa: F403  (re-exported: see __all__)
 from hrefine._tiktoken import (
     TiktokenCounter,
     is_tiktoken_encoding,
@@ -46,25 +36,17 @@ from hrefine._unicode import CJK
 from hrefine.errors import InputTypeError
 
 __all__ = [
-    "EXPANDED",
-    "JOIN_SLACK",
-    "LIMIT",
-    "MEASURED_OVER",
-    "OVER_BUDGET",
-    "TRIAL_LIMIT",
     "CallableCounter",
     "EncodeCounter",
-    "Fill",
     "MemoCounter",
     "RegexCounter",
-    "Selection",
     "TiktokenCounter",
     "TokenCounter",
     "default_counter",
-    "fill",
     "get_counter",
-    "select",
 ]
+# The selection's public names (star-imported above): this module is their public home.
+__all__ += _selection.__all__
 
 logger = logging.getLogger(__name__)
 

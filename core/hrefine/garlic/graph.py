@@ -11,6 +11,7 @@ can shrink, or ``max_levels`` is reached. Every node is embedded for the search.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -82,16 +83,13 @@ class GarlicGraph:
         self.tree = tree
         self.options = GarlicOptions.build(options)
         self._embedder_arg = embedder if embedder is not None else self.options.embedder
-        self._embedder: Any = None
         #: What the build did (LLM calls, retries, timings, nodes per level; not saved).
         self.stats: dict[str, Any] = {}
 
-    @property
+    @functools.cached_property
     def embedder(self) -> Any:
         """The embedder of the node vectors (loaded on first use); embed queries with it."""
-        if self._embedder is None:
-            self._embedder = get_embedder(self._embedder_arg)
-        return self._embedder
+        return get_embedder(self._embedder_arg)
 
     # -- building ---------------------------------------------------------------------------
     @classmethod

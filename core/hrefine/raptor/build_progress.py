@@ -3,10 +3,8 @@ the clusters summarised and the summaries embedded."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from hrefine._progress import Progress, reporter
-from hrefine.raptor.build import EmbedWork, Grower, SummariseWork
+from hrefine.raptor.build import EmbedWork, Grower, SummariseWork, step
 
 __all__ = ["reported_grower"]
 
@@ -19,14 +17,9 @@ def reported_grower(grower: Grower, progress: Progress) -> Grower:
     say = reporter(progress, "raptor")
 
     def reported() -> Grower:
-        answer: Any = None
         layer = 0
-        while True:
-            try:
-                work = grower.send(answer)
-            except StopIteration as stop:
-                say(f"done: {len(stop.value.get('clusters', []))} summary layers")
-                return dict(stop.value)
+        work, stats = step(grower, None)
+        while work is not None:
             if isinstance(work, SummariseWork):
                 layer += 1
                 say(f"layer {layer}: summarising {len(work.prompts)} clusters...")
@@ -34,6 +27,8 @@ def reported_grower(grower: Grower, progress: Progress) -> Grower:
                 where = "leaves" if layer == 0 else f"layer {layer}"
                 what = "leaves" if layer == 0 else "summaries"
                 say(f"{where}: embedding {len(work.texts)} {what}...")
-            answer = yield work
+            work, stats = step(grower, (yield work))
+        say(f"done: {len(stats.get('clusters', []))} summary layers")
+        return stats
 
     return reported()

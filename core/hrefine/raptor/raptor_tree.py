@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 import os
 import threading
 import time
@@ -88,18 +89,15 @@ class RaptorTree:
         self._embedder_arg = embedder if embedder is not None else self.options.embedder
         tok = tokenizer if tokenizer is not None else self.options.tokenizer
         self.counter: TokenCounter = get_counter(tok)
-        self._embedder: Any = None
         self._summariser: Summariser | None = None
         # What the last build and inserts did (not saved: it holds timings).
         self.stats: dict[str, Any] = {}
 
     # -- models (made on first use) ---------------------------------------------------------
-    @property
+    @functools.cached_property
     def embedder(self) -> Any:
         """The embedder (loaded on first use)."""
-        if self._embedder is None:
-            self._embedder = get_embedder(self._embedder_arg)
-        return self._embedder
+        return get_embedder(self._embedder_arg)
 
     @property
     def summariser(self) -> Summariser:
