@@ -26,8 +26,9 @@ import dataclasses
 import hashlib
 import threading
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any, TypeVar
 
 from hrefine.budget import TokenCounter, get_counter
 from hrefine.errors import EmptyInputError
@@ -47,6 +48,7 @@ STEPS = ("analysis", "structure", "selection", "scoring", "fill")
 _WARMUP_QUERY = "Which river is the longest?"
 #: Steps whose outcome is reused across the budgets and questions of one document.
 _REUSED = ("analysis", "structure", "selection")
+_T = TypeVar("_T")
 
 
 def _digest(text: str) -> bytes:
@@ -150,45 +152,34 @@ class _ReusingRefiner(LongRefiner):
         if reused:
             self._local.reused.add(step)
 
-    def analyze(self, query: str) -> QueryAnalysis:
-        found = self._analyses.get(query)
+    def _reuse(self, step: str, cache: _LRU, key: Any, compute: Callable[[], _T]) -> _T:
+        """``compute()``, kept in ``cache`` under ``key`` with the seconds it took (a reuse
+        counts those seconds as the step's)."""
+        found = cache.get(key)
         if found is not None:
-            self._account("analysis", found[1], True)
+            self._account(step, found[1], True)
             return found[0]  # type: ignore[no-any-return]
         started = time.perf_counter()
-        value = super().analyze(query)
+        value = compute()
         seconds = time.perf_counter() - started
-        self._analyses.put(query, (value, seconds))
-        self._account("analysis", seconds, False)
+        cache.put(key, (value, seconds))
+        self._account(step, seconds, False)
         return value
+
+    def analyze(self, query: str) -> QueryAnalysis:
+        return self._reuse("analysis", self._analyses, query, partial(super().analyze, query))
 
     def structure(self, document: str, *, title: str = "") -> StructuredDocument:
         if not isinstance(document, str):  # bytes or a wrong type: the refiner decodes or says
             return super().structure(document, title=title)
         key = (_digest(document), title)
-        found = self._structures.get(key)
-        if found is not None:
-            self._account("structure", found[1], True)
-            return found[0]  # type: ignore[no-any-return]
-        started = time.perf_counter()
-        doc = super().structure(document, title=title)
-        seconds = time.perf_counter() - started
-        self._structures.put(key, (doc, seconds))
-        self._account("structure", seconds, False)
-        return doc
+        compute = partial(super().structure, document, title=title)
+        return self._reuse("structure", self._structures, key, compute)
 
     def select_sections(self, query: str, doc: StructuredDocument) -> GlobalSelection:
         key = (query, _digest(doc.text), doc.source, len(doc.tree))
-        found = self._selections.get(key)
-        if found is not None:
-            self._account("selection", found[1], True)
-            return found[0]  # type: ignore[no-any-return]
-        started = time.perf_counter()
-        value = super().select_sections(query, doc)
-        seconds = time.perf_counter() - started
-        self._selections.put(key, (value, seconds))
-        self._account("selection", seconds, False)
-        return value
+        compute = partial(super().select_sections, query, doc)
+        return self._reuse("selection", self._selections, key, compute)
 
     def structure_many(
         self,
