@@ -7,7 +7,14 @@ from collections.abc import Iterator
 
 from hrefine.longrefiner.spans import trimmed
 
-__all__ = ["GLUED_NUMBER", "WS", "clean_title", "has_blank_lines", "text_units"]
+__all__ = [
+    "GLUED_NUMBER",
+    "WS",
+    "clean_title",
+    "has_blank_lines",
+    "paragraph_units",
+    "text_units",
+]
 
 _BLANK_LINE = re.compile(r"\n[ \t\f\v\r]*\n")
 _LINE = re.compile(r"[^\n]+")
@@ -47,3 +54,9 @@ def text_units(
             cut = trimmed(text, m.start(), m.end())
             if cut is not None:
                 yield cut
+
+
+def paragraph_units(text: str) -> list[tuple[int, int]]:
+    """Trimmed paragraphs of the whole of ``text``: its blank-line blocks when it has blank
+    lines, else its lines."""
+    return list(text_units(text, blocks=has_blank_lines(text)))

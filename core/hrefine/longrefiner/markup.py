@@ -6,6 +6,11 @@ non-whitespace character (:func:`~hrefine.longrefiner.spans.check_cover`): a hea
 span of its own with the path of the section it opens, and each paragraph is one span, never
 split or merged (the tree builder sizes the leaves). No model is involved; every function is
 pure and deterministic.
+
+The plain-text sources (:func:`paragraph_spans`, :func:`markdown_spans`,
+:func:`heading_line_spans` and :func:`~hrefine.longrefiner.numbered.numbered_spans`) take the
+text and return its spans in order, or None when the text does not have their kind of
+structure (each says when); :func:`paragraph_spans` always finds some.
 """
 
 from __future__ import annotations
@@ -14,7 +19,13 @@ import itertools
 import re
 from typing import Any
 
-from hrefine.longrefiner._blocks import WS, clean_title, has_blank_lines, text_units
+from hrefine.longrefiner._blocks import (
+    WS,
+    clean_title,
+    has_blank_lines,
+    paragraph_units,
+    text_units,
+)
 from hrefine.longrefiner.numbered import numbered_spans
 from hrefine.longrefiner.spans import Span, fill_gaps, trimmed
 
@@ -33,24 +44,14 @@ MARKUP_SOURCES = ("html", "markdown", "numbered", "headings", "paragraphs")
 
 
 def paragraph_spans(text: str) -> list[Span]:
-    """The paragraphs of ``text``, in no section.
+    """The paragraphs of ``text``, in no section: one span a paragraph, all with the path
+    ``()``.
 
     A paragraph is a block between blank lines when the text has blank lines (hard-wrapped
     prose such as QuALITY's stories keeps its line breaks inside the paragraph), else a line
     (one paragraph a line, as in Qasper's papers).
-
-    Parameters
-    ----------
-    text:
-        Plain text.
-
-    Returns
-    -------
-    list[Span]
-        One span a paragraph, all with the path ``()``.
     """
-    blocks = has_blank_lines(text)
-    return [Span(s, e) for s, e in text_units(text, blocks=blocks)]
+    return [Span(s, e) for s, e in paragraph_units(text)]
 
 
 # --- Markdown ------------------------------------------------------------------------------
@@ -63,17 +64,8 @@ _FENCE = re.compile(r"^ {0,3}(```|~~~)")
 def markdown_spans(text: str) -> list[Span] | None:
     """Sections from Markdown headings: ATX (``#`` … ``######``) and setext (``===``/``---``
     underlines), nested by level; the text between headings is split into paragraphs as
-    :func:`paragraph_spans` does. Lines inside fenced code are never headings.
-
-    Parameters
-    ----------
-    text:
-        Markdown.
-
-    Returns
-    -------
-    list[Span] or None
-        The spans, or None when the text has no Markdown heading.
+    :func:`paragraph_spans` does. Lines inside fenced code are never headings. None when the
+    text has no Markdown heading.
     """
     lines: list[tuple[int, int]] = []
     pos = 0
@@ -165,19 +157,10 @@ def heading_line_spans(text: str) -> list[Span] | None:
     A lone word with digits ("DISPLAYFORM0", Qasper's placeholder for an equation) is not a
     title. Sections are flat: plain text does not say which title is below which.
 
-    Parameters
-    ----------
-    text:
-        Plain text.
-
-    Returns
-    -------
-    list[Span] or None
-        The spans, or None when fewer than two title lines are found or they are bunched
-        (one section would hold more than 60% of the text).
+    None when fewer than two title lines are found or they are bunched (one section would
+    hold more than 60% of the text).
     """
-    blocks = has_blank_lines(text)
-    units = list(text_units(text, blocks=blocks))
+    units = paragraph_units(text)
     title_like = [_title_like(text[s:e]) for s, e in units]
     heads: list[int] = []
     for i, (s, e) in enumerate(units):

@@ -14,7 +14,7 @@ import itertools
 import re
 from dataclasses import dataclass
 
-from hrefine.longrefiner._blocks import GLUED_NUMBER, WS, clean_title, has_blank_lines, text_units
+from hrefine.longrefiner._blocks import GLUED_NUMBER, WS, clean_title, paragraph_units
 from hrefine.longrefiner.spans import Span, fill_gaps, trimmed
 
 __all__ = ["numbered_spans"]
@@ -402,19 +402,11 @@ def numbered_spans(text: str) -> list[Span] | None:
     or defined term when it has one ("2. Term", '1.1 "ASP"'). Clauses run together on one line
     are cut at their numbers; other paragraphs are as :func:`paragraph_spans` finds them.
 
-    Parameters
-    ----------
-    text:
-        Plain text.
-
-    Returns
-    -------
-    list[Span] or None
-        The spans, or None when the text has fewer than two top-level numbers in order or
-        its numbering starts past 2 (a story's "3." and "4.").
+    None when the text has fewer than two top-level numbers in order or its numbering starts
+    past 2 (a story's "3." and "4."): see :mod:`~hrefine.longrefiner.markup` for what the
+    plain-text sources return.
     """
-    blocks = has_blank_lines(text)
-    units = list(text_units(text, blocks=blocks))
+    units = paragraph_units(text)
     accepted = _accepted_markers(text, units)
     tops = [a for a, _ in accepted if a.kind == "article" or len(a.value) == 1]
     if len({(a.kind, a.value[0]) for a in tops}) < 2 or tops[0].value[0] > 2:

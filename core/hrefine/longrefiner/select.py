@@ -26,6 +26,7 @@ import numpy as np
 import hrefine.longrefiner.prompts as prompts
 from hrefine.budget import JOIN_SLACK, TokenCounter, fill
 from hrefine.errors import BudgetTooSmallError
+from hrefine.longrefiner._blocks import WS
 from hrefine.longrefiner.document import StructuredDocument
 from hrefine.longrefiner.options import LongRefinerOptions
 from hrefine.models.lexical import BM25Scorer, fuse
@@ -44,7 +45,6 @@ __all__ = [
 # Words of the lead shown as the abstract in the selection prompt (the outline is the point).
 _ABSTRACT_WORDS = 200
 _OUTLINE_PREFIX = re.compile(r"^\s*(?:sub-?section|section|title)\s*\d*\s*:\s*", re.IGNORECASE)
-_SPACE = re.compile(r"\s+")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,7 +74,7 @@ class GlobalSelection:
 
 def _norm(title: str) -> str:
     title = _OUTLINE_PREFIX.sub("", title)
-    return _SPACE.sub(" ", title.strip().strip("\"'`*").strip()).casefold()
+    return WS.sub(" ", title.strip().strip("\"'`*").strip()).casefold()
 
 
 def selection_prompt(
@@ -134,7 +134,7 @@ def parse_selection(answer: Any, doc: StructuredDocument, *, source: str) -> Glo
         titles.setdefault("abstract", []).append(lead)
     names = _names(text)
     if names is None:
-        low = _SPACE.sub(" ", text).casefold()
+        low = WS.sub(" ", text).casefold()
         names = [t for t in titles if t and re.search(rf"(?<!\w){re.escape(t)}(?!\w)", low)]
     selected: list[int] = []
     unmatched: list[str] = []

@@ -21,9 +21,9 @@ claimed to the nearest section, so no text is ever lost.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 
+from hrefine.longrefiner._blocks import WS
 from hrefine.longrefiner.skeleton_match import MatchReport, match_skeleton
 from hrefine.longrefiner.skeleton_parse import Skeleton, SkeletonPart, parse_skeleton
 from hrefine.longrefiner.spans import Span
@@ -39,8 +39,6 @@ __all__ = [
     "skeleton_from_spans",
     "windows",
 ]
-
-_WS = re.compile(r"\s+")
 
 
 def abbreviate(
@@ -73,7 +71,7 @@ def abbreviate(
         out = paragraph
     else:
         out = f"{decode(ids[:k]).rstrip()}...{decode(ids[-k:]).lstrip()}"
-    return _WS.sub(" ", out).strip()
+    return WS.sub(" ", out).strip()
 
 
 def _tag(level: int) -> str:

@@ -7,12 +7,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from hrefine.longrefiner._blocks import WS
 from hrefine.longrefiner.skeleton_parse import Skeleton
 from hrefine.longrefiner.spans import Span, check_cover, fill_gaps, trimmed
 
 __all__ = ["MatchReport", "match_skeleton"]
-
-_WS = re.compile(r"\s+")
 
 
 @dataclass
@@ -52,7 +51,7 @@ class _Compact:
 
 
 def _squeeze(s: str) -> str:
-    return _WS.sub("", s)
+    return WS.sub("", s)
 
 
 def _pieces(anchor: str) -> list[str]:

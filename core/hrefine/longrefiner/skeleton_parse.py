@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from hrefine.longrefiner._blocks import WS
+
 __all__ = ["Skeleton", "SkeletonPart", "parse_skeleton"]
 
 # An opening or closing tag: abstract, section, sub-section (any number of "sub"s, with or
@@ -25,7 +27,6 @@ _ELLIPSIS = re.compile(r"\.\.\.|\u2026")
 # prose ("x < 5") is not one.
 _OPEN_TAIL = re.compile(r"<\s*/?\s*(?:[A-Za-z]|\.\.)[^<>\n]{0,300}$")
 _QUOTES = "\"'\u201c\u201d\u2018\u2019`"
-_WS = re.compile(r"\s+")
 
 
 @dataclass
@@ -78,7 +79,7 @@ def _level(kind: str) -> int:
 
 
 def _clean_title(raw: str | None) -> str:
-    title = _WS.sub(" ", raw or "").strip()
+    title = WS.sub(" ", raw or "").strip()
     if len(title) >= 2 and title[0] in _QUOTES and title[-1] in _QUOTES:
         title = title[1:-1].strip()
     return title
@@ -136,7 +137,7 @@ def parse_skeleton(output: str) -> Skeleton:
 
     def add_text(chunk: str) -> None:
         pieces = _BR.split(chunk) if by_br else chunk.split("\n")
-        paras = [p for p in (_paragraph(_WS.sub(" ", x)) for x in pieces) if p is not None]
+        paras = [p for p in (_paragraph(WS.sub(" ", x)) for x in pieces) if p is not None]
         if not paras:
             return
         if not stack and seen_tag:
