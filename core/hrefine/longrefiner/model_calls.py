@@ -25,6 +25,18 @@ ADAPTERS = {
     "global_selection": "selection_adapter",
 }
 
+# Step 3's answer is a list of titles: a local model stops once it is closed, or at the end of
+# its first paragraph (SmolLM2 went on for all 256 tokens it was allowed over a paper's
+# outline, 380-420 s on 2 CPU cores).
+_LIST_END = ("]", "\n\n")
+
+# What each generating step may write: the option holding its most new tokens, and the texts a
+# LocalLM stops at (None: only its end of text).
+_ANSWERS: dict[str, tuple[str, tuple[str, ...] | None]] = {
+    "structuring": ("structure_max_new_tokens", None),
+    "global_selection": ("selection_max_new_tokens", _LIST_END),
+}
+
 
 class ModelCalls:
     """The model side of a refiner: which model answers, under which adapter, in batches."""
@@ -93,22 +105,17 @@ class ModelCalls:
             )
         return self._generator
 
-    def _ask_many(
-        self,
-        prompts: Sequence[tuple[str, str]],
-        *,
-        step: str,
-        max_new_tokens: int,
-        stop: Sequence[str] | None = None,
-    ) -> list[str]:
+    def _ask_many(self, prompts: Sequence[tuple[str, str]], *, step: str) -> list[str]:
         """The model's answers to ``(system, user)`` prompts of one step: one batched
         ``generate`` on the LocalLM under the step's adapter, or the text LLM's calls side by
-        side (its concurrency limit), the system message on top of each prompt. A LocalLM
-        stops at any of ``stop`` (a text LLM is not asked to)."""
+        side (its concurrency limit), the system message on top of each prompt. The step's
+        ``_ANSWERS`` entry sets how much the model may write and where a LocalLM stops (a text
+        LLM is not asked to)."""
         if not prompts:
             return []
         lm = self._lm()
         if lm is not None:
+            limit, stop = _ANSWERS[step]
             out: list[str] = [""] * len(prompts)
             by_system: dict[str, list[int]] = {}
             for k, (system, _) in enumerate(prompts):
@@ -117,7 +124,7 @@ class ModelCalls:
                 answers = lm.generate(
                     [prompts[k][1] for k in ks],
                     system=system,
-                    max_new_tokens=max_new_tokens,
+                    max_new_tokens=getattr(self.options, limit),
                     adapter=self._adapter(step),
                     stop=stop,
                 )
@@ -127,22 +134,13 @@ class ModelCalls:
         llm = self._text_llm()
         return [answer_text(a) for a in llm.batch(_one_message(prompts))]
 
-    async def _aask_many(
-        self,
-        prompts: Sequence[tuple[str, str]],
-        *,
-        step: str,
-        max_new_tokens: int,
-        stop: Sequence[str] | None = None,
-    ) -> list[str]:
+    async def _aask_many(self, prompts: Sequence[tuple[str, str]], *, step: str) -> list[str]:
         """:meth:`_ask_many` on the async path: a text LLM's native async calls, a LocalLM's
         batch in a worker thread."""
         if not prompts:
             return []
         if self._lm() is not None:
-            return await asyncio.to_thread(
-                self._ask_many, prompts, step=step, max_new_tokens=max_new_tokens, stop=stop
-            )
+            return await asyncio.to_thread(self._ask_many, prompts, step=step)
         llm = self._text_llm()
         answers = await llm.abatch(_one_message(prompts))
         return [answer_text(a) for a in answers]

@@ -56,11 +56,6 @@ from hrefine.longrefiner.structuring import PendingStructure, Structuring, lift_
 # USED_FOR, RefineResult, RefinedDocument and lift_single_root are imported from here too.
 __all__ = ["USED_FOR", "LongRefiner", "RefineResult", "RefinedDocument", "lift_single_root"]
 
-# Step 3's answer is a list of titles: a local model stops once it is closed, or at the end of
-# its first paragraph (SmolLM2 went on for all 256 tokens it was allowed over a paper's
-# outline, 380-420 s on 2 CPU cores).
-_LIST_END = ("]", "\n\n")
-
 
 class LongRefiner(Structuring):
     """Refine long documents to a token budget with LongRefiner's three steps.
@@ -231,9 +226,7 @@ class LongRefiner(Structuring):
     ) -> list[StructuredDocument | None]:
         plans = self._plans(documents, titles, skip_empty)
         prompts = [p for plan in plans if isinstance(plan, PendingStructure) for p in plan.prompts]
-        raws = self._ask_many(
-            prompts, step="structuring", max_new_tokens=self.options.structure_max_new_tokens
-        )
+        raws = self._ask_many(prompts, step="structuring")
         return self._finish_plans(plans, raws)
 
     async def astructure_many(
@@ -246,9 +239,7 @@ class LongRefiner(Structuring):
         """:meth:`structure_many` on the async path."""
         plans = await asyncio.to_thread(self._plans, documents, titles, skip_empty)
         prompts = [p for plan in plans if isinstance(plan, PendingStructure) for p in plan.prompts]
-        raws = await self._aask_many(
-            prompts, step="structuring", max_new_tokens=self.options.structure_max_new_tokens
-        )
+        raws = await self._aask_many(prompts, step="structuring")
         return await asyncio.to_thread(self._finish_plans, plans, raws)
 
     # -- step 3 and selection --------------------------------------------------------------
@@ -263,12 +254,7 @@ class LongRefiner(Structuring):
 
     def _select_many(self, query: str, docs: Sequence[StructuredDocument]) -> list[GlobalSelection]:
         asked, prompts = self._selection_prompts(query, docs)
-        raws = self._ask_many(
-            prompts,
-            step="global_selection",
-            max_new_tokens=self.options.selection_max_new_tokens,
-            stop=_LIST_END,
-        )
+        raws = self._ask_many(prompts, step="global_selection")
         return self._read_selections(docs, asked, raws)
 
     async def aselect_many(
@@ -276,12 +262,7 @@ class LongRefiner(Structuring):
     ) -> list[GlobalSelection]:
         """:meth:`select_many` on the async path."""
         asked, prompts = self._selection_prompts(query, docs)
-        raws = await self._aask_many(
-            prompts,
-            step="global_selection",
-            max_new_tokens=self.options.selection_max_new_tokens,
-            stop=_LIST_END,
-        )
+        raws = await self._aask_many(prompts, step="global_selection")
         return self._read_selections(docs, asked, raws)
 
     def _selection_prompts(
