@@ -276,6 +276,29 @@ def _check_model_switches(lm: str | None, switches: dict[str, str | None]) -> No
             raise ConfigError(msg)
 
 
+def _step_switch(step: str) -> Any:
+    """``--<step>``: a model step switched auto, on or off (``step`` opens its help)."""
+    return typer.Option(help=f"{step}: auto (on with --lm), on or off.")
+
+
+# The model step each ``--<name>-adapter`` option is for, as its help names it.
+_ADAPTER_STEPS = {
+    "query-analysis": "step 1",
+    "structuring": "step 2 (structuring)",
+    "selection": "step 3 (global selection)",
+}
+
+
+def _adapter_option(name: str) -> Any:
+    """``--<name>-adapter`` (or ``--adapter-<name>``): a LoRA adapter folder of ``--lm`` for
+    one model step (:data:`_ADAPTER_STEPS`)."""
+    return typer.Option(
+        f"--{name}-adapter",
+        f"--adapter-{name}",
+        help=f"Folder of a LoRA adapter of --lm for {_ADAPTER_STEPS[name]}.",
+    )
+
+
 def refine(
     docs: Annotated[
         list[str],
@@ -307,38 +330,11 @@ def refine(
             "global selection.",
         ),
     ] = None,
-    query_analysis: Annotated[
-        str,
-        typer.Option(help="Step 1, query analysis: auto (on with --lm), on or off."),
-    ] = "auto",
-    global_selection: Annotated[
-        str,
-        typer.Option(help="Step 3, global selection: auto (on with --lm), on or off."),
-    ] = "auto",
-    query_analysis_adapter: Annotated[
-        str | None,
-        typer.Option(
-            "--query-analysis-adapter",
-            "--adapter-query-analysis",
-            help="Folder of a LoRA adapter of --lm for step 1.",
-        ),
-    ] = None,
-    structuring_adapter: Annotated[
-        str | None,
-        typer.Option(
-            "--structuring-adapter",
-            "--adapter-structuring",
-            help="Folder of a LoRA adapter of --lm for step 2 (structuring).",
-        ),
-    ] = None,
-    selection_adapter: Annotated[
-        str | None,
-        typer.Option(
-            "--selection-adapter",
-            "--adapter-selection",
-            help="Folder of a LoRA adapter of --lm for step 3 (global selection).",
-        ),
-    ] = None,
+    query_analysis: Annotated[str, _step_switch("Step 1, query analysis")] = "auto",
+    global_selection: Annotated[str, _step_switch("Step 3, global selection")] = "auto",
+    query_analysis_adapter: Annotated[str | None, _adapter_option("query-analysis")] = None,
+    structuring_adapter: Annotated[str | None, _adapter_option("structuring")] = None,
+    selection_adapter: Annotated[str | None, _adapter_option("selection")] = None,
     cache_dir: Annotated[
         Path | None,
         typer.Option(
