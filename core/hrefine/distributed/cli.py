@@ -22,6 +22,7 @@ from hrefine._cli_support import say
 from hrefine._cli_verbs import Shared, option, verb
 from hrefine._encodable import encodable
 from hrefine._folders import folder_problem
+from hrefine.distributed.groups import GarlicStage, GroupStage, RaptorStage
 from hrefine.errors import ConfigError
 
 __all__ = ["distributed_app", "quiet_ray_logs", "summary_line"]
@@ -281,13 +282,8 @@ def raptor(
         "max_layers": max_layers,
         "seed": seed,
     }
-    for name, value in (("llm", llm), ("embedder", embedder), ("tokenizer", tokenizer)):
-        if value is not None:
-            settings[name] = value
-    from hrefine.raptor import RaptorOptions
-
-    RaptorOptions.build(**{k: v for k, v in settings.items() if k != "llm"})
-    return {"settings": settings, "group_column": group_column}
+    named = (("llm", llm), ("embedder", embedder), ("tokenizer", tokenizer))
+    return _group_args(RaptorStage, settings, named, group_column)
 
 
 @_stage("garlic", batch_size=False)
@@ -311,10 +307,21 @@ def garlic(
     """Build a GARLIC graph per group of documents (column text), saved in the Parquet rows."""
     settings: dict[str, Any] = {"chunk_tokens": chunk_tokens, "max_levels": max_levels}
     named = (("lm", lm), ("embedder", embedder), ("tokenizer", tokenizer), ("edges", edges))
-    settings.update({name: value for name, value in named if value is not None})
-    from hrefine.garlic import GarlicOptions
+    return _group_args(GarlicStage, settings, named, group_column)
 
-    GarlicOptions.build(**{k: v for k, v in settings.items() if k != "lm"})
+
+def _group_args(
+    stage: type[GroupStage],
+    settings: dict[str, Any],
+    named: tuple[tuple[str, Any], ...],
+    group_column: str | None,
+) -> dict[str, Any]:
+    """A group stage's arguments: ``settings`` with the ``named`` values that are given (None:
+    the default), checked by the method's options before Ray starts (the LM loads in the
+    actors)."""
+    settings.update({name: value for name, value in named if value is not None})
+    options_type, _ = stage.types()
+    options_type.build(**{k: v for k, v in settings.items() if k != stage.lm_setting})
     return {"settings": settings, "group_column": group_column}
 
 
