@@ -15,11 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from hrefine._adapter_jobs import job_settings, merged_by_index
 from hrefine._query import check_query as _check_query
 from hrefine._top_n import TopNRetry
 from hrefine.errors import EmptyInputError, HtmlParseError, InputTypeError
 from hrefine.html.outcome_metadata import kept_with_metadata, outcome_metadata
-from hrefine.results import ResultOptions, log_dropped, unit_scores
+from hrefine.results import log_dropped, unit_scores
 
 if TYPE_CHECKING:
     from hrefine.html.prune import HtmlPruner
@@ -238,16 +239,7 @@ class PruneJob(TopNRetry[DocumentOutcome]):
     ) -> PruneJob:
         """The job an adapter's fields describe: its ``max_tokens`` and ``prune_together``
         fields and its :class:`~hrefine.results.ResultOptions` fields (checked)."""
-        results = ResultOptions.of(owner)
-        return cls(
-            pruner,
-            pages,
-            query,
-            int(owner.max_tokens),
-            together=bool(owner.prune_together),
-            top_n=results.top_n,
-            strict=results.strict,
-        )
+        return cls(pruner, pages, query, together=bool(owner.prune_together), **job_settings(owner))
 
     # -- sync ------------------------------------------------------------------------------
     def run(self) -> list[DocumentOutcome]:
@@ -359,14 +351,8 @@ class PruneJob(TopNRetry[DocumentOutcome]):
 
         return max(MIN_BUDGET, self.max_tokens // max(1, len(chosen)))
 
-    def _merge(
-        self,
-        first: Sequence[DocumentOutcome],
-        again: Sequence[DocumentOutcome],
-        chosen: Sequence[int],
-    ) -> list[DocumentOutcome]:
-        redone = {o.index: o for o in again}
-        return [redone.get(o.index, o) for o in first]
+    # A page pruned again replaces its first outcome.
+    _merge = staticmethod(merged_by_index)
 
     def _finish(
         self, outcomes: Sequence[DocumentOutcome], chosen: Sequence[int] | None

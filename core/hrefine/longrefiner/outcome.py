@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from hrefine._adapter_jobs import job_settings, merged_by_index
 from hrefine._query import check_query as _check_query
 from hrefine._top_n import TopNRetry
 from hrefine.errors import BudgetTooSmallError, EmptyInputError
@@ -23,7 +24,6 @@ from hrefine.longrefiner.options import LongRefinerOptions
 from hrefine.longrefiner.outcome_metadata import METADATA_KEYS, kept_with_metadata, outcome_metadata
 from hrefine.longrefiner.pipeline import USED_FOR, LongRefiner
 from hrefine.options import Rebuilt
-from hrefine.results import ResultOptions
 
 if TYPE_CHECKING:
     from hrefine.longrefiner.analyze import QueryAnalysis
@@ -264,16 +264,8 @@ class RefineJob(TopNRetry[DocumentOutcome]):
     ) -> RefineJob:
         """The job an adapter's fields describe: its ``max_tokens`` field and its
         :class:`~hrefine.results.ResultOptions` fields (checked)."""
-        results = ResultOptions.of(owner)
-        return cls(
-            refiner,
-            texts,
-            check_query(query),
-            int(owner.max_tokens),
-            titles=titles,
-            top_n=results.top_n,
-            strict=results.strict,
-        )
+        settings = job_settings(owner)
+        return cls(refiner, texts, check_query(query), titles=titles, **settings)
 
     def _titles_of(self, indices: Sequence[int]) -> list[str] | None:
         return None if self.titles is None else [self.titles[i] for i in indices]
@@ -386,21 +378,13 @@ class RefineJob(TopNRetry[DocumentOutcome]):
     ) -> list[DocumentOutcome]:
         """``first`` with the chosen documents' outcomes from ``again``; a chosen document
         missing from ``again`` (its share of the budget fitted no word) keeps nothing."""
-        redone = {o.index: o for o in again}
-        picked = set(chosen)
-        out: list[DocumentOutcome] = []
-        for o in first:
-            if o.index in redone:
-                out.append(redone[o.index])
-            elif o.index in picked:
-                out.append(
-                    dataclasses.replace(
-                        o, text="", score=None, tokens=0, units_kept=0, sections_kept=()
-                    )
-                )
-            else:
-                out.append(o)
-        return out
+        missing = set(chosen) - {o.index for o in again}
+        emptied = [
+            dataclasses.replace(o, text="", score=None, tokens=0, units_kept=0, sections_kept=())
+            for o in first
+            if o.index in missing
+        ]
+        return merged_by_index(first, [*again, *emptied], chosen)
 
     @staticmethod
     def _finish(
