@@ -216,6 +216,13 @@ def cluster_fn(
     )
 
 
+def embed_nodes(tree: Tree, ids: Sequence[int]) -> Generator[Work, Any, np.ndarray]:
+    """Embed the nodes ``ids`` (one request) and set their vectors in ``tree``; returns them."""
+    vectors: np.ndarray = yield EmbedWork([tree[i].text for i in ids])
+    tree.set_embeddings(list(ids), vectors)
+    return vectors
+
+
 def grow(
     tree: Tree,
     layer: Sequence[int],
@@ -336,6 +343,5 @@ def build_steps(
     counter: TokenCounter,
 ) -> Grower:
     """Embed the new ``leaves`` of a tree without layers, then grow its layers over them."""
-    vectors: np.ndarray = yield EmbedWork([tree[i].text for i in leaves])
-    tree.set_embeddings(list(leaves), vectors)
+    yield from embed_nodes(tree, leaves)
     return (yield from grow(tree, tree.leaves, options, summariser, counter))

@@ -25,6 +25,7 @@ from hrefine.raptor.build import (
     SummariseWork,
     add_summary,
     build_steps,
+    embed_nodes,
     node_sources,
 )
 from hrefine.raptor.options import RaptorOptions
@@ -45,8 +46,7 @@ def insert_steps(
     first = [n.id for n in tree if n.kind == NodeKind.SUMMARY and n.level == 1]
     if not first:  # no layers yet: grow them over all leaves, as a build does
         return (yield from build_steps(tree, leaves, options, summariser, counter))
-    vectors: np.ndarray = yield EmbedWork([tree[i].text for i in leaves])
-    tree.set_embeddings(list(leaves), vectors)
+    vectors = yield from embed_nodes(tree, leaves)
     stats: dict[str, Any] = {"resummarised": 0, "new_nodes": 0}
     # Per layer: existing nodes whose children change -> their new children; and new groups
     # (new nodes to make) with the parents they go under.
