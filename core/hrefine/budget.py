@@ -21,7 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from hrefine import _selection
+import hrefine._selection as _selection
 from hrefine._encodable import encodable, encodable_all
 from hrefine._optional import available
 from hrefine._pieces import PieceCounts
