@@ -218,7 +218,10 @@ def garlic_graph_from_row(row: Mapping[str, Any], *, embedder: Any = None) -> An
     embedder:
         The embedder of the loaded graph (None: the one its options name).
 
-    Raises the errors of :func:`raptor_tree_from_row` (for the GARLIC stage and graph).
+    Raises
+    ------
+    ConfigError, PersistenceError
+        As :func:`raptor_tree_from_row` does, for the GARLIC stage and graph.
     """
     return _graph_of(row, GarlicStage, embedder=embedder)
 
