@@ -216,13 +216,6 @@ def cluster_fn(
     )
 
 
-def embed_nodes(tree: Tree, ids: Sequence[int]) -> Generator[Work, Any, np.ndarray]:
-    """Embed the nodes ``ids`` (one request) and set their vectors in ``tree``; returns them."""
-    vectors: np.ndarray = yield EmbedWork([tree[i].text for i in ids])
-    tree.set_embeddings(list(ids), vectors)
-    return vectors
-
-
 def grow(
     tree: Tree,
     layer: Sequence[int],
@@ -333,15 +326,3 @@ async def arun(grower: Grower, summariser: Summariser, embedder: Any) -> dict[st
     while work is not None:
         work, stats = step(grower, await work.ado(summariser, embedder, loop))
     return stats
-
-
-def build_steps(
-    tree: Tree,
-    leaves: Sequence[int],
-    options: RaptorOptions,
-    summariser: Summariser,
-    counter: TokenCounter,
-) -> Grower:
-    """Embed the new ``leaves`` of a tree without layers, then grow its layers over them."""
-    yield from embed_nodes(tree, leaves)
-    return (yield from grow(tree, tree.leaves, options, summariser, counter))

@@ -24,8 +24,7 @@ from hrefine.raptor.build import (
     Grower,
     SummariseWork,
     add_summary,
-    build_steps,
-    embed_nodes,
+    grow,
     node_sources,
 )
 from hrefine.raptor.options import RaptorOptions
@@ -42,11 +41,16 @@ def insert_steps(
     summariser: Summariser,
     counter: TokenCounter,
 ) -> Grower:
-    """Embed the new ``leaves`` (already in ``tree``, unlinked), place and re-summarise."""
+    """Embed the new ``leaves`` (already in ``tree``, unlinked), place and re-summarise.
+
+    A tree with no layers yet grows them over all its leaves: a build is this insert into a
+    tree of leaves only.
+    """
     first = [n.id for n in tree if n.kind == NodeKind.SUMMARY and n.level == 1]
-    if not first:  # no layers yet: grow them over all leaves, as a build does
-        return (yield from build_steps(tree, leaves, options, summariser, counter))
-    vectors = yield from embed_nodes(tree, leaves)
+    vectors: np.ndarray = yield EmbedWork([tree[i].text for i in leaves])
+    tree.set_embeddings(list(leaves), vectors)
+    if not first:
+        return (yield from grow(tree, tree.leaves, options, summariser, counter))
     stats: dict[str, Any] = {"resummarised": 0, "new_nodes": 0}
     # Per layer: existing nodes whose children change -> their new children; and new groups
     # (new nodes to make) with the parents they go under.

@@ -165,7 +165,8 @@ class RaptorTree:
         """
         started = time.perf_counter()
         self, leaves = cls._start(docs, options, llm, embedder, tokenizer, settings)
-        grower = _build.build_steps(self.tree, leaves, self.options, self.summariser, self.counter)
+        # A build is an insert into a tree of leaves only (insert_steps grows every layer).
+        grower = insert_steps(self.tree, leaves, self.options, self.summariser, self.counter)
         stats = _build.run(reported_grower(grower, progress), self.summariser, self.embedder)
         self._finish(stats, started)
         return self
@@ -190,7 +191,7 @@ class RaptorTree:
             None, cls._start, docs, options, llm, embedder, tokenizer, settings
         )
         summariser = await loop.run_in_executor(None, lambda: self.summariser)
-        grower = _build.build_steps(self.tree, leaves, self.options, summariser, self.counter)
+        grower = insert_steps(self.tree, leaves, self.options, summariser, self.counter)
         embedder_ = await loop.run_in_executor(None, lambda: self.embedder)
         stats = await _build.arun(reported_grower(grower, progress), summariser, embedder_)
         self._finish(stats, started)
