@@ -18,6 +18,7 @@ __all__ = [
     "BudgetTokenizer",
     "KeptReport",
     "emit",
+    "finish",
     "output_option",
     "write_report_page",
     "written_to",
@@ -73,3 +74,11 @@ def write_report_page(report: Path, page: Callable[[], str] | str) -> None:
     """Write the report ``page`` (drawn now, when a function) to ``report`` and say so."""
     write_output(report, page if isinstance(page, str) else page(), "report")
     say(encodable(f"report written to {report}"))
+
+
+def finish(line: str, output: Path | None, report: Path | None, page: Callable[[], str]) -> None:
+    """Close a refining verb: say ``line`` (and where the output went), then write the report
+    ``page`` (drawn only then) when ``--report`` was given."""
+    say(line + written_to(output))
+    if report is not None:
+        write_report_page(report, page)

@@ -26,9 +26,8 @@ from hrefine._cli_outputs import (
     BudgetTokenizer,
     KeptReport,
     emit,
+    finish,
     output_option,
-    write_report_page,
-    written_to,
 )
 from hrefine._cli_support import (
     DEBUG_ENV,
@@ -37,7 +36,6 @@ from hrefine._cli_support import (
     check_folder,
     quiet_model_loading,
     read_input,
-    say,
 )
 from hrefine.distributed.cli import distributed_app
 from hrefine.eval.cli import eval_command
@@ -276,14 +274,15 @@ def html_prune(
     else:
         text = result.html + "\n"
     emit(text, output, "pruned HTML")
-    say(
+    # A file name may hold undecodable bytes (as lone surrogates); the writer replaces them.
+    title = "stdin" if source == "-" else Path(source).name
+    finish(
         f"{result.tokens} / {result.budget} tokens ({result.tokenizer}); "
-        f"cleaned input had {result.original_tokens}" + written_to(output)
+        f"cleaned input had {result.original_tokens}",
+        output,
+        report,
+        lambda: result.to_html(title=title),
     )
-    if report is not None:
-        # A file name may hold undecodable bytes (as lone surrogates); the writer replaces them.
-        title = "stdin" if source == "-" else Path(source).name
-        write_report_page(report, result.to_html(title=title))
 
 
 app.command("eval")(eval_command)

@@ -24,9 +24,8 @@ from hrefine._cli_outputs import (
     BudgetTokenizer,
     KeptReport,
     emit,
+    finish,
     output_option,
-    write_report_page,
-    written_to,
 )
 from hrefine._cli_support import check_folder, loading_line, read_files, say
 from hrefine._encodable import encodable
@@ -429,13 +428,18 @@ def refine(
         emit(result.text + "\n", output, "refined text")
     kept_docs = sum(1 for d in result.documents if d.text)
     units = sum(len(d.kept) for d in result.documents)
-    say(
-        f"{result.tokens} / {result.budget} tokens ({result.tokenizer}); kept {units} units "
-        f"from {kept_docs} of {len(result.documents)} documents in "
-        f"{result.timings.get('total', 0.0):.1f} s" + written_to(output)
-    )
-    if report is not None:
+    title = labels[0] if len(labels) == 1 else f"{len(labels)} documents"
+
+    def page() -> str:
         from hrefine.longrefiner.report import render_report
 
-        title = labels[0] if len(labels) == 1 else f"{len(labels)} documents"
-        write_report_page(report, render_report(result, title=title, sources=labels))
+        return render_report(result, title=title, sources=labels)
+
+    finish(
+        f"{result.tokens} / {result.budget} tokens ({result.tokenizer}); kept {units} units "
+        f"from {kept_docs} of {len(result.documents)} documents in "
+        f"{result.timings.get('total', 0.0):.1f} s",
+        output,
+        report,
+        page,
+    )
