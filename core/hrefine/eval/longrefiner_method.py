@@ -169,30 +169,32 @@ class _ReusingRefiner(LongRefiner):
     def analyze(self, query: str) -> QueryAnalysis:
         return self._reuse("analysis", self._analyses, query, partial(super().analyze, query))
 
-    def structure(self, document: str, *, title: str = "") -> StructuredDocument:
+    def _structure_one(self, document: str, title: str) -> StructuredDocument:
+        """:meth:`structure` of one document, reused (``structure`` and ``structure_many``
+        both come here through :meth:`_structure_many`)."""
+        compute = partial(self._structure_alone, document, title)
         if not isinstance(document, str):  # bytes or a wrong type: the refiner decodes or says
-            return super().structure(document, title=title)
-        key = (_digest(document), title)
-        compute = partial(super().structure, document, title=title)
-        return self._reuse("structure", self._structures, key, compute)
+            return compute()
+        return self._reuse("structure", self._structures, (_digest(document), title), compute)
+
+    def _structure_alone(self, document: str, title: str) -> StructuredDocument:
+        (doc,) = super()._structure_many([document], [title], skip_empty=False)
+        assert doc is not None  # skip_empty=False raises instead
+        return doc
 
     def select_sections(self, query: str, doc: StructuredDocument) -> GlobalSelection:
         key = (query, _digest(doc.text), doc.source, len(doc.tree))
         compute = partial(super().select_sections, query, doc)
         return self._reuse("selection", self._selections, key, compute)
 
-    def structure_many(
-        self,
-        documents: Sequence[str],
-        *,
-        titles: Sequence[str] | None = None,
-        skip_empty: bool = True,
+    def _structure_many(
+        self, documents: Sequence[str], titles: Sequence[str] | None, *, skip_empty: bool
     ) -> list[StructuredDocument | None]:
-        """Each document through :meth:`structure` (so that it is reused)."""
+        """Each document on its own (so that it is reused)."""
         out: list[StructuredDocument | None] = []
         for i, document in enumerate(documents):
             try:
-                out.append(self.structure(document, title=titles[i] if titles else ""))
+                out.append(self._structure_one(document, titles[i] if titles else ""))
             except EmptyInputError:
                 if not skip_empty:
                     raise
