@@ -8,8 +8,8 @@ core setting can be set from LangChain and LlamaIndex alike.
 
 A field is declared with :func:`setting`, which keeps its one-line description for the
 adapters' field descriptions and the API docs. Checks live in the subclass's
-``__post_init__``, written with :func:`check_int`, :func:`check_number` and
-:func:`check_bool`, so a bad value fails when the options are made, with a message that names
+``__post_init__``, written with :func:`check_int`, :func:`check_number`, :func:`check_bool`
+and :func:`check_str`, so a bad value fails when the options are made, with a message that names
 the setting and what it takes.
 """
 
@@ -31,6 +31,7 @@ __all__ = [
     "check_bool",
     "check_int",
     "check_number",
+    "check_str",
     "setting",
 ]
 
@@ -252,6 +253,13 @@ def check_bool(name: str, value: Any) -> None:
     """Check that setting ``name`` is a bool."""
     if not isinstance(value, bool):
         msg = f"{name} must be True or False, got {type(value).__name__} {value!r}"
+        raise InputTypeError(msg)
+
+
+def check_str(name: str, value: Any, *, none: bool = False) -> None:
+    """Check that setting ``name`` is a string (or None, where ``none``)."""
+    if not (isinstance(value, str) or (value is None and none)):
+        msg = f"{name} must be a string, got {type(value).__name__}"
         raise InputTypeError(msg)
 
 

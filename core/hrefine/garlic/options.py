@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from hrefine.errors import ConfigError, InputTypeError
-from hrefine.options import Options, check_int, check_number, setting
+from hrefine.options import Options, check_int, check_number, check_str, setting
 
 __all__ = ["EDGE_MODES", "SEARCH_PROMPT", "SUMMARY_PROMPT", "GarlicOptions", "one_llm"]
 
@@ -119,9 +119,7 @@ class GarlicOptions(Options):
         check_int("max_levels", self.max_levels, minimum=1)
         for name, needs in (("summary_prompt", "{points}"), ("search_prompt", None)):
             value = getattr(self, name)
-            if not isinstance(value, str):
-                msg = f"{name} must be a string, got {type(value).__name__}"
-                raise InputTypeError(msg)
+            check_str(name, value)
             if needs and needs not in value:
                 msg = f"{name} must contain {needs!r}, where the input nodes go"
                 raise ConfigError(msg)

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import hrefine.longrefiner.prompts as prompts
 from hrefine.errors import ConfigError, InputTypeError
-from hrefine.options import Options, check_int, check_number, setting
+from hrefine.options import Options, check_int, check_number, check_str, setting
 
 __all__ = ["STEP_SWITCHES", "STRUCTURE_SOURCES", "LongRefinerOptions"]
 
@@ -161,9 +161,7 @@ class LongRefinerOptions(Options):
             kind = type(self.cache_dir).__name__
             msg = f"cache_dir must be a folder path (str) or None, got {kind}"
             raise InputTypeError(msg)
-        if not isinstance(self.separator, str):
-            msg = f"separator must be a string, got {type(self.separator).__name__}"
-            raise InputTypeError(msg)
+        check_str("separator", self.separator)
         check_int("llm_concurrency", self.llm_concurrency, minimum=1)
         check_int("llm_retries", self.llm_retries, minimum=0)
         check_number("llm_timeout", self.llm_timeout, minimum=0.001, none=True)

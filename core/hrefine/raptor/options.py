@@ -11,8 +11,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar
 
-from hrefine.errors import ConfigError, InputTypeError
-from hrefine.options import Options, check_int, check_number, setting
+from hrefine.errors import ConfigError
+from hrefine.options import Options, check_int, check_number, check_str, setting
 
 __all__ = ["DEFAULT_PROMPT", "DEFAULT_SYSTEM_PROMPT", "MODES", "RaptorOptions"]
 
@@ -106,11 +106,8 @@ class RaptorOptions(Options):
         check_int("cluster_max_tokens", self.cluster_max_tokens, minimum=self.chunk_tokens)
         check_int("cluster_group_size", self.cluster_group_size, minimum=2, none=True)
         check_int("seed", self.seed, minimum=0)
-        for name in ("prompt", "system_prompt"):
-            value = getattr(self, name)
-            if not (isinstance(value, str) or (value is None and name == "system_prompt")):
-                msg = f"{name} must be a string, got {type(value).__name__}"
-                raise InputTypeError(msg)
+        check_str("prompt", self.prompt)
+        check_str("system_prompt", self.system_prompt, none=True)
         if "{context}" not in self.prompt:
             msg = "prompt must contain '{context}', where the texts to summarise go"
             raise ConfigError(msg)
