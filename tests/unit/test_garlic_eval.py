@@ -69,6 +69,35 @@ def test_one_graph_per_document_across_questions_and_budgets(
         assert rec.tokens_out <= rec.budget
 
 
+def test_graphs_are_cached_on_disk_and_a_rerun_builds_nothing(
+    hotpot_items: list[Any], embedder: Any, tmp_path: Path
+) -> None:
+    counter = get_counter(None)
+    item = hotpot_items[0]
+    named = {"tokenizer": counter, "embedder": "all-MiniLM-L6-v2", "cache_dir": tmp_path}
+    first = GarlicCompressor(llm="extractive", **named)
+    first._embedder = embedder  # the session's loaded model, under its name
+    out = first.compress(item.document, item.question, 512)
+    assert (first.builds, first.loads) == (1, 0)
+    saved = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert len(saved) == 1 and (tmp_path / f"{saved[0].name}.stats.json").is_file()
+
+    again = GarlicCompressor(llm="extractive", **named)
+    again._embedder = embedder
+    assert again.compress(item.document, item.question, 512) == out
+    assert (again.builds, again.loads) == (0, 1)
+    assert again.graph_stats[next(iter(first.graph_stats))]["calls"] == first.llm_calls
+    # A search-only setting shares the graph; a build setting makes another one.
+    assert GarlicCompressor(llm="extractive", patience=2, **named).cache_key(
+        item.document
+    ) == again.cache_key(item.document)
+    assert GarlicCompressor(llm="extractive", chunk_tokens=64, **named).cache_key(
+        item.document
+    ) != again.cache_key(item.document)
+    # An LLM object without a name is never cached on disk.
+    assert GarlicCompressor(llm=ExtractiveGarlicLM(), **named).cache_key(item.document) is None
+
+
 def test_output_is_the_visited_leaves_in_document_order(
     hotpot_items: list[Any], embedder: Any
 ) -> None:

@@ -18,9 +18,11 @@ Registered in :mod:`hrefine.eval.methods` as ``"garlic"`` (option
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from hrefine._prompt_slot import slot_text
@@ -40,6 +42,19 @@ __all__ = [
     "GarlicCompressor",
 ]
 
+#: Settings that change only the search, not the graph (left out of the disk cache key).
+_SEARCH_ONLY = frozenset(
+    {
+        "search_prompt",
+        "patience",
+        "max_steps",
+        "max_tokens",
+        "fill",
+        "k",
+        "embedding_weight",
+        "llm_timeout",
+    }
+)
 #: Leaf size of the evaluated GARLIC: the chunk baselines' 128 tokens (see GarlicCompressor).
 EVAL_CHUNK_TOKENS = 128
 # Markers of the search prompt (see hrefine.garlic.search.search_prompt).
@@ -218,6 +233,9 @@ class GarlicCompressor(StoreCompressor):
         Report name (default ``"garlic"``).
     keep_records:
         Keep a :class:`GarlicCall` per call in :attr:`records`.
+    cache_dir, llm_name:
+        The disk cache of built graphs (see :class:`~hrefine.eval.store_method.StoreCompressor`):
+        a rerun with a slow LLM loads each graph instead of building it again.
     **settings:
         :class:`~hrefine.garlic.GarlicOptions` fields (``chunk_tokens``, ``patience``,
         ``summary_tokens``...). ``max_tokens`` is each call's budget and cannot be set here.
@@ -232,6 +250,8 @@ class GarlicCompressor(StoreCompressor):
     ----------
     builds:
         Graphs built so far (one per distinct document while it stays cached).
+    loads:
+        Graphs loaded from ``cache_dir``.
     build_seconds:
         Seconds spent building graphs.
     llm_calls:
@@ -243,6 +263,9 @@ class GarlicCompressor(StoreCompressor):
         digest, kept after the graph itself leaves the cache.
     """
 
+    cache_kind = "garlic"
+    calls_stat = "calls"
+
     def __init__(
         self,
         *,
@@ -251,6 +274,8 @@ class GarlicCompressor(StoreCompressor):
         embedder: Any = None,
         name: str = "garlic",
         keep_records: bool = True,
+        cache_dir: str | os.PathLike[str] | None = None,
+        llm_name: str | None = None,
         **settings: Any,
     ) -> None:
         if "max_tokens" in settings:
@@ -259,7 +284,9 @@ class GarlicCompressor(StoreCompressor):
         self.counter: TokenCounter = get_counter(tokenizer)
         settings.setdefault("chunk_tokens", EVAL_CHUNK_TOKENS)
         self.options = GarlicOptions.build(tokenizer=self.counter, **settings)
-        super().__init__(llm=llm, embedder=embedder, name=name)
+        super().__init__(
+            llm=llm, embedder=embedder, name=name, cache_dir=cache_dir, llm_name=llm_name
+        )
         self.keep_records = keep_records
         self.records: list[GarlicCall] = []
         self.graph_stats: dict[str, dict[str, Any]] = {}
@@ -284,23 +311,28 @@ class GarlicCompressor(StoreCompressor):
         graph, _ = self._graph(document)
         return graph
 
+    def build_settings(self) -> dict[str, Any]:
+        """The graph settings (search-only ones left out of the cache key)."""
+        return {k: v for k, v in self.options.plain().items() if k not in _SEARCH_ONLY}
+
     def _graph(self, document: str) -> tuple[Any, float]:
         from hrefine.garlic import GarlicGraph
 
-        memo = document_digest(document)
-        graph = self._stores.get(memo)
-        if graph is not None:
-            return graph, 0.0
-        started = time.perf_counter()
-        graph = GarlicGraph.build(
-            as_plain_text(document), lm=self.llm, embedder=self.embedder, options=self.options
-        )
-        spent = time.perf_counter() - started
-        self.builds += 1
-        self.build_seconds += spent
-        self.llm_calls += int(graph.stats.get("calls", 0))
-        self.graph_stats[memo.hex()] = {k: v for k, v in graph.stats.items() if k != "llm"}
-        self._stores.put(memo, graph)
+        def build() -> Any:
+            return GarlicGraph.build(
+                as_plain_text(document), lm=self.llm, embedder=self.embedder, options=self.options
+            )
+
+        def load(folder: Path) -> Any:
+            search = {name: getattr(self.options, name) for name in _SEARCH_ONLY}
+            search.pop("tokenizer", None)
+            return GarlicGraph.load(
+                folder, embedder=self.embedder, **search, lm=self.llm, tokenizer=self.counter
+            )
+
+        graph, spent = self.stored(document, build, load)
+        digest = document_digest(document).hex()
+        self.graph_stats[digest] = {k: v for k, v in graph.stats.items() if k != "llm"}
         return graph, spent
 
     def compress(self, document: str, query: str, max_tokens: int) -> str:

@@ -14,19 +14,14 @@ Registered in :mod:`hrefine.eval.methods` as ``"raptor"`` (collapsed tree) and
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
-import shutil
-import time
 from pathlib import Path
 from typing import Any
 
 from hrefine.budget import TokenCounter, get_counter
-from hrefine.errors import PersistenceError
 from hrefine.eval.baselines import as_plain_text
-from hrefine.eval.store_method import LLM_CHOICES, StoreCompressor, document_digest
+from hrefine.eval.store_method import LLM_CHOICES, StoreCompressor
 from hrefine.eval.text import SEPARATOR, truncate_to_tokens
 from hrefine.raptor.extractive import ExtractiveSummariser
 from hrefine.raptor.options import RaptorOptions, check_mode
@@ -50,8 +45,6 @@ _RETRIEVAL_ONLY = frozenset(
 )
 #: Retrieval settings a tree loaded from the cache takes from this compressor.
 _LOADED_RETRIEVAL = ("k", "max_tokens", "lexical_weight", "summary_rank")
-#: Bump when what a cached tree depends on changes in a way its key does not show.
-_CACHE_FORMAT = 2  # 2: short pieces joined to the leaves beside them
 
 
 class RaptorCompressor(StoreCompressor):
@@ -99,6 +92,8 @@ class RaptorCompressor(StoreCompressor):
         Summaries asked of the LLM.
     """
 
+    cache_format = 2  # 2: short pieces joined to the leaves beside them
+
     def __init__(
         self,
         mode: str = "collapsed",
@@ -117,10 +112,13 @@ class RaptorCompressor(StoreCompressor):
         self.options = RaptorOptions.build(**settings)
         self.counter: TokenCounter = get_counter(tokenizer)
         default_name = "raptor" if self.mode == "collapsed" else "raptor-traversal"
-        super().__init__(llm=llm, embedder=embedder, name=name or default_name)
-        self.llm_name = llm_name
-        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
-        self.loads = 0
+        super().__init__(
+            llm=llm,
+            embedder=embedder,
+            name=name or default_name,
+            cache_dir=cache_dir,
+            llm_name=llm_name,
+        )
 
     # -- models ---------------------------------------------------------------------------------
     def extractive_llm(self) -> ExtractiveSummariser:
@@ -131,48 +129,9 @@ class RaptorCompressor(StoreCompressor):
             max_tokens=self.options.summary_tokens,
         )
 
-    def _model_names(self) -> tuple[str, str] | None:
-        """Names of the summariser and embedder for the cache key; None when one is an object."""
-        llm = self._llm_spec
-        if llm == "default":
-            from hrefine.models.smollm2 import SMOLLM2_NAME
-
-            llm_name = SMOLLM2_NAME
-        elif isinstance(llm, (str, os.PathLike)):
-            path = Path(llm)
-            llm_name = str(path.resolve()) if path.exists() else str(llm)
-        elif self.llm_name is not None:
-            llm_name = f"named:{self.llm_name}"
-        else:
-            return None
-        emb = self._embedder_spec
-        if emb is None:
-            emb_name = "all-MiniLM-L6-v2"
-        elif isinstance(emb, str):
-            emb_name = emb
-        elif type(emb).__name__ == "SentenceTransformerEmbedder":  # named by its model
-            emb_name = str(emb.name)
-        else:
-            return None
-        return llm_name, emb_name
-
-    def cache_key(self, document: str) -> str | None:
-        """The disk cache key of ``document``'s tree (None when it cannot be cached)."""
-        names = self._model_names()
-        if names is None:
-            return None
-        plain = self.options.plain()
-        build = {k: v for k, v in sorted(plain.items()) if k not in _RETRIEVAL_ONLY}
-        described = {
-            "format": _CACHE_FORMAT,
-            "document": hashlib.sha256(document.encode("utf-8", "replace")).hexdigest(),
-            "settings": build,
-            "llm": names[0],
-            "embedder": names[1],
-            "tokenizer": self.counter.name,
-        }
-        blob = json.dumps(described, sort_keys=True).encode("utf-8")
-        return hashlib.sha256(blob).hexdigest()[:32]
+    def build_settings(self) -> dict[str, Any]:
+        """The tree settings (retrieval-only ones left out of the cache key)."""
+        return {k: v for k, v in self.options.plain().items() if k not in _RETRIEVAL_ONLY}
 
     # -- trees ----------------------------------------------------------------------------------
     def tree_for(self, document: str) -> Any:
@@ -188,36 +147,21 @@ class RaptorCompressor(StoreCompressor):
         """
         from hrefine.raptor import RaptorTree
 
-        memo = document_digest(document)
-        tree = self._stores.get(memo)
-        if tree is not None:
-            return tree
-        key = self.cache_key(document) if self.cache_dir is not None else None
-        folder = self.cache_dir / key if self.cache_dir is not None and key else None
-        if folder is not None and folder.is_dir():
-            try:
-                tree = RaptorTree.load(
-                    folder, llm=self.llm, embedder=self.embedder, **self._retrieval()
-                )
-                tree.stats = {**_saved_stats(folder), **tree.stats}
-                self.loads += 1
-            except PersistenceError as exc:
-                logger.warning("rebuilding the cached RAPTOR tree in %s: %s", folder, exc)
-        if tree is None:
-            started = time.perf_counter()
-            tree = RaptorTree.build(
+        def build() -> Any:
+            return RaptorTree.build(
                 [as_plain_text(document)],
                 self.options,
                 llm=self.llm,
                 embedder=self.embedder,
                 tokenizer=self.counter,
             )
-            self.build_seconds += time.perf_counter() - started
-            self.builds += 1
-            self.llm_calls += int(tree.stats.get("llm_calls", 0))
-            if folder is not None:
-                _save(tree, folder)
-        self._stores.put(memo, tree)
+
+        def load(folder: Path) -> Any:
+            return RaptorTree.load(
+                folder, llm=self.llm, embedder=self.embedder, **self._retrieval()
+            )
+
+        tree, _ = self.stored(document, build, load)
         return tree
 
     def _retrieval(self) -> dict[str, Any]:
@@ -244,35 +188,3 @@ class RaptorCompressor(StoreCompressor):
                 break
             room -= over
         return truncate_to_tokens(joined, self.counter, max_tokens)
-
-
-def _stats_file(folder: Path) -> Path:
-    return folder.with_name(f"{folder.name}.stats.json")
-
-
-def _saved_stats(folder: Path) -> dict[str, Any]:
-    """The build statistics saved beside a cached tree (a saved tree does not keep them)."""
-    try:
-        data = json.loads(_stats_file(folder).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _save(tree: Any, folder: Path) -> None:
-    """Save ``tree`` into ``folder`` whole or not at all (written aside, then renamed), and its
-    build statistics beside it."""
-    aside = folder.with_name(f"{folder.name}.{os.getpid()}.tmp")
-    try:
-        tree.save(aside)
-        if folder.exists():  # a tree that failed to load: replaced
-            shutil.rmtree(folder)
-        aside.replace(folder)
-        stats = json.dumps(tree.stats, default=str)
-        _stats_file(folder).write_text(stats + "\n", encoding="utf-8")
-    except (
-        OSError,
-        PersistenceError,
-    ) as exc:  # a full disk or a race with another run: the cache is optional
-        logger.warning("could not cache the RAPTOR tree in %s: %s", folder, exc)
-        shutil.rmtree(aside, ignore_errors=True)
