@@ -17,6 +17,10 @@ seeded). Per-question hits are cached in ``benchmarks/.cache/never_behind`` unde
 holds the method, its settings and a digest of hrefine's source, so a code change measures
 again and a second table costs nothing.
 
+HotpotQA (``--datasets hotpotqa``, GARLIC's dataset) is scored by whether both supporting
+paragraphs are kept whole (the GARLIC target), not by answer containment; ``--limit N`` keeps
+the first ``N`` questions of each half in subset order (a slow LM variant on 2 cores).
+
 Writes ``results/never_behind.{json,md}``::
 
     python -m benchmarks.never_behind
@@ -62,30 +66,54 @@ HALVES = ("tune", "check")
 RESAMPLES = 2000
 CACHE = Path(__file__).resolve().parent / ".cache" / "never_behind"
 METRIC = "containment"
-#: Built RAPTOR trees, shared by every RAPTOR variant that changes retrieval only.
+#: Datasets scored otherwise: HotpotQA by both supporting paragraphs kept (1 or 0 a question).
+METRICS = {"hotpotqa": "support_both"}
+METRIC_NAMES = {
+    "containment": "answer containment",
+    "support_both": "both supporting paragraphs kept",
+}
+#: Built RAPTOR trees and GARLIC graphs, shared by every variant that changes retrieval only.
 TREES = CACHE / "raptor-trees"
+GRAPHS = CACHE / "garlic-graphs"
 
 
 #: A method's output version, bumped when its output changes: its hits are measured again even
 #: while ``NEVER_BEHIND_CODE`` pins the code key for the others (RAPTOR 2: no sentence
 #: returned twice, a summary only what the chosen leaves do not hold; GARLIC 2:
-#: ``embedding_weight`` 10 by default).
-OUTPUT_VERSION: dict[str, int] = {"raptor": 2, "garlic": 2}
+#: ``embedding_weight`` 10 by default; GARLIC 3: chunks in document order, then summary points).
+OUTPUT_VERSION: dict[str, int] = {"raptor": 2, "garlic": 3}
 
 #: ``--only-half``: run on this half's documents only (a slow variant such as SmolLM2's).
 ONLY_HALF: str | None = None
+#: ``--limit``: the first this many questions of each half, in subset order (None: all).
+LIMIT: int | None = None
 
 
 def items(ds: str) -> list[Any]:
     """Every question of ``ds`` (WTQ: the strict ones), in subset order; only ``ONLY_HALF``'s
-    when set."""
+    when set, and only the first ``LIMIT`` of each half when set."""
     from hrefine.eval.loaders import half_of, load_dataset, subset
 
     if ds == "wtq":  # the strict questions, as every HtmlRAG benchmark scores them
         got = subset(load_dataset("wtq", strict_only=True), None)
     else:
         got = subset(load_dataset(ds), None)
-    return [it for it in got if ONLY_HALF is None or half_of(it.doc_id) == ONLY_HALF]
+    kept: list[Any] = []
+    for half in HALVES:
+        if ONLY_HALF is None or half == ONLY_HALF:
+            kept += [it for it in got if half_of(it.doc_id) == half][:LIMIT]
+    return kept
+
+
+def score(ds: str, item: Any, context: str) -> float | None:
+    """The dataset's metric of one output (``METRICS``; answer containment by default)."""
+    from hrefine.eval.results import score_output
+
+    scores = score_output(item, context)
+    if METRICS.get(ds) == "support_both":
+        recall = scores.get("support_recall")
+        return None if recall is None else float(recall == 1.0)
+    return scores.get(METRIC)
 
 
 def _build(method: str, settings: dict[str, Any]) -> Any:
@@ -96,6 +124,8 @@ def _build(method: str, settings: dict[str, Any]) -> Any:
         opts.setdefault("chunk_tokens", CHUNK_TOKENS)
     if method.startswith("raptor"):
         opts.setdefault("cache_dir", str(TREES / _code()))
+    if method.startswith("garlic"):
+        opts.setdefault("cache_dir", str(GRAPHS / _code()))
     return get_method(method, **opts)
 
 
@@ -106,12 +136,12 @@ def _code() -> str:
 
 
 def hits(ds: str, name: str, method: str, settings: dict[str, Any]) -> dict[str, Any]:
-    """``{item id: {budget: containment}}`` of one method on one dataset (cached)."""
-    from hrefine.eval.results import score_output
-
+    """``{item id: {budget: score}}`` of one method on one dataset (cached; see ``score``)."""
     described: list[Any] = [method, settings, CHUNK_TOKENS, ONLY_HALF]
     if method in OUTPUT_VERSION:  # methods never bumped keep the keys of their cached hits
         described.append(OUTPUT_VERSION[method])
+    if LIMIT is not None:  # unlimited runs keep the keys of their cached hits
+        described.append(LIMIT)
     key = hashlib.sha1(json.dumps(described, sort_keys=True).encode()).hexdigest()[:10]
     path = CACHE / f"{ds}-{name}-{key}-{_code()}.json"
     if path.is_file():
@@ -132,7 +162,7 @@ def hits(ds: str, name: str, method: str, settings: dict[str, Any]) -> dict[str,
         began = time.perf_counter()
         row: dict[str, float | None] = {}
         for b in BUDGETS:
-            row[str(b)] = score_output(it, comp.compress(it.document, it.question, b)).get(METRIC)
+            row[str(b)] = score(ds, it, comp.compress(it.document, it.question, b))
         out[it.id] = row
         seconds[it.id] = round(time.perf_counter() - began, 2)
         partial.write_text(json.dumps({**out, "_seconds": seconds}), encoding="utf-8")
@@ -189,7 +219,9 @@ def render(res: dict[str, Any]) -> str:
     for ds, halves in res["tables"].items():
         for half, rows in halves.items():
             n = next(iter(next(iter(rows.values())).values()))[3]
-            lines += [f"### {ds}, {half} half ({n} questions)", ""]
+            scored = METRICS.get(ds, METRIC)
+            what = "" if scored == METRIC else f"; {METRIC_NAMES[scored]}"
+            lines += [f"### {ds}, {half} half ({n} questions{what})", ""]
             lines += ["| method | " + " | ".join(str(b) for b in BUDGETS) + " |"]
             lines += ["|---|" + "---:|" * len(BUDGETS)]
             for name, cells in rows.items():
@@ -210,9 +242,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-save", action="store_true", help="print, do not write results/")
     ap.add_argument("--out", default="never_behind", help="results/ file stem")
     ap.add_argument("--only-half", choices=HALVES, default=None, help="one half's documents")
+    ap.add_argument("--limit", type=int, default=None, help="first N questions of each half")
     args = ap.parse_args(argv)
-    global ONLY_HALF
+    global ONLY_HALF, LIMIT
     ONLY_HALF = args.only_half
+    LIMIT = args.limit
     quiet_bm25s()
     specs: list[tuple[str, str, dict[str, Any]]] = [(m, m, {}) for m in BASELINES]
     specs += [(m, *METHODS[m]) for m in args.methods.split(",") if m]

@@ -474,7 +474,8 @@ def to_garlic_llm(llm: Any) -> Any:
 def visited_to_documents(
     result: SearchResult, tree: Tree, ids: Sequence[int] | None = None
 ) -> list[Document]:
-    """New Documents for the nodes a GARLIC search read, in document order.
+    """New Documents for the nodes a GARLIC search read: the chunks in document order, then the
+    summary points (:func:`hrefine.garlic.visited.reading_order`).
 
     ``page_content`` is the node's text; ``metadata`` is described by
     :func:`hrefine.garlic.visited.visited_with_metadata` (a chunk's holds a copy of its
@@ -487,7 +488,7 @@ def visited_to_documents(
     tree:
         The graph's node tree (for sources and children).
     ids:
-        The visited ids to return (default: all); kept in document order.
+        The visited ids to return (default: all); kept in that order.
     """
     described = visited_with_metadata(result, tree, ids)
     return [Document(page_content=d.node.text, metadata=d.metadata) for d in described]

@@ -91,7 +91,8 @@ class GarlicRetriever(_GarlicRetrieverFields):
     ``max_tokens`` tokens read.
 
     The retriever returns every node the search read (the ``k`` most relevant when ``k`` is
-    set), best first (document order on a tie), as new Documents (the inputs are never changed).
+    set), best first (on a tie chunks before summary points, then document order), as new
+    Documents (the inputs are never changed).
     ``page_content`` is the node's text; ``metadata`` is, for a chunk, a copy of its document's
     metadata, plus ``relevance_score`` (its query similarity in [0, 1], comparable across chunks
     and summary points, so a threshold keeps a source chunk as well as a summary point),
@@ -199,16 +200,15 @@ class GarlicRetriever(_GarlicRetrieverFields):
 class GarlicCompressor(_GarlicCompressorFields):
     """Compress retrieved documents to a token budget by a GARLIC search over them.
 
-    Each call builds a GARLIC graph over the given Documents (chunks and LLM summary points,
-    see :class:`GarlicRetriever`), searches it for ``query`` and returns what the search read, in
-    document order, within ``max_tokens`` (counted with ``tokenizer``; the sum of the returned
-    texts' tokens is never over it). With ``fill=True`` (default) the search reads on past the
-    LLM's Yes until leaf chunks fill ``max_tokens``; with ``fill=False`` the first Yes stops it,
-    as in the paper, and ``max_tokens`` bounds everything it reads. Leaf chunks are kept before
-    summary points, each in the order the search read them
-    (:func:`hrefine.garlic.visited.fit_to_budget`). Building a graph costs LLM calls on every
-    call: for a corpus that is searched again and again, build a :class:`GarlicRetriever` once
-    instead.
+    Each call builds a GARLIC graph over the given Documents (chunks and LLM summary points, see
+    :class:`GarlicRetriever`), searches it for ``query`` and returns what the search read, the
+    chunks in document order and then the summary points, within ``max_tokens`` (counted with
+    ``tokenizer``; the sum of the returned texts' tokens is never over it). With ``fill=True``
+    (default) the search reads on past the LLM's Yes until leaf chunks fill ``max_tokens``; with
+    ``fill=False`` the first Yes stops it, as in the paper, and ``max_tokens`` bounds everything it
+    reads. Leaf chunks are kept before summary points, each in the order the search read them
+    (:func:`hrefine.garlic.visited.fit_to_budget`). Building a graph costs LLM calls on every call:
+    for a corpus that is searched again and again, build a :class:`GarlicRetriever` once instead.
 
     The returned Documents are new objects with the metadata of :class:`GarlicRetriever`'s (a
     chunk's copied from its Document); the inputs are untouched. No Document (or only empty

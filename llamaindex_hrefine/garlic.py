@@ -282,17 +282,17 @@ class GarlicRetriever(QueryCheckedRetriever):
 
     Notes
     -----
-    Returns the nodes read best first (document order on a tie), each a new ``TextNode`` with
-    ``score`` its relevance in [0, 1]: its query similarity, comparable across chunks and summary
-    points, so a ``SimilarityPostprocessor`` threshold keeps a source chunk as well as a summary
-    point (the search score is ``hrefine_raw_score``). Metadata: the source document's (chunks) plus
-    ``hrefine_raw_score``, ``hrefine_level`` (0 = chunk), ``hrefine_kind``,
-    ``hrefine_node_id``, ``hrefine_step``, ``hrefine_attention``, ``hrefine_p_yes``,
-    ``hrefine_said_yes``, ``hrefine_tokens``, ``hrefine_sources`` (document ids),
-    ``hrefine_start``/``hrefine_end`` (chunks) or ``hrefine_children`` (summary points) and
-    ``hrefine_search`` (how the search went); these are hidden from the LLM and embed views.
-    The last search's full result is :attr:`last_result`. ``aretrieve`` runs the search in the
-    default executor (it never blocks the loop).
+    Returns the nodes read best first (on a tie chunks before summary points, then
+    document order), each a new ``TextNode`` with ``score`` its relevance in [0, 1]: its query
+    similarity, comparable across chunks and summary points, so a ``SimilarityPostprocessor``
+    threshold keeps a source chunk as well as a summary point (the search score is
+    ``hrefine_raw_score``). Metadata: the source document's (chunks) plus ``hrefine_raw_score``,
+    ``hrefine_level`` (0 = chunk), ``hrefine_kind``, ``hrefine_node_id``, ``hrefine_step``,
+    ``hrefine_attention``, ``hrefine_p_yes``, ``hrefine_said_yes``, ``hrefine_tokens``,
+    ``hrefine_sources`` (document ids), ``hrefine_start``/``hrefine_end`` (chunks) or
+    ``hrefine_children`` (summary points) and ``hrefine_search`` (how the search went); these are
+    hidden from the LLM and embed views. The last search's full result is :attr:`last_result`.
+    ``aretrieve`` runs the search in the default executor (it never blocks the loop).
 
     Raises
     ------

@@ -115,6 +115,27 @@ def test_output_is_the_visited_leaves_in_document_order(
     assert method.builds == len({it.doc_id for it in hotpot_items})  # kept, not rebuilt
 
 
+def test_a_summary_point_never_splits_the_chunks_of_a_paragraph(
+    shared_data: Path, embedder: Any
+) -> None:
+    """A budget that holds the whole question keeps both supporting paragraphs whole: the
+    chunks come in document order and the summary points after them (a summary point used to
+    sort before its first chunk, between two chunks of one paragraph)."""
+    items = load_dataset("hotpotqa", data_dir=shared_data)
+    (item,) = [it for it in items if it.id == "5abd259d55429924427fcf1a"]
+    counter = get_counter(None)
+    method = GarlicCompressor(llm="extractive", tokenizer=counter, embedder=embedder)
+    out = method.compress(item.document, item.question, 2048)
+    flat = " ".join(out.split())
+    for paragraph in item.extra["supporting_paragraphs"]:
+        assert " ".join(paragraph.split()) in flat
+    graph = method.graph_for(item.document)
+    level = {n.text: n.level for n in graph.tree}
+    levels = [level[part] for part in out.split(SEPARATOR)]
+    assert 0 in levels and max(levels) > 0  # chunks and summary points both kept
+    assert levels == sorted(levels)  # every chunk before every summary point
+
+
 def test_a_tiny_budget_is_still_met(hotpot_items: list[Any], embedder: Any) -> None:
     counter = get_counter(None)
     method = GarlicCompressor(llm="extractive", tokenizer=counter, embedder=embedder)

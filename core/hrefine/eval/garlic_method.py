@@ -1,11 +1,12 @@
 """GARLIC as an evaluated method: one summary graph per document, searched per question.
 
 :class:`GarlicCompressor` builds a :class:`~hrefine.garlic.GarlicGraph` the first time it sees a
-document (kept in memory, keyed by the text's hash), so every question and budget on that
-document is answered from the same graph. Each ``(question, budget)`` runs a
-:class:`~hrefine.garlic.GarlicSearcher` limited to the budget, and returns the visited nodes'
-texts in document order, fitted to the budget (never over). Each call is recorded as a
-:class:`GarlicCall` (visited nodes, steps, Yes, pre-filled against recomputed tokens, seconds).
+document (kept in memory, keyed by the text's hash), so every question and budget on that document
+is answered from the same graph. Each ``(question, budget)`` runs a
+:class:`~hrefine.garlic.GarlicSearcher` limited to the budget, and returns the visited nodes' texts
+(chunks in document order, then summary points), fitted to the budget (never over). Each call is
+recorded as a :class:`GarlicCall` (visited nodes, steps, Yes, pre-filled against recomputed tokens,
+seconds).
 
 :class:`ExtractiveGarlicLM` is a stand-in LLM that needs no model: its "summary points" are the
 leading sentences of its inputs, and it answers the search's Yes/No question by a word-overlap
@@ -32,7 +33,7 @@ from hrefine.eval.baselines import as_plain_text
 from hrefine.eval.store_method import LLM_CHOICES, StoreCompressor, document_digest
 from hrefine.eval.text import SEPARATOR, truncate_to_tokens
 from hrefine.garlic.options import SEARCH_PROMPT, SUMMARY_PROMPT, GarlicOptions
-from hrefine.garlic.visited import fit_to_budget
+from hrefine.garlic.visited import fit_to_budget, reading_order
 
 __all__ = [
     "EVAL_CHUNK_TOKENS",
@@ -338,8 +339,10 @@ class GarlicCompressor(StoreCompressor):
     def compress(self, document: str, query: str, max_tokens: int) -> str:
         """Search the document's graph for ``query`` (reading on until leaves fill
         ``max_tokens`` when the options' ``fill`` is on, else stopping at the LLM's Yes within
-        ``max_tokens``); return the visited texts in document order, joined by blank lines and
-        fitted to ``max_tokens`` by :func:`hrefine.garlic.visited.fit_to_budget` (leaves first)."""
+        ``max_tokens``); return the visited texts, the chunks in document order and then the
+        summary points (:func:`hrefine.garlic.visited.reading_order`), joined by blank lines
+        and fitted to ``max_tokens`` by :func:`hrefine.garlic.visited.fit_to_budget` (leaves
+        first)."""
         from hrefine.garlic import GarlicSearcher
 
         graph, built = self._graph(document)
@@ -352,7 +355,7 @@ class GarlicCompressor(StoreCompressor):
         by_id = {v.id: v for v in result.visited}
         kept = fit_to_budget(result, max_tokens, self.counter, SEPARATOR)
         # a join can count a token more than its parts: the cut keeps it within the budget
-        joined = SEPARATOR.join(by_id[i].text for i in kept or result.document_order)
+        joined = SEPARATOR.join(by_id[i].text for i in kept or reading_order(result))
         text = truncate_to_tokens(joined, self.counter, max_tokens)
         if self.keep_records:
             self.records.append(
