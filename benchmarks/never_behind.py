@@ -81,7 +81,7 @@ GRAPHS = CACHE / "garlic-graphs"
 #: while ``NEVER_BEHIND_CODE`` pins the code key for the others (RAPTOR 2: no sentence
 #: returned twice, a summary only what the chosen leaves do not hold; GARLIC 2:
 #: ``embedding_weight`` 10 by default; GARLIC 3: chunks in document order, then summary points).
-OUTPUT_VERSION: dict[str, int] = {"raptor": 2, "garlic": 3}
+OUTPUT_VERSION: dict[str, int] = {"raptor": 3, "garlic": 3}
 
 #: ``--only-half``: run on this half's documents only (a slow variant such as SmolLM2's).
 ONLY_HALF: str | None = None

@@ -475,7 +475,7 @@ def visited_to_documents(
     result: SearchResult, tree: Tree, ids: Sequence[int] | None = None
 ) -> list[Document]:
     """New Documents for the nodes a GARLIC search read: the chunks in document order, then the
-    summary points (:func:`hrefine.garlic.visited.reading_order`).
+    summary points (:func:`hrefine.tree_order.chunks_first`).
 
     ``page_content`` is the node's text; ``metadata`` is described by
     :func:`hrefine.garlic.visited.visited_with_metadata` (a chunk's holds a copy of its

@@ -76,6 +76,31 @@ def test_questions_of_one_document_share_one_tree_and_stay_in_budget(
     assert (walk.builds, walk.loads) == (0, 1)
 
 
+def test_a_budget_holding_the_question_keeps_its_paragraphs_whole(
+    shared_data: Path, embedder: Any
+) -> None:
+    """Leaves in document order, summaries after them: no summary splits a paragraph."""
+    (item,) = [
+        it
+        for it in load_dataset("hotpotqa", data_dir=shared_data)
+        if it.id == "5a76387d554299109176e6ba"  # a summary split a paragraph at 1,024 and 2,048
+    ]
+    counter = get_counter(None)
+    method = RaptorCompressor(llm="extractive", tokenizer=counter, embedder=embedder)
+    out = method.compress(item.document, item.question, 2048)
+    assert counter.count(out) <= 2048
+    flat = " ".join(out.split())
+    for paragraph in item.extra["supporting_paragraphs"]:
+        assert " ".join(paragraph.split()) in flat
+    tree = method.tree_for(item.document).tree
+    kind = {n.text: n.kind for n in tree}
+    kinds = [kind.get(part, NodeKind.SUMMARY) for part in out.split("\n\n")]
+    assert NodeKind.CHUNK in kinds
+    first_summary = kinds.index(NodeKind.SUMMARY) if NodeKind.SUMMARY in kinds else len(kinds)
+    assert all(k == NodeKind.CHUNK for k in kinds[:first_summary])
+    assert NodeKind.CHUNK not in kinds[first_summary:]
+
+
 def test_extractive_summaries_are_sentences_of_their_children(
     hotpot_item: Any, embedder: Any
 ) -> None:

@@ -33,7 +33,8 @@ from hrefine.eval.baselines import as_plain_text
 from hrefine.eval.store_method import LLM_CHOICES, StoreCompressor, document_digest
 from hrefine.eval.text import SEPARATOR, truncate_to_tokens
 from hrefine.garlic.options import SEARCH_PROMPT, SUMMARY_PROMPT, GarlicOptions
-from hrefine.garlic.visited import fit_to_budget, reading_order
+from hrefine.garlic.visited import fit_to_budget
+from hrefine.tree_order import chunks_first
 
 __all__ = [
     "EVAL_CHUNK_TOKENS",
@@ -340,7 +341,7 @@ class GarlicCompressor(StoreCompressor):
         """Search the document's graph for ``query`` (reading on until leaves fill
         ``max_tokens`` when the options' ``fill`` is on, else stopping at the LLM's Yes within
         ``max_tokens``); return the visited texts, the chunks in document order and then the
-        summary points (:func:`hrefine.garlic.visited.reading_order`), joined by blank lines
+        summary points (:func:`hrefine.tree_order.chunks_first`), joined by blank lines
         and fitted to ``max_tokens`` by :func:`hrefine.garlic.visited.fit_to_budget` (leaves
         first)."""
         from hrefine.garlic import GarlicSearcher
@@ -355,7 +356,9 @@ class GarlicCompressor(StoreCompressor):
         by_id = {v.id: v for v in result.visited}
         kept = fit_to_budget(result, max_tokens, self.counter, SEPARATOR)
         # a join can count a token more than its parts: the cut keeps it within the budget
-        joined = SEPARATOR.join(by_id[i].text for i in kept or reading_order(result))
+        joined = SEPARATOR.join(
+            by_id[i].text for i in chunks_first(graph.tree, kept or result.document_order)
+        )
         text = truncate_to_tokens(joined, self.counter, max_tokens)
         if self.keep_records:
             self.records.append(

@@ -25,6 +25,7 @@ from hrefine.eval.store_method import LLM_CHOICES, StoreCompressor
 from hrefine.eval.text import SEPARATOR, truncate_to_tokens
 from hrefine.raptor.extractive import ExtractiveSummariser
 from hrefine.raptor.options import RaptorOptions, check_mode
+from hrefine.tree_order import chunks_first
 
 __all__ = ["LLM_CHOICES", "ExtractiveSummariser", "RaptorCompressor"]
 
@@ -169,20 +170,24 @@ class RaptorCompressor(StoreCompressor):
         return {name: getattr(self.options, name) for name in _LOADED_RETRIEVAL}
 
     def compress(self, document: str, query: str, max_tokens: int) -> str:
-        """The tree's nodes for ``query`` within ``max_tokens``, in document order (a summary
-        right before the first text it covers), joined by blank lines and cut to
-        ``max_tokens`` tokens exactly (the join may add a token or two).
+        """The tree's nodes for ``query`` within ``max_tokens``: the leaves in document order,
+        then the summaries in document order (:func:`hrefine.tree_order.chunks_first`), joined
+        by blank lines and cut to ``max_tokens`` tokens exactly (the join may add a token or
+        two).
 
         Document order, as the chunk baselines use: leaves of one paragraph come back
         contiguous, where best-first order scattered them (HotpotQA's paragraph recall at 2048
-        tokens was 0.917 with every paragraph kept).
+        tokens was 0.917 with every paragraph kept). Summaries after the leaves, not each right
+        before its first leaf, where one split two kept leaves of a paragraph: both supporting
+        paragraphs kept at 2,048 tokens went from 0.975 to 1.000 (HotpotQA tuning half, 40
+        questions) and from 0.925 to 0.975 (checking half).
         """
         tree = self.tree_for(document)
         room = max_tokens
         for _ in range(4):  # the joins cost tokens the nodes' counts leave out: retrieve again
             nodes = tree.retrieve(query, mode=self.mode, k=self.options.k, max_tokens=room)
             text = {n.id: n.text for n in nodes}
-            joined = SEPARATOR.join(text[i] for i in tree.tree.sort_by_order(text))
+            joined = SEPARATOR.join(text[i] for i in chunks_first(tree.tree, text))
             over = self.counter.count(joined) - max_tokens
             if over <= 0 or room - over < 1:
                 break

@@ -7,19 +7,19 @@ the description is made here, once: :func:`visited_with_metadata`.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from hrefine.budget import TokenCounter, select
 from hrefine.garlic.search_result import SearchResult, VisitedNode
 from hrefine.tree import NodeKind, Tree
+from hrefine.tree_order import chunks_first
 
 __all__ = [
     "METADATA_KEYS",
     "Described",
     "fit_to_budget",
-    "reading_order",
     "relevance",
     "visited_with_metadata",
 ]
@@ -84,33 +84,11 @@ def relevance(visited: VisitedNode) -> float:
     return min(1.0, max(0.0, value)) if value == value else 0.0
 
 
-def reading_order(result: SearchResult, ids: Iterable[int] | None = None) -> list[int]:
-    """The order visited nodes are handed on in: the source chunks in document order, then the
-    summary points in document order.
-
-    A summary point sorts before its first chunk in document order, so among the chunks it
-    would split one paragraph's chunks apart (HotpotQA: a supporting paragraph no longer
-    whole although every chunk of it was kept); after them it never does, and it never stands
-    before the source text it restates.
-
-    Parameters
-    ----------
-    result:
-        The search's result.
-    ids:
-        The visited ids to order (default: all).
-    """
-    wanted = set(result.document_order if ids is None else ids)
-    level = {v.id: v.level for v in result.visited}
-    ordered = [i for i in result.document_order if i in wanted]
-    return [i for i in ordered if level[i] == 0] + [i for i in ordered if level[i] != 0]
-
-
 def visited_with_metadata(
     result: SearchResult, tree: Tree, ids: Sequence[int] | None = None
 ) -> list[Described]:
-    """Describe the nodes a search read, in :func:`reading_order` (chunks, then summary
-    points, each in document order).
+    """Describe the nodes a search read: the chunks in document order, then the summary points
+    in document order (:func:`hrefine.tree_order.chunks_first`).
 
     The metadata of each is a copy of the node's (a chunk's holds its document's metadata and
     ``hrefine_start``/``hrefine_end``, its character span in the document) plus
@@ -131,7 +109,7 @@ def visited_with_metadata(
     tree:
         The graph's node tree.
     ids:
-        The visited ids to describe (default: all); kept in :func:`reading_order`.
+        The visited ids to describe (default: all); kept in that order.
     """
     source_ids = list(tree.metadata.get("sources", []))
     said_yes = {s.step: s.said_yes for s in result.trace}
@@ -145,7 +123,7 @@ def visited_with_metadata(
     }
     by_id = {v.id: v for v in result.visited}
     out: list[Described] = []
-    for node_id in reading_order(result, ids):
+    for node_id in chunks_first(tree, result.document_order if ids is None else ids):
         visited = by_id[node_id]
         node = tree[node_id]
         meta = copy.deepcopy(dict(visited.metadata))
@@ -187,8 +165,7 @@ def fit_to_budget(
 
     Leaf chunks come first (they are the source text; a summary point only restates it), each
     kind in the order the search read it (the search's own ranking); the kept ids are returned
-    in :func:`reading_order`. Nodes are counted one by one, each with one ``separator`` but the
-    first.
+    in document order. Nodes are counted one by one, each with one ``separator`` but the first.
 
     Parameters
     ----------
@@ -204,7 +181,7 @@ def fit_to_budget(
     Returns
     -------
     list[int]
-        Node ids in :func:`reading_order`; empty when not one node fits.
+        Node ids in document order; empty when not one node fits.
     """
     visited = result.visited
     gap = counter.count(separator) if separator else 0
@@ -221,7 +198,7 @@ def fit_to_budget(
         candidates=list(range(n)),
         allow_empty=True,
     )
-    return reading_order(result, [visited[i].id for i in choice.selected])
+    return [visited[i].id for i in choice.selected]
 
 
 def _source_id(index: int, source_ids: Sequence[Any]) -> str | int:
