@@ -206,12 +206,21 @@ def table(ds: str, runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _metric_line(res: dict[str, Any]) -> str:
+    """What the tables measure: answer containment, unless a dataset is scored otherwise."""
+    others = sorted({METRICS[ds] for ds in res["tables"] if ds in METRICS})
+    if not others:
+        return "Answer containment"
+    named = ", ".join(METRIC_NAMES[m] for m in others)
+    return f"Answer containment ({named} where a table's heading says so)"
+
+
 def render(res: dict[str, Any]) -> str:
     """Markdown tables: per dataset and half, every method with its interval."""
     lines = [
         "## Each method against chunk retrieval, every dev document, per half",
         "",
-        f"Answer containment; budgets in Llama-3.2 tokens; chunks of {CHUNK_TOKENS} tokens; "
+        f"{_metric_line(res)}; budgets in Llama-3.2 tokens; chunks of {CHUNK_TOKENS} tokens; "
         f"bootstrap 95% intervals over the half's questions ({RESAMPLES} resamples). "
         f"Code {res['code']}; {res['hardware'].get('cpu', '')}.",
         "",
