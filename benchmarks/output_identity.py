@@ -25,7 +25,9 @@ cores. To run an old commit's code, copy this file into a worktree of it and run
 
 The JSON records ``hrefine.__file__`` under ``"_meta"``, so which code ran is visible
 (``--compare`` ignores it). The snapshot of commit 097afad, before the refactor of issue #56, is
-``benchmarks/results/output_identity_097afad.json``.
+``benchmarks/results/output_identity_097afad.json``; the newest is
+``benchmarks/results/output_identity_7751b13.json`` (RAPTOR's and GARLIC's outputs hand on their
+chunks before their summaries since 7751b13: 4 cases differ from 33caaa1's on purpose).
 """
 
 from __future__ import annotations
