@@ -66,14 +66,10 @@ class RaptorCompressor(StoreCompressor):
     embedder:
         Anything :func:`hrefine.models.get_embedder` takes (None: the embedded
         all-MiniLM-L6-v2).
-    cache_dir:
-        Folder where built trees are saved and looked up, keyed by the document's hash, the
-        tree settings and the models' names (None: kept in memory only). Trees are cached on
-        disk only when their models have names: ``llm`` given by name or path (or
-        ``llm_name``), ``embedder`` None, a string or a SentenceTransformerEmbedder.
-    llm_name:
-        The name an ``llm`` object is cached under (its trees are not cached on disk without
-        one; two different LLMs must not share a name).
+    cache_dir, llm_name:
+        The disk cache of built trees (see :class:`~hrefine.eval.store_method.StoreCompressor`;
+        the retrieval-only settings are left out of its key, so every retrieval variant shares
+        a tree).
     name:
         Report name (default ``"raptor"`` or ``"raptor-traversal"``).
     **settings:
