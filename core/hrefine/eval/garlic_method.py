@@ -327,14 +327,14 @@ class GarlicCompressor(StoreCompressor):
 
         def load(folder: Path) -> Any:
             search = {name: getattr(self.options, name) for name in _SEARCH_ONLY}
-            search.pop("tokenizer", None)
             return GarlicGraph.load(
                 folder, embedder=self.embedder, **search, lm=self.llm, tokenizer=self.counter
             )
 
         graph, spent = self.stored(document, build, load)
         digest = document_digest(document).hex()
-        self.graph_stats[digest] = {k: v for k, v in graph.stats.items() if k != "llm"}
+        if digest not in self.graph_stats:  # once per document, not on every memory hit
+            self.graph_stats[digest] = {k: v for k, v in graph.stats.items() if k != "llm"}
         return graph, spent
 
     def compress(self, document: str, query: str, max_tokens: int) -> str:

@@ -16,13 +16,7 @@ from hrefine.garlic.search_result import SearchResult, VisitedNode
 from hrefine.tree import NodeKind, Tree
 from hrefine.tree_order import chunks_first
 
-__all__ = [
-    "METADATA_KEYS",
-    "Described",
-    "fit_to_budget",
-    "relevance",
-    "visited_with_metadata",
-]
+__all__ = ["METADATA_KEYS", "Described", "fit_to_budget", "relevance", "visited_with_metadata"]
 
 #: The keys :func:`visited_with_metadata` adds (beside ``relevance_score``); adapters hide them
 #: from an LLM's view of the text.
