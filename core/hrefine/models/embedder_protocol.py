@@ -8,9 +8,9 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from hrefine.errors import InputTypeError
+from hrefine.errors import ConfigError, InputTypeError
 
-__all__ = ["Embedder", "check_query_text", "check_texts"]
+__all__ = ["Embedder", "check_max_tokens", "check_query_text", "check_texts"]
 
 
 @runtime_checkable
@@ -48,3 +48,12 @@ def check_query_text(text: str) -> None:
     if not isinstance(text, str):
         msg = f"the query must be a str, got a {type(text).__name__}"
         raise InputTypeError(msg)
+
+
+def check_max_tokens(max_tokens: int | None) -> None:
+    """Refuse a ``max_tokens`` read limit that is not a whole number >= 1 or None."""
+    if max_tokens is not None and (
+        isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
+    ):
+        msg = f"max_tokens must be a whole number >= 1 or None, got {max_tokens!r}"
+        raise ConfigError(msg)

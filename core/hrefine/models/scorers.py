@@ -15,6 +15,7 @@ import numpy as np
 from hrefine.errors import ConfigError, InputTypeError
 from hrefine.models._checked_embed import takes_max_tokens
 from hrefine.models.embed import Embedder, get_embedder
+from hrefine.models.embedder_protocol import check_max_tokens
 from hrefine.models.lexical import BM25Scorer
 from hrefine.models.rerank import CrossEncoderScorer, PairScorer, pair_method
 
@@ -60,11 +61,7 @@ class EmbeddingScorer:
     """
 
     def __init__(self, embedder: Embedder | None = None, *, max_tokens: int | None = None) -> None:
-        if max_tokens is not None and (
-            isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
-        ):
-            msg = f"max_tokens must be a whole number >= 1 or None, got {max_tokens!r}"
-            raise ConfigError(msg)
+        check_max_tokens(max_tokens)
         self.embedder = get_embedder(embedder)
         self.max_tokens = max_tokens
         self.name = f"embedding:{self.embedder.name}"

@@ -42,7 +42,7 @@ from hrefine.models._embed_invariant import (
 )
 from hrefine.models._embed_state import VectorCache, embed_through_cache
 from hrefine.models._gate import ModelGate
-from hrefine.models.embedder_protocol import check_query_text, check_texts
+from hrefine.models.embedder_protocol import check_max_tokens, check_query_text, check_texts
 
 __all__ = ["PRECISIONS", "PRECISION_ENV", "SentenceTransformerEmbedder"]
 
@@ -291,11 +291,7 @@ class SentenceTransformerEmbedder:
 
     def _limit_for(self, max_tokens: int | None) -> int | None:
         """The word pieces a call with ``max_tokens`` reads per text."""
-        if max_tokens is not None and (
-            isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
-        ):
-            msg = f"max_tokens must be a whole number >= 1 or None, got {max_tokens!r}"
-            raise ConfigError(msg)
+        check_max_tokens(max_tokens)
         own = self.read_limit
         if max_tokens is None or (own is not None and max_tokens >= own):
             return own
