@@ -79,14 +79,9 @@ class RaptorCompressor(StoreCompressor):
 
     Attributes
     ----------
-    builds:
-        Trees built so far (one per distinct document, unless loaded from ``cache_dir``).
-    loads:
-        Trees loaded from ``cache_dir``.
-    build_seconds:
-        Seconds spent building trees.
-    llm_calls:
-        Summaries asked of the LLM.
+    builds, loads, build_seconds, llm_calls:
+        The build counts of :class:`~hrefine.eval.store_method.StoreCompressor`, in trees and
+        their summaries.
     """
 
     cache_format = 2  # 2: short pieces joined to the leaves beside them
