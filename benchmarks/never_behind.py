@@ -80,8 +80,9 @@ GRAPHS = CACHE / "garlic-graphs"
 #: A method's output version, bumped when its output changes: its hits are measured again even
 #: while ``NEVER_BEHIND_CODE`` pins the code key for the others (RAPTOR 2: no sentence
 #: returned twice, a summary only what the chosen leaves do not hold; GARLIC 2:
-#: ``embedding_weight`` 10 by default; GARLIC 3: chunks in document order, then summary points).
-OUTPUT_VERSION: dict[str, int] = {"raptor": 3, "garlic": 3}
+#: ``embedding_weight`` 10 by default; GARLIC 3: chunks in document order, then summary points;
+#: HtmlRAG 1: no heading kept without text of its section).
+OUTPUT_VERSION: dict[str, int] = {"raptor": 3, "garlic": 3, "htmlrag": 1}
 
 #: ``--only-half``: run on this half's documents only (a slow variant such as SmolLM2's).
 ONLY_HALF: str | None = None

@@ -32,7 +32,7 @@ from hrefine._report_frame import esc, esc_text
 from hrefine.html._load import LIBXML_MAX_DEPTH, parse_document, text_content
 from hrefine.html._text import normalize_space
 from hrefine.html.paragraphs import split_element
-from hrefine.html.reasons import EMPTY, TRUNCATED
+from hrefine.html.reasons import EMPTY, HEADING_ALONE, TRUNCATED
 from hrefine.html.tags import BLOCK_TAGS, HEADING_TAGS, JUNK_TAGS, TABLE_SECTION_TAGS
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ _RENAMED = {
 # Dropped blocks whose element is a paragraph-like box get a reason badge after their text.
 _BADGED = frozenset({"p-p", "blockquote", *HEADING_TAGS})
 # Over budget, the usual reason of a dropped block, gets no class: one string less per block.
-_REASONS = {EMPTY: "em", TRUNCATED: "tr"}
+_REASONS = {EMPTY: "em", TRUNCATED: "tr", HEADING_ALONE: "ha"}
 _SAFE_URL = re.compile(r"^https?://[^\s\x00-\x1f\x7f]+$", re.I)
 _SPAN_LIMIT = 1000
 _MARKER = re.compile(r' data-b="\d+"')

@@ -4,8 +4,8 @@ Shared by both pruning stages. The blocks, and the groups that may be kept whole
 list), go to the measured fill of :func:`hrefine.budget.fill`, which counts the rendered HTML with
 the budget tokenizer, because ancestor tags and BPE merges make the sum of block costs inexact.
 The result never exceeds the budget and leaves no room that the next-best block would fit into.
-This module adds what is HTML's own: the units, the rendering, and the fallback of a cut block
-when no block fits at all.
+This module adds what is HTML's own: the units, the rendering, a heading kept only with text of
+its section, and the fallback of a cut block when no block fits at all.
 """
 
 from __future__ import annotations
@@ -22,16 +22,18 @@ from hrefine.errors import BudgetTooSmallError
 from hrefine.html._text import CUT_UNIT
 from hrefine.html.blocks import BlockForest
 from hrefine.html.render import Renderer
-from hrefine.html.result import TRUNCATED, BlockReport
+from hrefine.html.result import HEADING_ALONE, TRUNCATED, BlockReport
+from hrefine.html.tags import HEADING_TAGS
 from hrefine.tree import Tree
 
-__all__ = ["Fit", "fill", "inherit_scores", "reports"]
+__all__ = ["Fit", "fill", "heading_sections", "inherit_scores", "reports"]
 
 logger = logging.getLogger(__name__)
 
 
 class Fit:
-    """Outcome of :func:`fill`: the kept node ids and the rendered, counted output."""
+    """Outcome of :func:`fill`: the kept node ids and the rendered, counted output; ``alone``
+    holds the headings left out because none of their section's text was kept with them."""
 
     def __init__(
         self,
@@ -41,6 +43,7 @@ class Fit:
         renders: int,
         *,
         truncated: bool = False,
+        alone: frozenset[int] = frozenset(),
     ) -> None:
         self.kept = kept
         self.documents = documents
@@ -48,6 +51,7 @@ class Fit:
         self.tokens = tokens
         self.renders = renders
         self.truncated = truncated
+        self.alone = alone
 
 
 class _Units:
@@ -67,6 +71,7 @@ class _Units:
         scores: np.ndarray,
         groups: Mapping[int, int],
         group_scores: Mapping[int, float] | None = None,
+        skip: frozenset[int] = frozenset(),
     ) -> None:
         tree = forest.tree
         n = len(ids)
@@ -88,8 +93,36 @@ class _Units:
         for g, u in group_unit.items():
             below = [local[g]] if g in local else []
             kids = _frontier(tree, tree.nodes[g].children, local, group_unit)
-            self.children[u] = below + kids
-        self.top = _frontier(tree, tree.roots, local, group_unit)
+            self.children[u] = [j for j in below + kids if j not in skip]
+        # A skipped block is no candidate, but the walk goes on below it.
+        self.top = [j for j in _frontier(tree, tree.roots, local, group_unit) if j not in skip]
+
+
+def heading_sections(forest: BlockForest, ids: Sequence[int]) -> dict[int, frozenset[int]]:
+    """Each heading block among ``ids`` (by position in ``ids``) → the positions of the blocks
+    of text in its section: those after it in its document, up to the next heading of its
+    level or above (the page title heads the whole page; a subsection is in its section)."""
+    tree = forest.tree
+    nodes = [tree.nodes[nid] for nid in ids]
+    ranked = sorted(range(len(ids)), key=lambda j: (nodes[j].metadata["doc"], nodes[j].order))
+    out: dict[int, set[int]] = {}
+    open_: list[tuple[int, int]] = []  # (level, position) of the headings in force
+    doc = None
+    for j in ranked:
+        meta = nodes[j].metadata
+        if meta["doc"] != doc:
+            doc, open_ = meta["doc"], []
+        tag = meta["tag"]
+        if meta["is_leaf"] and (tag in HEADING_TAGS or tag == "title"):
+            level = 0 if tag == "title" else int(tag[1])
+            while open_ and open_[-1][0] >= level:
+                open_.pop()
+            open_.append((level, j))
+            out[j] = set()
+        else:
+            for _, h in open_:
+                out[h].add(j)
+    return {h: frozenset(texts) for h, texts in out.items()}
 
 
 def _frontier(
@@ -138,28 +171,44 @@ def fill(
     """
     renderer = Renderer(forest)
     safe = np.where(np.isnan(scores), -np.inf, scores)
-    units = _Units(forest, ids, costs, safe, groups or {}, group_scores)
+    sections = heading_sections(forest, ids)
 
     def measure(kept: frozenset[int]) -> tuple[list[str], int]:
         docs = _place(forest, renderer.render(ids[j] for j in kept), n_docs)
         return docs, counter.count("\n".join(d for d in docs if d))
 
-    done = budget_fill(
-        units.cost,
-        units.score,
-        budget,
-        measure,
-        order=units.order,
-        children=units.children,
-        candidates=units.top,
-        members=units.members,
-        slack=JOIN_SLACK,
-        allow_empty=True,
-    )
+    # A heading kept with none of its section's text tells the reader nothing: it is left out
+    # and the budget filled again without it, until every kept heading has text under it.
+    alone: frozenset[int] = frozenset()
+    renders = 0
+    while True:
+        units = _Units(forest, ids, costs, safe, groups or {}, group_scores, alone)
+        done = budget_fill(
+            units.cost,
+            units.score,
+            budget,
+            measure,
+            order=units.order,
+            children=units.children,
+            candidates=units.top,
+            members=units.members,
+            slack=JOIN_SLACK,
+            allow_empty=True,
+        )
+        renders += done.renders
+        if done.output is None:
+            break
+        bare = {h for h, texts in sections.items() if h in done.kept and not texts & done.kept}
+        if not bare - alone:
+            break
+        alone |= bare
+    left_out = frozenset(ids[j] for j in alone)
     if done.output is None:
         block_rank = [int(j) for j in np.argsort(-safe, kind="stable")]
-        return _truncated(forest, ids, block_rank, budget, counter, n_docs, done.renders)
-    return Fit({ids[j] for j in done.kept}, done.output, done.tokens, done.renders)
+        # The start of a block of text, rather than a heading, when no block fits at all.
+        block_rank = [j for j in block_rank if j not in sections] or block_rank
+        return _truncated(forest, ids, block_rank, budget, counter, n_docs, renders)
+    return Fit({ids[j] for j in done.kept}, done.output, done.tokens, renders, alone=left_out)
 
 
 def _place(forest: BlockForest, parts: list[str], n: int) -> list[str]:
@@ -246,7 +295,7 @@ def reports(
     for k, i in enumerate(ids):
         node = forest.tree.nodes[i]
         kept = i in fit.kept
-        reason = None if kept else OVER_BUDGET
+        reason = None if kept else HEADING_ALONE if i in fit.alone else OVER_BUDGET
         if kept and fit.truncated:
             reason = TRUNCATED
         s1 = None if stage1 is None or np.isnan(stage1[k]) else float(stage1[k])

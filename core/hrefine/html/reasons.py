@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from hrefine.budget import OVER_BUDGET as OVER_BUDGET
 
-__all__ = ["EMPTY", "FAILED", "OVER_BUDGET", "TRUNCATED"]
+__all__ = ["EMPTY", "FAILED", "HEADING_ALONE", "OVER_BUDGET", "TRUNCATED"]
 
 #: The block's document had no text.
 EMPTY = "empty"
 #: A kept block cut to fit the budget.
 TRUNCATED = "truncated"
+#: A heading left out because none of the text of its section was kept (it would stand alone).
+HEADING_ALONE = "heading_alone"
 #: The block's document could not be read (``stats["failed_documents"]`` says why).
 FAILED = "failed"

@@ -10,6 +10,7 @@ from hrefine._renderers import NOTEBOOK, render
 # Reasons a block is not in the output (see hrefine.html.reasons), importable from here too.
 from hrefine.html.reasons import EMPTY as EMPTY
 from hrefine.html.reasons import FAILED as FAILED
+from hrefine.html.reasons import HEADING_ALONE as HEADING_ALONE
 from hrefine.html.reasons import OVER_BUDGET as OVER_BUDGET
 from hrefine.html.reasons import TRUNCATED as TRUNCATED
 
@@ -42,8 +43,9 @@ class BlockReport:
         Whether the block is in the output.
     reason:
         Why it is not: ``"over_budget"`` (it did not fit when its turn came),
-        ``"empty"`` (its document had no text); ``"truncated"`` for a kept block cut to fit; None
-        when kept whole.
+        ``"heading_alone"`` (a heading none of whose section's text was kept), ``"empty"`` (its
+        document had no text); ``"truncated"`` for a kept block cut to fit; None when kept
+        whole.
     element:
         Where the block lies in ``PruneResult.cleaned[doc]``: the index of its element among
         that document's elements in document order (0 is ``<html>``), as
@@ -85,7 +87,8 @@ class PruneResult:
         Pruned HTML per input document (``""`` for a document all of whose blocks were
         outranked; the set as a whole is never empty).
     blocks:
-        A report on every block, in document order.
+        A report on every block, outer blocks first (a table's rows after the blocks beside
+        the table); ``kept_blocks`` are in document order.
     query:
         The question the output was pruned for.
     budget:
@@ -117,8 +120,10 @@ class PruneResult:
 
     @property
     def kept_blocks(self) -> list[BlockReport]:
-        """Reports of the blocks in the output, in document order."""
-        return [b for b in self.blocks if b.kept]
+        """Reports of the blocks in the output, in document order (``blocks`` lists every
+        block outer ones first: a table's rows come after the paragraphs beside the table)."""
+        kept = [b for b in self.blocks if b.kept]
+        return sorted(kept, key=lambda b: (b.doc, -1 if b.element is None else b.element))
 
     @property
     def compression(self) -> float:

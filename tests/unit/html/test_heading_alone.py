@@ -1,0 +1,136 @@
+"""A heading is never kept without text of its section (issue #53): the fill leaves it out and
+fills the budget again, and the report says why it was dropped."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import lxml.html
+import pytest
+from hrefine.html import HtmlPruner
+from hrefine.html.blocks import build_forest
+from hrefine.html.clean import clean_document
+from hrefine.html.fill import heading_sections
+from hrefine.html.result import HEADING_ALONE
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+
+_HEADINGS = {"title": 0, **{f"h{i}": i for i in range(1, 7)}}
+
+# The README's first example: at 96 tokens the cast list wins, and the "Awards" heading (its
+# table does not fit) used to fill the room left, with the h1 and the page title.
+FILM = """<html><head><title>The French Connection (film)</title></head><body>
+<h1>The French Connection</h1>
+<p>The French Connection is a 1971 American action thriller film directed by William Friedkin.
+It stars Gene Hackman as Jimmy "Popeye" Doyle and Roy Scheider as Buddy Russo.</p>
+<h2>Cast</h2>
+<ul><li>Gene Hackman as Jimmy "Popeye" Doyle</li><li>Roy Scheider as Buddy Russo</li>
+<li>Fernando Rey as Alain Charnier</li><li>Tony Lo Bianco as Sal Boca</li></ul>
+<h2>Awards</h2>
+<table>
+<tr><th>Award</th><th>Category</th><th>Nominee</th><th>Result</th></tr>
+<tr><td>Academy Awards</td><td>Best Picture</td><td>Philip D'Antoni</td><td>Won</td></tr>
+<tr><td>Academy Awards</td><td>Best Director</td><td>William Friedkin</td><td>Won</td></tr>
+<tr><td>Academy Awards</td><td>Best Actor</td><td>Gene Hackman</td><td>Won</td></tr>
+</table>
+</body></html>"""
+
+
+def _pieces(el: Any, out: list[tuple[int | None, str]]) -> None:
+    """``(heading level or None for text, text)`` of ``el``'s subtree, in document order."""
+    level = _HEADINGS.get(el.tag) if isinstance(el.tag, str) else None
+    if level is not None:
+        out.append((level, el.text_content().strip()))
+    else:
+        if isinstance(el.tag, str) and el.text and el.text.strip():
+            out.append((None, el.text))
+        for child in el:
+            _pieces(child, out)
+            if child.tail and child.tail.strip():
+                out.append((None, child.tail))
+
+
+def bare_headings(html: str) -> list[str]:
+    """Headings of a pruned output with no text after them before the next heading of their
+    level or above (the page title heads the whole page)."""
+    if not html.strip():
+        return []
+    pieces: list[tuple[int | None, str]] = []
+    _pieces(lxml.html.document_fromstring(html), pieces)
+    bare = []
+    for i, (level, text) in enumerate(pieces):
+        if level is None:
+            continue
+        for other, _ in pieces[i + 1 :]:
+            if other is None or other <= level:
+                break
+        else:
+            other = 0
+        if other is not None:
+            bare.append(text)
+    return bare
+
+
+def test_checker_sees_a_bare_heading() -> None:
+    assert bare_headings("<h1>A</h1><p>text</p>") == []
+    assert bare_headings("<h1>A</h1>") == ["A"]
+    assert bare_headings("<h2>A</h2><h2>B</h2><p>text</p>") == ["A"]
+    assert bare_headings("<title>T</title><h1>A</h1><h2>B</h2><ul><li>x</ul>") == []
+    assert bare_headings("<h2>A</h2><h3>B</h3><h2>C</h2>x") == ["A", "B"]
+
+
+def test_sections_run_to_the_next_heading_of_the_same_level() -> None:
+    forest = build_forest([clean_document(FILM)], max_words=64)
+    ids = forest.block_ids()
+    tags = [forest.tree.nodes[i].metadata["tag"] for i in ids]
+    sections = heading_sections(forest, ids)
+    named = {tags[h]: sorted(tags[j] for j in texts) for h, texts in sections.items()}
+    assert named["title"] == sorted(t for t in tags if t not in _HEADINGS)
+    assert named["h1"] == named["title"]
+    at = {tag: k for k, tag in enumerate(tags)}
+    h2s = [k for k, tag in enumerate(tags) if tag == "h2"]
+    assert {tags[j] for j in sections[h2s[0]]} == {"ul"}  # Cast: the list, not the table
+    assert at["p"] not in sections[h2s[1]]
+
+
+def test_readme_page_keeps_no_heading_alone(embedder: Any) -> None:
+    result = HtmlPruner(embedder=embedder).prune(FILM, "who played Sal Boca?", max_tokens=96)
+    assert "Tony Lo Bianco" in result.html and result.tokens <= 96
+    assert bare_headings(result.html) == []
+    awards = next(b for b in result.blocks if b.text == "Awards")
+    assert not awards.kept and awards.reason == HEADING_ALONE
+    # The room the bare headings took now holds text: the film's opening paragraph.
+    assert "1971 American action thriller" in result.html
+
+
+def test_a_heading_is_kept_with_its_text() -> None:
+    result = HtmlPruner(scorer="bm25").prune(FILM, "Awards won at the Academy Awards", 2048)
+    assert "<h2>Awards</h2>" in result.html and "Best Picture" in result.html
+    assert all(b.reason != HEADING_ALONE for b in result.blocks)
+
+
+def test_nothing_fits_cuts_text_not_a_heading() -> None:
+    page = "<h1>Sal Boca</h1><p>" + "Tony Lo Bianco played Sal Boca in the film. " * 20 + "</p>"
+    result = HtmlPruner(scorer="bm25").prune(page, "Sal Boca", 6)
+    assert result.stats["truncated"] is True
+    assert result.html.startswith("Tony Lo Bianco")
+
+
+@pytest.mark.usefixtures("shared_data")
+def test_no_dev_page_keeps_a_heading_alone() -> None:
+    from benchmarks.pruned_outputs import cases
+
+    pruner = HtmlPruner(scorer="bm25")
+    seen = alone = 0
+    for case, _, html, question, budget in cases(("bm25",)):
+        if budget != 512:
+            continue
+        result = pruner.prune(html, question, budget)
+        found = [h for doc in result.documents for h in bare_headings(doc)]
+        assert not found, f"{case}: kept headings with no text: {found}"
+        seen += 1
+        alone += any(b.reason == HEADING_ALONE for b in result.blocks)
+    assert seen > 200
+    assert alone > 0  # the rule acted on real pages, not only on the README's

@@ -1,0 +1,125 @@
+"""What the README's examples print holds no heading left alone and no invented sentence (#53).
+
+Each example block of the README runs as pasted (the blocks stand alone: ``test_readme.py``),
+with the embedded models, and what it returned is read back from its namespace:
+
+- HtmlRAG: no heading of the pruned page without text of its section after it;
+- RAPTOR: every sentence returned, summaries included, is a sentence of the notes;
+- GARLIC: every chunk read is text of the notes, and every word of every summary point the
+  embedded SmolLM2 wrote is a word of the notes;
+- LongRefiner: every kept section heading comes with text of its section.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import doc_blocks as db
+import lxml.html
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BLOCKS = db.python_blocks((REPO / "README.md").read_text(encoding="utf-8"))
+_HEADINGS = {"title": 0, **{f"h{i}": i for i in range(1, 7)}}
+_WORD = re.compile(r"[^\W_]+")
+
+
+def _run(name: str, tmp_path: Path) -> dict[str, Any]:
+    """Run the README block that imports ``name``; its namespace after the run."""
+    code = next(c for _, c in BLOCKS if f"import {name}" in c)
+    namespace: dict[str, Any] = {"__name__": "__readme__"}
+    cwd = Path.cwd()
+    os.chdir(tmp_path)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(compile(code, f"README:{name}", "exec"), namespace)
+    finally:
+        os.chdir(cwd)
+    return namespace
+
+
+def _pieces(el: Any, out: list[tuple[int | None, str]]) -> None:
+    """``(heading level, or None for text; text)`` of ``el``'s subtree, in document order."""
+    level = _HEADINGS.get(el.tag) if isinstance(el.tag, str) else None
+    if level is not None:
+        out.append((level, el.text_content().strip()))
+        return
+    if isinstance(el.tag, str) and el.text and el.text.strip():
+        out.append((None, el.text))
+    for child in el:
+        _pieces(child, out)
+        if child.tail and child.tail.strip():
+            out.append((None, child.tail))
+
+
+def lone_headings(pieces: list[tuple[int | None, str]]) -> list[str]:
+    """Headings with no text after them before the next heading of their level or above."""
+    lone = []
+    for i, (level, text) in enumerate(pieces):
+        if level is None:
+            continue
+        after = (other for other, _ in pieces[i + 1 :] if other is None or other <= level)
+        if next(after, 0) is not None:
+            lone.append(text)
+    return lone
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in _WORD.findall(text)}
+
+
+def test_lone_headings_sees_them() -> None:
+    assert lone_headings([(1, "A"), (None, "text")]) == []
+    assert lone_headings([(1, "A")]) == ["A"]
+    assert lone_headings([(2, "A"), (2, "B"), (None, "x")]) == ["A"]
+    assert lone_headings([(0, "T"), (1, "A"), (2, "B"), (None, "x")]) == []
+
+
+def test_htmlrag_example_keeps_no_heading_alone(tmp_path: Path) -> None:
+    result = _run("HtmlPruner", tmp_path)["result"]
+    pieces: list[tuple[int | None, str]] = []
+    _pieces(lxml.html.document_fromstring(result.html), pieces)
+    assert [t for lv, t in pieces if lv is not None], "the example keeps a heading with its text"
+    assert lone_headings(pieces) == []
+
+
+def test_raptor_example_returns_only_sentences_of_the_notes(tmp_path: Path) -> None:
+    ns = _run("RaptorTree", tmp_path)
+    source = " ".join(" ".join(ns["notes"]).split())
+    for node in ns["hits"]:
+        for sentence in re.split(r"(?<=[.!?])\s+", " ".join(node.text.split())):
+            assert sentence in source, f"not in the notes: {sentence!r}"
+            assert len(_WORD.findall(sentence)) >= 4, f"a title, not a sentence: {sentence!r}"
+
+
+def test_garlic_example_invents_nothing(tmp_path: Path) -> None:
+    ns = _run("GarlicGraph", tmp_path)
+    source = " ".join(" ".join(ns["notes"]).split())
+    known = _words(source)
+    visited = ns["result"].visited
+    assert any(node.level == 0 for node in visited)  # source text, not only model points
+    for node in visited:
+        if node.level == 0:
+            assert " ".join(node.text.split()) in source
+        else:
+            assert _words(node.text) <= known, f"words not in the notes: {node.text!r}"
+
+
+@pytest.mark.parametrize("name", ["LongRefiner", "LongRefinerCompressor"])
+def test_longrefiner_examples_keep_no_heading_alone(name: str, tmp_path: Path) -> None:
+    ns = _run(name, tmp_path)
+    if name == "LongRefiner":
+        doc = ns["result"].documents[0]
+        text, headings = ns["result"].text, [t for _, t, _ in doc.structure.outline()]
+    else:
+        text, headings = ns["docs"][0].page_content, ["Kettle KX-2 manual", "Safety"]
+        headings += ["Descaling", "Warranty"]
+    paragraphs = [p.strip().lstrip("#").strip() for p in text.split("\n\n") if p.strip()]
+    for i, para in enumerate(paragraphs):
+        if para in headings:
+            assert i + 1 < len(paragraphs) and paragraphs[i + 1] not in headings, para
