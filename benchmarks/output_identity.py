@@ -26,8 +26,10 @@ cores. To run an old commit's code, copy this file into a worktree of it and run
 The JSON records ``hrefine.__file__`` under ``"_meta"``, so which code ran is visible
 (``--compare`` ignores it). The snapshot of commit 097afad, before the refactor of issue #56, is
 ``benchmarks/results/output_identity_097afad.json``; the newest is
-``benchmarks/results/output_identity_7751b13.json`` (RAPTOR's and GARLIC's outputs hand on their
-chunks before their summaries since 7751b13: 4 cases differ from 33caaa1's on purpose).
+``benchmarks/results/output_identity_5704056.json``: since 5704056 HtmlRAG keeps no heading
+without text of its section, so its 7 compress cases that had one and its 3 report pages (a new
+badge in the CSS) differ from 7751b13's on purpose, and no other case does (RAPTOR's and GARLIC's
+outputs hand on their chunks before their summaries since 7751b13: 4 cases differ from 33caaa1's).
 """
 
 from __future__ import annotations
