@@ -5,7 +5,9 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+import lxml.html
 import numpy as np
 from hrefine.html import BlockReport, PruneResult
 from hrefine.html._load import LIBXML_MAX_DEPTH, parse_document
@@ -130,3 +132,42 @@ def raw_hostile_result() -> PruneResult:
         cleaned=[raw],
         tokenizer="fake",
     )
+
+
+_HEADING_LEVELS = {"title": 0, **{f"h{i}": i for i in range(1, 7)}}
+
+
+def _pieces(el: Any, out: list[tuple[int | None, str]]) -> None:
+    """``(heading level, or None for text; text)`` of ``el``'s subtree, in document order."""
+    level = _HEADING_LEVELS.get(el.tag) if isinstance(el.tag, str) else None
+    if level is not None:
+        out.append((level, el.text_content().strip()))
+        return
+    if isinstance(el.tag, str) and el.text and el.text.strip():
+        out.append((None, el.text))
+    for child in el:
+        _pieces(child, out)
+        if child.tail and child.tail.strip():
+            out.append((None, child.tail))
+
+
+def heading_pieces(html: str) -> list[tuple[int | None, str]]:
+    """The headings (with their level; 0: the page title) and texts of ``html``, in order."""
+    pieces: list[tuple[int | None, str]] = []
+    if html.strip():
+        _pieces(lxml.html.document_fromstring(html), pieces)
+    return pieces
+
+
+def lone_headings(html: str) -> list[str]:
+    """Headings of ``html`` with no text after them before the next heading of their level or
+    above (the page title heads the whole page): what a reader would get as a bare title."""
+    pieces = heading_pieces(html)
+    lone = []
+    for i, (level, text) in enumerate(pieces):
+        if level is None:
+            continue
+        after = (other for other, _ in pieces[i + 1 :] if other is None or other <= level)
+        if next(after, 0) is not None:
+            lone.append(text)
+    return lone

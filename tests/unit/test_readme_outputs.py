@@ -20,12 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import doc_blocks as db
-import lxml.html
 import pytest
+from html_pages import heading_pieces, lone_headings
 
 REPO = Path(__file__).resolve().parents[2]
 BLOCKS = db.python_blocks((REPO / "README.md").read_text(encoding="utf-8"))
-_HEADINGS = {"title": 0, **{f"h{i}": i for i in range(1, 7)}}
 _WORD = re.compile(r"[^\W_]+")
 
 
@@ -43,49 +42,15 @@ def _run(name: str, tmp_path: Path) -> dict[str, Any]:
     return namespace
 
 
-def _pieces(el: Any, out: list[tuple[int | None, str]]) -> None:
-    """``(heading level, or None for text; text)`` of ``el``'s subtree, in document order."""
-    level = _HEADINGS.get(el.tag) if isinstance(el.tag, str) else None
-    if level is not None:
-        out.append((level, el.text_content().strip()))
-        return
-    if isinstance(el.tag, str) and el.text and el.text.strip():
-        out.append((None, el.text))
-    for child in el:
-        _pieces(child, out)
-        if child.tail and child.tail.strip():
-            out.append((None, child.tail))
-
-
-def lone_headings(pieces: list[tuple[int | None, str]]) -> list[str]:
-    """Headings with no text after them before the next heading of their level or above."""
-    lone = []
-    for i, (level, text) in enumerate(pieces):
-        if level is None:
-            continue
-        after = (other for other, _ in pieces[i + 1 :] if other is None or other <= level)
-        if next(after, 0) is not None:
-            lone.append(text)
-    return lone
-
-
 def _words(text: str) -> set[str]:
     return {w.lower() for w in _WORD.findall(text)}
 
 
-def test_lone_headings_sees_them() -> None:
-    assert lone_headings([(1, "A"), (None, "text")]) == []
-    assert lone_headings([(1, "A")]) == ["A"]
-    assert lone_headings([(2, "A"), (2, "B"), (None, "x")]) == ["A"]
-    assert lone_headings([(0, "T"), (1, "A"), (2, "B"), (None, "x")]) == []
-
-
 def test_htmlrag_example_keeps_no_heading_alone(tmp_path: Path) -> None:
     result = _run("HtmlPruner", tmp_path)["result"]
-    pieces: list[tuple[int | None, str]] = []
-    _pieces(lxml.html.document_fromstring(result.html), pieces)
+    pieces = heading_pieces(result.html)
     assert [t for lv, t in pieces if lv is not None], "the example keeps a heading with its text"
-    assert lone_headings(pieces) == []
+    assert lone_headings(result.html) == []
 
 
 def test_raptor_example_returns_only_sentences_of_the_notes(tmp_path: Path) -> None:

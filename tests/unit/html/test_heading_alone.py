@@ -7,13 +7,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import lxml.html
 import pytest
 from hrefine.html import HtmlPruner
 from hrefine.html.blocks import build_forest
 from hrefine.html.clean import clean_document
 from hrefine.html.fill import heading_sections
 from hrefine.html.result import HEADING_ALONE
+from html_pages import lone_headings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
@@ -38,47 +38,12 @@ It stars Gene Hackman as Jimmy "Popeye" Doyle and Roy Scheider as Buddy Russo.</
 </body></html>"""
 
 
-def _pieces(el: Any, out: list[tuple[int | None, str]]) -> None:
-    """``(heading level or None for text, text)`` of ``el``'s subtree, in document order."""
-    level = _HEADINGS.get(el.tag) if isinstance(el.tag, str) else None
-    if level is not None:
-        out.append((level, el.text_content().strip()))
-    else:
-        if isinstance(el.tag, str) and el.text and el.text.strip():
-            out.append((None, el.text))
-        for child in el:
-            _pieces(child, out)
-            if child.tail and child.tail.strip():
-                out.append((None, child.tail))
-
-
-def bare_headings(html: str) -> list[str]:
-    """Headings of a pruned output with no text after them before the next heading of their
-    level or above (the page title heads the whole page)."""
-    if not html.strip():
-        return []
-    pieces: list[tuple[int | None, str]] = []
-    _pieces(lxml.html.document_fromstring(html), pieces)
-    bare = []
-    for i, (level, text) in enumerate(pieces):
-        if level is None:
-            continue
-        for other, _ in pieces[i + 1 :]:
-            if other is None or other <= level:
-                break
-        else:
-            other = 0
-        if other is not None:
-            bare.append(text)
-    return bare
-
-
-def test_checker_sees_a_bare_heading() -> None:
-    assert bare_headings("<h1>A</h1><p>text</p>") == []
-    assert bare_headings("<h1>A</h1>") == ["A"]
-    assert bare_headings("<h2>A</h2><h2>B</h2><p>text</p>") == ["A"]
-    assert bare_headings("<title>T</title><h1>A</h1><h2>B</h2><ul><li>x</ul>") == []
-    assert bare_headings("<h2>A</h2><h3>B</h3><h2>C</h2>x") == ["A", "B"]
+def test_checker_sees_a_lone_heading() -> None:
+    assert lone_headings("<h1>A</h1><p>text</p>") == []
+    assert lone_headings("<h1>A</h1>") == ["A"]
+    assert lone_headings("<h2>A</h2><h2>B</h2><p>text</p>") == ["A"]
+    assert lone_headings("<title>T</title><h1>A</h1><h2>B</h2><ul><li>x</ul>") == []
+    assert lone_headings("<h2>A</h2><h3>B</h3><h2>C</h2>x") == ["A", "B"]
 
 
 def test_sections_run_to_the_next_heading_of_the_same_level() -> None:
@@ -98,7 +63,7 @@ def test_sections_run_to_the_next_heading_of_the_same_level() -> None:
 def test_readme_page_keeps_no_heading_alone(embedder: Any) -> None:
     result = HtmlPruner(embedder=embedder).prune(FILM, "who played Sal Boca?", max_tokens=96)
     assert "Tony Lo Bianco" in result.html and result.tokens <= 96
-    assert bare_headings(result.html) == []
+    assert lone_headings(result.html) == []
     awards = next(b for b in result.blocks if b.text == "Awards")
     assert not awards.kept and awards.reason == HEADING_ALONE
     # The room the bare headings took now holds text: the film's opening paragraph.
@@ -128,7 +93,7 @@ def test_no_dev_page_keeps_a_heading_alone() -> None:
         if budget != 512:
             continue
         result = pruner.prune(html, question, budget)
-        found = [h for doc in result.documents for h in bare_headings(doc)]
+        found = [h for doc in result.documents for h in lone_headings(doc)]
         assert not found, f"{case}: kept headings with no text: {found}"
         seen += 1
         alone += any(b.reason == HEADING_ALONE for b in result.blocks)
