@@ -11,12 +11,11 @@ from typing import Any
 
 from hrefine.html._load import text_content
 from hrefine.html._text import count_words, has_word, normalize_space
-from hrefine.html.tags import HEADING_TAGS, WRAPPER_TAGS
+from hrefine.html.tags import HEADING_LEVELS, HEADING_TAGS, WRAPPER_TAGS
 from hrefine.tree import Tree
 
 __all__ = ["Contexts", "element_has_word", "title_parts"]
 
-_HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 # Scoring context is kept short: the embedder reads only its first few hundred word pieces.
 _MAX_CONTEXT_CHARS = 200
 # A heading's title in the context is cut here.
@@ -128,7 +127,7 @@ class Contexts:
             if nid is None:  # a child without words: only its headings matter
                 enter(inside.get(el, []))
                 continue
-            is_heading = el.tag in _HEADINGS
+            is_heading = el.tag in HEADING_LEVELS
             if is_heading:
                 open_section(el)
             index += 1
@@ -180,8 +179,8 @@ def _headings(root: Any) -> tuple[dict[Any, tuple[int, str, bool]], dict[Any, An
     holding a heading below it, its first such heading (one walk up per heading)."""
     info: dict[Any, tuple[int, str, bool]] = {}
     first: dict[Any, Any] = {}
-    for h in root.iter(*_HEADINGS):
-        level = _HEADINGS[h.tag]
+    for h in root.iter(*HEADING_LEVELS):
+        level = HEADING_LEVELS[h.tag]
         title = normalize_space(text_content(h))[:_HEADING_CHARS]
         # An <h1> is the page's title: a page called "Notes" is content.
         info[h] = (level, title, level > 1 and _is_back_matter(title))

@@ -23,7 +23,7 @@ from hrefine.html._text import CUT_UNIT
 from hrefine.html.blocks import BlockForest
 from hrefine.html.render import Renderer
 from hrefine.html.result import HEADING_ALONE, TRUNCATED, BlockReport
-from hrefine.html.tags import HEADING_TAGS
+from hrefine.html.tags import HEADING_LEVELS
 from hrefine.tree import Tree
 
 __all__ = ["Fit", "fill", "heading_sections", "inherit_scores", "reports"]
@@ -112,9 +112,8 @@ def heading_sections(forest: BlockForest, ids: Sequence[int]) -> dict[int, froze
         meta = nodes[j].metadata
         if meta["doc"] != doc:
             doc, open_ = meta["doc"], []
-        tag = meta["tag"]
-        if meta["is_leaf"] and (tag in HEADING_TAGS or tag == "title"):
-            level = 0 if tag == "title" else int(tag[1])
+        level = 0 if meta["tag"] == "title" else HEADING_LEVELS.get(meta["tag"])
+        if meta["is_leaf"] and level is not None:
             while open_ and open_[-1][0] >= level:
                 open_.pop()
             open_.append((level, j))

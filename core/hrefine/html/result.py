@@ -88,7 +88,7 @@ class PruneResult:
         outranked; the set as a whole is never empty).
     blocks:
         A report on every block, outer blocks first (a table's rows after the blocks beside
-        the table); ``kept_blocks`` are in document order.
+        the table); ``element`` gives a block's place in the document, where it has one.
     query:
         The question the output was pruned for.
     budget:
@@ -120,10 +120,8 @@ class PruneResult:
 
     @property
     def kept_blocks(self) -> list[BlockReport]:
-        """Reports of the blocks in the output, in document order (``blocks`` lists every
-        block outer ones first: a table's rows come after the paragraphs beside the table)."""
-        kept = [b for b in self.blocks if b.kept]
-        return sorted(kept, key=lambda b: (b.doc, -1 if b.element is None else b.element))
+        """Reports of the blocks in the output, in the order of ``blocks``."""
+        return [b for b in self.blocks if b.kept]
 
     @property
     def compression(self) -> float:

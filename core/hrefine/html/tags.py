@@ -8,6 +8,7 @@ __all__ = [
     "CELL_TAGS",
     "GENERIC_TAGS",
     "GROUP_TAGS",
+    "HEADING_LEVELS",
     "HEADING_TAGS",
     "INLINE_TAGS",
     "JUNK_TAGS",
@@ -17,8 +18,10 @@ __all__ = [
     "WRAPPER_TAGS",
 ]
 
+#: Section headings, with their level (1 is the top).
+HEADING_LEVELS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 #: Section headings.
-HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+HEADING_TAGS = frozenset(HEADING_LEVELS)
 
 #: The document's wrappers: never a block of their own, and not written in a pruned output.
 WRAPPER_TAGS = frozenset({"html", "head", "body"})
