@@ -56,8 +56,9 @@ class StoreRetriever(BaseRetriever):
     documents.
 
     Subclasses set the class variables and implement :meth:`_build_store`, :meth:`_retrieve`,
-    :meth:`_saveable` and :meth:`_load_store` (and :meth:`_aretrieve` for a native async
-    search; the default runs :meth:`_retrieve` in the default executor).
+    :meth:`_saveable` and :meth:`_load_store` (and :meth:`_abuild_store` and
+    :meth:`_aretrieve` for a native async build and search; the defaults run the sync ones in
+    the default executor).
     """
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
@@ -167,6 +168,59 @@ class StoreRetriever(BaseRetriever):
     def _build_store(self, sources: list[Source], progress: bool) -> Any:
         """The method's store built over ``sources`` with this retriever's models and fields."""
         raise NotImplementedError
+
+    @classmethod
+    async def afrom_texts(
+        cls: type[_R],
+        texts: Iterable[str],
+        metadatas: Sequence[Mapping[str, Any]] | None = None,
+        *,
+        ids: Sequence[str | None] | None = None,
+        llm: Any = None,
+        embeddings: Embeddings | Embedder | None = None,
+        tokenizer: Any = None,
+        progress: bool = False,
+        **fields: Any,
+    ) -> _R:
+        """:meth:`from_texts` without blocking the event loop (a native async build awaits
+        the LLM; otherwise the build runs in the default executor)."""
+        sources = texts_to_sources(texts, metadatas, ids)
+        return await cls._abuild(
+            sources, progress, dict(fields, llm=llm, embeddings=embeddings, tokenizer=tokenizer)
+        )
+
+    @classmethod
+    async def afrom_documents(
+        cls: type[_R],
+        documents: Iterable[Document],
+        *,
+        llm: Any = None,
+        embeddings: Embeddings | Embedder | None = None,
+        tokenizer: Any = None,
+        progress: bool = False,
+        **fields: Any,
+    ) -> _R:
+        """:meth:`from_documents` without blocking the event loop."""
+        sources = documents_to_sources(documents)
+        return await cls._abuild(
+            sources, progress, dict(fields, llm=llm, embeddings=embeddings, tokenizer=tokenizer)
+        )
+
+    @classmethod
+    async def _abuild(
+        cls: type[_R], sources: list[Source], progress: bool, fields: dict[str, Any]
+    ) -> _R:
+        self = cls(**fields)
+        self._store = await self._abuild_store(sources, progress)
+        return self
+
+    async def _abuild_store(self, sources: list[Source], progress: bool) -> Any:
+        """:meth:`_build_store` without blocking the event loop; the default runs it in the
+        default executor (a method with an async build awaits its LLM instead)."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            None, functools.partial(self._build_store, sources, progress)
+        )
 
     # -- retrieval --------------------------------------------------------------------------
     def _call_settings(self, kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from hrefine.errors import ConfigError
@@ -17,7 +17,6 @@ from langchain_core.embeddings import Embeddings
 from langchain_hrefine._convert import (
     documents_to_sources,
     nodes_to_documents,
-    texts_to_sources,
     to_embedder,
     to_summariser,
 )
@@ -140,51 +139,6 @@ class RaptorRetriever(_RaptorFields):
     async def _abuild_store(self, sources: list[Source], progress: bool) -> RaptorTree:
         options = self._options()
         return await RaptorTree.abuild(sources, options, progress=progress, **self._models(options))
-
-    @classmethod
-    async def afrom_texts(
-        cls,
-        texts: Iterable[str],
-        metadatas: Sequence[Mapping[str, Any]] | None = None,
-        *,
-        ids: Sequence[str | None] | None = None,
-        llm: Any = None,
-        embeddings: Embeddings | Embedder | None = None,
-        tokenizer: Any = None,
-        progress: bool = False,
-        **fields: Any,
-    ) -> RaptorRetriever:
-        """:meth:`from_texts` without blocking the event loop (the LLM is awaited, models and
-        clustering run in the default executor)."""
-        sources = texts_to_sources(texts, metadatas, ids)
-        return await cls._abuild(
-            sources, progress, dict(fields, llm=llm, embeddings=embeddings, tokenizer=tokenizer)
-        )
-
-    @classmethod
-    async def afrom_documents(
-        cls,
-        documents: Iterable[Document],
-        *,
-        llm: Any = None,
-        embeddings: Embeddings | Embedder | None = None,
-        tokenizer: Any = None,
-        progress: bool = False,
-        **fields: Any,
-    ) -> RaptorRetriever:
-        """:meth:`from_documents` without blocking the event loop."""
-        sources = documents_to_sources(documents)
-        return await cls._abuild(
-            sources, progress, dict(fields, llm=llm, embeddings=embeddings, tokenizer=tokenizer)
-        )
-
-    @classmethod
-    async def _abuild(
-        cls, sources: list[Source], progress: bool, fields: dict[str, Any]
-    ) -> RaptorRetriever:
-        self = cls(**fields)
-        self._store = await self._abuild_store(sources, progress)
-        return self
 
     def add_documents(self, documents: Sequence[Document], **kwargs: Any) -> None:
         """Add ``documents`` to the tree (the first call of an empty retriever builds it).

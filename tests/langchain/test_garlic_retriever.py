@@ -8,6 +8,7 @@ summary prompts, Yes once the answer word has been read); most tests load it fro
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
@@ -231,6 +232,38 @@ async def test_the_async_path_gives_the_same_documents(
     retriever: GarlicRetriever, question: str
 ) -> None:
     assert await retriever.ainvoke(question) == retriever.invoke(question)
+
+
+async def test_afrom_documents_builds_off_the_loop(
+    retriever: GarlicRetriever, question: str, shared_data: Path
+) -> None:
+    """The async build (the sync one in the default executor: GARLIC has no async build) keeps
+    the event loop running and makes the graph the sync build makes."""
+    ticks = 0
+    done = asyncio.Event()
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while not done.is_set():
+            ticks += 1
+            await asyncio.sleep(0.001)
+
+    task = asyncio.create_task(ticker())
+    built = await GarlicRetriever.afrom_documents(
+        make_documents(shared_data), llm=ScriptedLM(garlic_llm), **SMALL
+    )
+    done.set()
+    await task
+    assert ticks >= 2  # the loop ran while the graph was built
+    assert built.graph is not None and retriever.graph is not None
+    assert [n.text for n in built.graph.tree] == [n.text for n in retriever.graph.tree]
+    assert await built.ainvoke(question) == retriever.invoke(question)
+    pairs = hotpot_paragraphs(shared_data)[:4]
+    from_texts = await GarlicRetriever.afrom_texts(
+        [t for _, t in pairs], ids=[f"p{i}" for i in range(4)], llm=ScriptedLM(garlic_llm), **SMALL
+    )
+    assert from_texts.graph is not None
+    assert from_texts.graph.tree.metadata["sources"] == ["p0", "p1", "p2", "p3"]
 
 
 def test_from_texts_keeps_ids_and_metadata(shared_data: Path) -> None:
