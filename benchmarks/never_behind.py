@@ -84,8 +84,9 @@ GRAPHS = CACHE / "garlic-graphs"
 #: while ``NEVER_BEHIND_CODE`` pins the code key for the others (RAPTOR 2: no sentence
 #: returned twice, a summary only what the chosen leaves do not hold; GARLIC 2:
 #: ``embedding_weight`` 10 by default; GARLIC 3: chunks in document order, then summary points;
-#: HtmlRAG 1: no heading kept without text of its section).
-OUTPUT_VERSION: dict[str, int] = {"raptor": 3, "garlic": 3, "htmlrag": 1}
+#: HtmlRAG 1: no heading kept without text of its section; HtmlRAG 2: such a heading back where
+#: a later round kept text of its section and it still fits).
+OUTPUT_VERSION: dict[str, int] = {"raptor": 3, "garlic": 3, "htmlrag": 2}
 
 #: ``--only-half``: run on this half's documents only (a slow variant such as SmolLM2's).
 ONLY_HALF: str | None = None

@@ -201,13 +201,27 @@ def fill(
         if not bare - alone:
             break
         alone |= bare
-    left_out = frozenset(ids[j] for j in alone)
     if done.output is None:
         block_rank = [int(j) for j in np.argsort(-safe, kind="stable")]
         # The start of a block of text, rather than a heading, when no block fits at all.
         block_rank = [j for j in block_rank if j not in sections] or block_rank
         return _truncated(forest, ids, block_rank, budget, counter, n_docs, renders)
-    return Fit({ids[j] for j in done.kept}, done.output, done.tokens, renders, alone=left_out)
+    kept, output, tokens = set(done.kept), done.output, done.tokens
+    # A heading left out in one round whose section a later round kept text of goes back where
+    # it still fits, best first, so that the text reads under its heading.
+    back = sorted(
+        (h for h in alone if sections[h] & kept), key=lambda h: (-safe[h], units.order[h])
+    )
+    for h in back:
+        docs, n = measure(frozenset(kept | {h}))
+        renders += 1
+        if n <= budget:
+            kept.add(h)
+            output, tokens = docs, n
+    # Only a heading with no text of its section kept was left out for that reason; one that
+    # has text but no room is over the budget like any other block.
+    left_out = frozenset(ids[h] for h in alone if not sections[h] & kept)
+    return Fit({ids[j] for j in kept}, output, tokens, renders, alone=left_out)
 
 
 def _place(forest: BlockForest, parts: list[str], n: int) -> list[str]:

@@ -83,6 +83,25 @@ def test_nothing_fits_cuts_text_not_a_heading() -> None:
     assert result.html.startswith("Tony Lo Bianco")
 
 
+def _alone_with_text(blocks: list[Any]) -> list[str]:
+    """Headings reported ``heading_alone`` although a block of text of their section is kept:
+    the section runs, in element order, to the next heading of the same level or above."""
+    placed = sorted((b for b in blocks if b.element is not None), key=lambda b: (b.doc, b.element))
+    wrong = []
+    for k, block in enumerate(placed):
+        level = _HEADINGS.get(block.tag_path.rsplit(">", 1)[-1])
+        if block.reason != HEADING_ALONE or level is None:
+            continue
+        for other in placed[k + 1 :]:
+            other_level = _HEADINGS.get(other.tag_path.rsplit(">", 1)[-1])
+            if other.doc != block.doc or (other_level is not None and other_level <= level):
+                break
+            if other.kept and other_level is None:
+                wrong.append(block.text)
+                break
+    return wrong
+
+
 @pytest.mark.usefixtures("shared_data")
 def test_no_dev_page_keeps_a_heading_alone() -> None:
     from benchmarks.pruned_outputs import cases
@@ -95,7 +114,25 @@ def test_no_dev_page_keeps_a_heading_alone() -> None:
         result = pruner.prune(html, question, budget)
         found = [h for doc in result.documents for h in lone_headings(doc)]
         assert not found, f"{case}: kept headings with no text: {found}"
+        # A heading whose section has text kept but no room is over the budget, not alone.
+        assert not _alone_with_text(result.blocks), case
         seen += 1
         alone += any(b.reason == HEADING_ALONE for b in result.blocks)
     assert seen > 200
     assert alone > 0  # the rule acted on real pages, not only on the README's
+
+
+@pytest.mark.usefixtures("shared_data")
+def test_a_heading_left_out_goes_back_once_its_text_is_kept() -> None:
+    """On this NQ page a first fill keeps the bare "External links" heading; the refill keeps
+    a block of its section, and the heading then fits again, so it is put back above it."""
+    from benchmarks.pruned_outputs import cases
+
+    ((html, question),) = [
+        (html, q) for c, _, html, q, _ in cases(("bm25",)) if c == "bm25/nu-1581/512"
+    ]
+    result = HtmlPruner(scorer="bm25").prune(html, question, 512)
+    heading = next(b for b in result.blocks if b.text == "External links")
+    assert heading.kept and heading.reason is None
+    assert "External links" in result.html and not lone_headings(result.html)
+    assert result.tokens <= 512
