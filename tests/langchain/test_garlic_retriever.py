@@ -8,7 +8,6 @@ summary prompts, Yes once the answer word has been read); most tests load it fro
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
@@ -25,6 +24,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.retrievers import BaseRetriever
 from langchain_tests.integration_tests import RetrieversIntegrationTests
+from loop_ticks import ticks_while
 from pydantic import ValidationError
 
 from langchain_hrefine import GarlicRetriever, HrefineEmbeddings
@@ -239,21 +239,12 @@ async def test_afrom_documents_builds_off_the_loop(
 ) -> None:
     """The async build (the sync one in the default executor: GARLIC has no async build) keeps
     the event loop running and makes the graph the sync build makes."""
-    ticks = 0
-    done = asyncio.Event()
-
-    async def ticker() -> None:
-        nonlocal ticks
-        while not done.is_set():
-            ticks += 1
-            await asyncio.sleep(0.001)
-
-    task = asyncio.create_task(ticker())
-    built = await GarlicRetriever.afrom_documents(
-        make_documents(shared_data), llm=ScriptedLM(garlic_llm), **SMALL
+    built, ticks = await ticks_while(
+        GarlicRetriever.afrom_documents(
+            make_documents(shared_data), llm=ScriptedLM(garlic_llm), **SMALL
+        ),
+        interval=0.001,
     )
-    done.set()
-    await task
     assert ticks >= 2  # the loop ran while the graph was built
     assert built.graph is not None and retriever.graph is not None
     assert [n.text for n in built.graph.tree] == [n.text for n in retriever.graph.tree]

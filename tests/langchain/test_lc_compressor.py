@@ -12,6 +12,7 @@ from hrefine.testing import KeywordEmbedder
 from html_pages import SlowScorer
 from langchain_core.documents import BaseDocumentCompressor, Document
 from lc_helpers import Compress, KeywordEmbeddings, make_documents
+from loop_ticks import ticks_while
 from pydantic import ValidationError
 
 from langchain_hrefine import HtmlRagCompressor
@@ -220,17 +221,7 @@ def test_end_tag_and_lexical_settings_reach_the_pruner(documents: list[Document]
 
 async def test_async_path_does_not_block_the_event_loop(documents: list[Document]) -> None:
     compressor = _compressor(scorer=SlowScorer(), max_tokens=200)
-    ticks = 0
-
-    async def ticker() -> None:
-        nonlocal ticks
-        while True:
-            await asyncio.sleep(0.01)
-            ticks += 1
-
-    task = asyncio.create_task(ticker())
-    out = await compressor.acompress_documents(documents, QUERY)
-    task.cancel()
+    out, ticks = await ticks_while(compressor.acompress_documents(documents, QUERY), interval=0.01)
     assert out
     assert out[0].metadata["relevance_score"] is not None
     assert ticks >= 5

@@ -26,6 +26,7 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.language_models import FakeListChatModel
 from langchain_core.messages import BaseMessage
 from lc_helpers import Compress
+from loop_ticks import ticks_while
 from lr_data import (
     ANNOTATORS,
     CONTRACT,
@@ -451,19 +452,10 @@ async def test_the_async_path_does_not_block_the_event_loop(
     embedder: Embedder, corpus: dict[str, str], renewal: EvalItem
 ) -> None:
     compressor = _compressor(embedder, max_tokens=500, leaf_tokens=100)  # new leaves: embedded now
-    ticks = 0
-
-    async def ticker() -> None:
-        nonlocal ticks
-        while True:
-            await asyncio.sleep(0.01)
-            ticks += 1
-
-    task = asyncio.create_task(ticker())
-    out = await compressor.acompress_documents(
-        [Document(page_content=corpus[CONTRACT])], renewal.question
+    out, ticks = await ticks_while(
+        compressor.acompress_documents([Document(page_content=corpus[CONTRACT])], renewal.question),
+        interval=0.01,
     )
-    task.cancel()
     assert out and ticks >= 5
 
 

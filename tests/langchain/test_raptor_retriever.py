@@ -24,6 +24,7 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.retrievers import BaseRetriever
 from langchain_tests.integration_tests import RetrieversIntegrationTests
+from loop_ticks import ticks_while
 from pydantic import Field, ValidationError
 from raptor_fakes import Summariser
 
@@ -373,21 +374,11 @@ def test_from_texts_takes_metadatas_and_ids() -> None:
 async def test_afrom_texts_awaits_the_chat_model_without_blocking_the_loop() -> None:
     docs = make_documents()
     chat = SummaryChat(responses=[f"Async summary {i}." for i in range(20)])
-    ticks = 0
-    done = asyncio.Event()
-
-    async def ticker() -> None:
-        nonlocal ticks
-        while not done.is_set():
-            ticks += 1
-            await asyncio.sleep(0.005)
-
-    task = asyncio.create_task(ticker())
-    retriever = await RaptorRetriever.afrom_texts(
-        [d.page_content for d in docs], [d.metadata for d in docs], llm=chat
+    retriever, ticks = await ticks_while(
+        RaptorRetriever.afrom_texts(
+            [d.page_content for d in docs], [d.metadata for d in docs], llm=chat
+        )
     )
-    done.set()
-    await task
     assert retriever.tree is not None
     clusters = sum(retriever.tree.stats["clusters_per_layer"])
     assert (chat.async_calls, chat.sync_calls) == (clusters, 0)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 from hrefine.budget import get_counter
 from hrefine.testing import KeywordEmbedder
@@ -11,6 +9,7 @@ from html_pages import SlowScorer
 from li_helpers import make_nodes
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
+from loop_ticks import ticks_while
 
 from llamaindex_hrefine import HrefineEmbedding, HtmlRagNodePostprocessor
 
@@ -161,17 +160,9 @@ def test_plain_text_node_passes_through_as_html_fragment() -> None:
 
 async def test_async_path_does_not_block_the_event_loop() -> None:
     post = _post(scorer=SlowScorer(), max_tokens=200)
-    ticks = 0
-
-    async def ticker() -> None:
-        nonlocal ticks
-        while True:
-            await asyncio.sleep(0.01)
-            ticks += 1
-
-    task = asyncio.create_task(ticker())
-    out = await post.apostprocess_nodes(make_nodes(), query_str=QUERY)
-    task.cancel()
+    out, ticks = await ticks_while(
+        post.apostprocess_nodes(make_nodes(), query_str=QUERY), interval=0.01
+    )
     assert out
     assert ticks >= 5
 
