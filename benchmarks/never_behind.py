@@ -59,8 +59,16 @@ METHODS: dict[str, tuple[str, dict[str, Any]]] = {
     # GARLIC with its no-model stand-in: extract points, embedding edges, a word-overlap stop.
     "garlic": ("garlic", {"llm": "extractive"}),
 }
-#: Methods that read HTML: run on HTML datasets only.
+#: Methods that read HTML, the registered variants among them (``htmlrag-generative``,
+#: ``htmlrag-bm25``): run on HTML datasets only, and the only methods run on WTQ.
 HTML_ONLY = ("htmlrag",)
+
+
+def html_only(method: str) -> bool:
+    """Whether ``method`` is HtmlRAG or one of its registered variants."""
+    return method in HTML_ONLY or method.startswith(tuple(m + "-" for m in HTML_ONLY))
+
+
 CHUNK_TOKENS = 100
 HALVES = ("tune", "check")
 RESAMPLES = 2000
@@ -274,8 +282,8 @@ def main(argv: list[str] | None = None) -> int:
         runs = {
             name: hits(ds, name, method, settings)
             for name, method, settings in specs
-            if (html or method not in HTML_ONLY)
-            and (ds not in HTML_DATASETS or method in HTML_ONLY or name in BASELINES)
+            if (html or not html_only(method))
+            and (ds not in HTML_DATASETS or html_only(method) or name in BASELINES)
         }
         res["tables"][ds] = table(ds, runs)
     text = render(res)
