@@ -8,7 +8,6 @@ implements those hooks and names its options class and its messages.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -217,10 +216,7 @@ class StoreRetriever(BaseRetriever):
     async def _abuild_store(self, sources: list[Source], progress: bool) -> Any:
         """:meth:`_build_store` without blocking the event loop; the default runs it in the
         default executor (a method with an async build awaits its LLM instead)."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            None, functools.partial(self._build_store, sources, progress)
-        )
+        return await asyncio.to_thread(self._build_store, sources, progress)
 
     # -- retrieval --------------------------------------------------------------------------
     def _call_settings(self, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -247,9 +243,7 @@ class StoreRetriever(BaseRetriever):
     async def _aretrieve(self, store: Any, query: str, settings: dict[str, Any]) -> list[Document]:
         # No async search of its own: it runs in the default executor, so the event loop is
         # never blocked.
-        loop = asyncio.get_running_loop()
-        call = functools.partial(self._retrieve, store, query, settings)
-        return await loop.run_in_executor(None, call)
+        return await asyncio.to_thread(self._retrieve, store, query, settings)
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any

@@ -134,12 +134,13 @@ def raw_hostile_result() -> PruneResult:
     )
 
 
-_HEADING_LEVELS = {"title": 0, **{f"h{i}": i for i in range(1, 7)}}
+#: Heading tags with their level (0: the page title), as the tests read them.
+HEADING_LEVELS = {"title": 0, **{f"h{i}": i for i in range(1, 7)}}
 
 
 def _pieces(el: Any, out: list[tuple[int | None, str]]) -> None:
     """``(heading level, or None for text; text)`` of ``el``'s subtree, in document order."""
-    level = _HEADING_LEVELS.get(el.tag) if isinstance(el.tag, str) else None
+    level = HEADING_LEVELS.get(el.tag) if isinstance(el.tag, str) else None
     if level is not None:
         out.append((level, el.text_content().strip()))
         return

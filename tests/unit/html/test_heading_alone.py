@@ -13,11 +13,10 @@ from hrefine.html.blocks import build_forest
 from hrefine.html.clean import clean_document
 from hrefine.html.fill import heading_sections
 from hrefine.html.result import HEADING_ALONE
-from html_pages import lone_headings
+from html_pages import HEADING_LEVELS, lone_headings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-_HEADINGS = {"title": 0, **{f"h{i}": i for i in range(1, 7)}}
 
 # The README's first example: at 96 tokens the cast list wins, and the "Awards" heading (its
 # table does not fit) used to fill the room left, with the h1 and the page title.
@@ -52,7 +51,7 @@ def test_sections_run_to_the_next_heading_of_the_same_level() -> None:
     tags = [forest.tree.nodes[i].metadata["tag"] for i in ids]
     sections = heading_sections(forest, ids)
     named = {tags[h]: sorted(tags[j] for j in texts) for h, texts in sections.items()}
-    assert named["title"] == sorted(t for t in tags if t not in _HEADINGS)
+    assert named["title"] == sorted(t for t in tags if t not in HEADING_LEVELS)
     assert named["h1"] == named["title"]
     at = {tag: k for k, tag in enumerate(tags)}
     h2s = [k for k, tag in enumerate(tags) if tag == "h2"]
@@ -89,11 +88,11 @@ def _alone_with_text(blocks: list[Any]) -> list[str]:
     placed = sorted((b for b in blocks if b.element is not None), key=lambda b: (b.doc, b.element))
     wrong = []
     for k, block in enumerate(placed):
-        level = _HEADINGS.get(block.tag_path.rsplit(">", 1)[-1])
+        level = HEADING_LEVELS.get(block.tag_path.rsplit(">", 1)[-1])
         if block.reason != HEADING_ALONE or level is None:
             continue
         for other in placed[k + 1 :]:
-            other_level = _HEADINGS.get(other.tag_path.rsplit(">", 1)[-1])
+            other_level = HEADING_LEVELS.get(other.tag_path.rsplit(">", 1)[-1])
             if other.doc != block.doc or (other_level is not None and other_level <= level):
                 break
             if other.kept and other_level is None:
