@@ -300,7 +300,7 @@ class StoreRetriever(BaseRetriever):
         path:
             The folder.
         llm:
-            The LLM (None: the embedded SmolLM2): see the class attributes.
+            The LLM (None: the method's no-model default): see the class attributes.
         embeddings:
             The embeddings the store was built with (None: the embedded model).
         tokenizer:

@@ -55,7 +55,8 @@ else:  # one field per GarlicOptions setting (its lm, embedder and tokenizer are
 def _llm_field() -> Any:
     return model_field(
         "The LLM: a chat model, LLM, Runnable or str -> str callable (prompt-only "
-        "mode), or a LocalLM (attention); None: the embedded SmolLM2."
+        "mode), or a LocalLM or model name (attention); None: no model (first sentences as "
+        "summary points, embedding edges, a word-overlap Yes/No)."
     )
 
 
@@ -124,8 +125,10 @@ class GarlicRetriever(_GarlicRetrieverFields):
         The LLM that writes the summary points and answers Yes/No: a LangChain chat model, LLM
         or Runnable taking a string prompt, or a ``str -> str`` callable (prompt-only mode:
         embedding edges, Yes/No read from its text, the whole prompt sent at each step); an
-        hrefine ``LocalLM`` (attention edges and the KV-cached search of the paper); None uses
-        the embedded SmolLM2 as a LocalLM.
+        hrefine ``LocalLM`` or model name such as ``"smollm2-135m-instruct"`` (attention edges
+        and the KV-cached search of the paper); None: no model, as
+        :class:`~hrefine.garlic.ExtractiveGarlicLM` (the inputs' first sentences as summary
+        points, embedding edges, a word-overlap Yes/No).
     embeddings:
         LangChain ``Embeddings`` (or an hrefine ``Embedder``) for nodes and queries; None uses
         hrefine's embedded all-MiniLM-L6-v2, offline. Pass the same one to :meth:`load` as the

@@ -79,7 +79,8 @@ class RaptorRetriever(_RaptorFields):
     llm:
         The summariser: a LangChain chat model, LLM or Runnable taking a string prompt (called
         with ``invoke``, or ``ainvoke`` on the async path), a ``str -> str`` callable (sync or
-        async), an hrefine ``LocalLM`` or ``TextGenerator``; None uses the embedded SmolLM2.
+        async), an hrefine ``LocalLM`` or ``TextGenerator``; None: no model (each summary is
+        the leading sentences of its cluster's texts).
     embeddings:
         LangChain ``Embeddings`` (or an hrefine ``Embedder``) for chunks, summaries and queries;
         None uses hrefine's embedded all-MiniLM-L6-v2, offline. Pass the same one to
@@ -108,7 +109,7 @@ class RaptorRetriever(_RaptorFields):
 
     llm: Any = model_field(
         "Summariser: a chat model, LLM, Runnable or str -> str callable; None: "
-        "the embedded SmolLM2."
+        "no model (the leading sentences of each cluster's texts)."
     )
     embeddings: Embeddings | Embedder | None = model_field(
         "Embeddings of chunks, summaries and queries; None: the embedded model."

@@ -268,7 +268,8 @@ class GarlicRetriever(QueryCheckedRetriever):
         The LLM of the search: a LlamaIndex ``LLM`` or a ``str -> str`` callable (prompt-only
         mode: Yes/No read from its text, the whole prompt sent at each step), or an hrefine
         ``LocalLM`` (the KV-cached search with attention, as in the paper); None: the options'
-        ``lm``, else the embedded SmolLM2. ``Settings.llm`` is never read.
+        ``lm``; else SmolLM2 for a graph an LM built (attention edges), and otherwise no model
+        (a word-overlap Yes/No). ``Settings.llm`` is never read.
     embed_model:
         The embed model the graph's nodes were embedded with (a LlamaIndex ``BaseEmbedding`` or
         an hrefine ``Embedder``); None: the graph's own.

@@ -117,9 +117,9 @@ class RaptorIndex(RaptorStore[RaptorIndexStruct]):
     llm:
         The summariser: a LlamaIndex ``LLM`` (called with ``complete``/``acomplete``, with
         ``llm_concurrency``/``llm_retries``/``llm_timeout``), a ``str -> str`` callable (sync
-        or async), an hrefine LocalLM or TextGenerator, or None for hrefine's embedded
-        SmolLM2-135M (offline). ``Settings.llm`` is never read. A LlamaIndex ``LLM`` also
-        answers in :meth:`as_query_engine` when that is given none.
+        or async), an hrefine LocalLM or TextGenerator, or None for no model (the leading
+        sentences of each cluster's texts). ``Settings.llm`` is never read. A LlamaIndex
+        ``LLM`` also answers in :meth:`as_query_engine` when that is given none.
     embed_model:
         A LlamaIndex ``BaseEmbedding`` or an hrefine ``Embedder``; None: hrefine's embedded
         all-MiniLM-L6-v2 (``Settings.embed_model`` is never read).

@@ -273,7 +273,7 @@ def to_raptor_llm(llm: Any, options: RaptorOptions) -> Any:
 
     A LlamaIndex ``LLM`` becomes a :class:`~hrefine.models.TextGenerator` with the options'
     ``llm_concurrency``, ``llm_retries`` and ``llm_timeout``; anything else (a ``str -> str``
-    callable, a LocalLM, a TextGenerator, or None for the embedded SmolLM2) is returned as it is,
+    callable, a LocalLM, a TextGenerator, or None for the no-model extracts) is returned as it is,
     for the core to check and wrap. ``Settings.llm`` is never read.
     """
     if isinstance(llm, LLM):
@@ -293,7 +293,7 @@ def to_garlic_llm(llm: Any) -> Any:
     A LlamaIndex ``LLM`` becomes a :class:`~hrefine.models.TextGenerator` (prompt-only mode:
     embedding edges, Yes/No read from its text); anything else (a ``LocalLM`` for attention
     edges and the KV-cached search, a ``str -> str`` callable, a TextGenerator, or None for the
-    embedded SmolLM2) is returned as it is. ``Settings.llm`` is never read.
+    no-model stand-in) is returned as it is. ``Settings.llm`` is never read.
     """
     if isinstance(llm, LLM):
         return to_text_generator(llm)

@@ -112,6 +112,16 @@ def test_build_saves_a_graph_and_reports_each_level(
     assert (opts.chunk_tokens, opts.batch_tokens, opts.summary_tokens) == (64, 400, 32)
 
 
+def test_build_without_an_llm_uses_no_model(docs: list[Path], tmp_path: Path) -> None:
+    # #53: the measured default is the no-model graph; --lm smollm2 is the embedded LM.
+    folder = tmp_path / "graph"
+    res = CliRunner().invoke(app, ["garlic", "build", *map(str, docs), "-o", str(folder), *BUILD])
+    assert res.exit_code == 0, res.output
+    assert "loading no LLM, all-MiniLM-L6-v2" in res.stderr
+    graph = GarlicGraph.load(folder)
+    assert graph.edge_mode == "embedding" and graph.levels >= 1
+
+
 def test_query_prints_the_library_search(runner: CliRunner, saved: Path, item: Any) -> None:
     folder = saved
     res = runner.invoke(
@@ -128,7 +138,8 @@ def test_query_prints_the_library_search(runner: CliRunner, saved: Path, item: A
     assert text.rstrip("\n").split("\n\n") == expected.texts_in_document_order()
     assert f"stopped by {expected.stopped_by}" in res.stderr
     assert f"{expected.prefilled_tokens} tokens pre-filled" in res.stderr
-    assert "attention mode" in res.stderr
+    # No --lm and a graph with embedding edges: no model (#53), as GarlicSearcher's default.
+    assert "loading no LLM, all-MiniLM-L6-v2" in res.stderr and "prompt mode" in res.stderr
 
 
 def test_query_fill_tokens_reads_on_to_the_leaf_budget(
@@ -147,11 +158,12 @@ def test_query_fill_tokens_reads_on_to_the_leaf_budget(
 def test_query_json_and_report(runner: CliRunner, saved: Path, item: Any, tmp_path: Path) -> None:
     folder = saved
     report = tmp_path / "search.html"
-    args = ["garlic", "query", str(folder), "-q", item.question, "--json"]
+    args = ["garlic", "query", str(folder), "-q", item.question, "--json", "--lm", "smollm2"]
     res = runner.invoke(
         app, [*args, "--patience", "2", "--max-steps", "3", "--report", str(report)]
     )
     assert res.exit_code == 0, res.output
+    assert "loading SmolLM2-135M-Instruct" in res.stderr
     out = json.loads(res.stdout)
     assert out["query"] == item.question and out["mode"] == "attention"
     assert out["stopped_by"] in {"patience", "max_steps", "exhausted"}

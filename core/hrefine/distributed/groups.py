@@ -43,13 +43,13 @@ def _from_npy(data: bytes) -> Any:
 
 
 def _llm(value: Any) -> Any:
-    """The actor's LLM: a callable as given, a model name or folder loaded (None: SmolLM2)."""
-    if value is not None and not isinstance(value, str):
+    """The actor's LLM: a callable as given, a model name or folder loaded; None stays None, so
+    the stage builds what the method builds by default (no model), as the core does."""
+    if value is None or not isinstance(value, str):
         return value
     from hrefine.models._lm_name import local_lm_from
-    from hrefine.models.smollm2 import default_lm
 
-    return default_lm() if value is None else local_lm_from(value)
+    return local_lm_from(value)
 
 
 class GroupStage(Stage):
@@ -147,9 +147,10 @@ class GroupStage(Stage):
 class RaptorStage(GroupStage):
     """Build a RAPTOR tree over each group of documents.
 
-    Settings: any :class:`~hrefine.raptor.RaptorOptions` field. ``llm`` may be None (the
-    embedded SmolLM2), a local model folder or cached name (loaded once per actor), or any
-    picklable ``str -> str`` callable; ``embedder`` likewise a name or None.
+    Settings: any :class:`~hrefine.raptor.RaptorOptions` field. ``llm`` may be None (no model:
+    extractive summaries, as :meth:`~hrefine.raptor.RaptorTree.build`), a local model folder or
+    cached name such as ``"smollm2-135m-instruct"`` (loaded once per actor), or any picklable
+    ``str -> str`` callable; ``embedder`` likewise a name or None.
     """
 
     name = "raptor"
@@ -171,8 +172,9 @@ class RaptorStage(GroupStage):
 class GarlicStage(GroupStage):
     """Build a GARLIC graph over each group of documents.
 
-    Settings: any :class:`~hrefine.garlic.GarlicOptions` field. ``lm`` may be None (the
-    embedded SmolLM2, attention edges), a local model folder or cached name, or any picklable
+    Settings: any :class:`~hrefine.garlic.GarlicOptions` field. ``lm`` may be None (no model:
+    :class:`~hrefine.garlic.ExtractiveGarlicLM`, embedding edges), a local model folder or
+    cached name such as ``"smollm2-135m-instruct"`` (attention edges), or any picklable
     ``str -> str`` callable (embedding edges); ``embedder`` a name or None.
     """
 

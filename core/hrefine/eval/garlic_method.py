@@ -20,19 +20,18 @@ Registered in :mod:`hrefine.eval.methods` as ``"garlic"`` (option
 from __future__ import annotations
 
 import os
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hrefine._prompt_slot import slot_text
 from hrefine.budget import TokenCounter, get_counter
-from hrefine.errors import ConfigError, InputTypeError
+from hrefine.errors import ConfigError
 from hrefine.eval.baselines import as_plain_text
 from hrefine.eval.store_method import LLM_CHOICES, StoreCompressor, document_digest
 from hrefine.eval.text import SEPARATOR, truncate_to_tokens
-from hrefine.garlic.options import SEARCH_PROMPT, SUMMARY_PROMPT, GarlicOptions
+from hrefine.garlic.extractive import ExtractiveGarlicLM
+from hrefine.garlic.options import GarlicOptions
 from hrefine.garlic.visited import fit_to_budget
 from hrefine.tree_order import chunks_first
 
@@ -59,113 +58,6 @@ _SEARCH_ONLY = frozenset(
 )
 #: Leaf size of the evaluated GARLIC: the chunk baselines' 128 tokens (see GarlicCompressor).
 EVAL_CHUNK_TOKENS = 128
-# Markers of the search prompt (see hrefine.garlic.search.search_prompt).
-_QUESTION = "\n\nQuestion:\n"
-_INFORMATION = "\n\nInformation:\n"
-_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
-_WORD = re.compile(r"[a-z0-9]+")
-#: Words the Yes/No rule ignores in a question.
-_STOP_WORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "did",
-        "do",
-        "does",
-        "for",
-        "from",
-        "had",
-        "has",
-        "have",
-        "how",
-        "in",
-        "is",
-        "it",
-        "its",
-        "of",
-        "on",
-        "or",
-        "that",
-        "the",
-        "their",
-        "this",
-        "to",
-        "was",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "why",
-        "with",
-    ]
-)
-
-
-class ExtractiveGarlicLM:
-    """A no-model stand-in for GARLIC's LLM (``str -> str``), for quick benchmark rows and tests.
-
-    - **Summary prompts** (``summary_prompt`` with its inputs, one a line): one ``*`` bullet per
-      two consecutive inputs, made of the first sentence of each, so every level halves and the
-      graph converges.
-    - **Search prompts** (``search_prompt`` first): ``"Yes"`` when every content word of the
-      question (lower-cased, stop words left out) appears in the information, else ``"No"``.
-
-    Parameters
-    ----------
-    summary_prompt:
-        The summary template the graph uses (``{points}`` marks the inputs).
-    search_prompt:
-        The Yes/No instruction the search uses.
-    """
-
-    __name__ = "extractive"
-    name = "extractive"
-
-    def __init__(
-        self,
-        summary_prompt: str = SUMMARY_PROMPT,
-        search_prompt: str = SEARCH_PROMPT,
-    ) -> None:
-        if "{points}" not in summary_prompt:
-            msg = "summary_prompt must contain '{points}', where the inputs go"
-            raise ConfigError(msg)
-        self.head, _, self.tail = summary_prompt.partition("{points}")
-        self.search_prompt = search_prompt
-
-    def inputs(self, prompt: str) -> list[str]:
-        """The input lines a summary prompt holds."""
-        body = slot_text(prompt, self.head, self.tail)
-        return [line.strip() for line in body.split("\n") if line.strip()]
-
-    def __call__(self, prompt: str) -> str:
-        """A bullet summary, or ``"Yes"``/``"No"`` for a search prompt."""
-        if not isinstance(prompt, str):
-            msg = f"prompt must be a str, got {type(prompt).__name__}"
-            raise InputTypeError(msg)
-        if prompt.startswith(self.search_prompt) and _QUESTION in prompt:
-            return self.answer(prompt)
-        firsts = [_SENTENCE_END.split(text, maxsplit=1)[0] for text in self.inputs(prompt)]
-        pairs = [" ".join(firsts[i : i + 2]) for i in range(0, len(firsts), 2)]
-        return "\n".join(f"* {p}" for p in pairs)
-
-    @staticmethod
-    def answer(prompt: str) -> str:
-        """The word-overlap Yes/No rule on a search prompt."""
-        rest = prompt.split(_QUESTION, 1)[1]
-        question, _, information = rest.partition(_INFORMATION)
-        wanted = {w for w in _WORD.findall(question.lower()) if w not in _STOP_WORDS}
-        have = set(_WORD.findall(information.lower()))
-        return "Yes" if wanted and wanted <= have else "No"
 
 
 @dataclass(frozen=True)

@@ -7,11 +7,14 @@ each input gives the weights of a many-to-many graph (:class:`GarlicGraph`). A s
 with everything read so far kept in the KV cache), and while it cannot, follows the attention the
 read nodes pay to the question through the graph (z = Eᵀa) plus embedding similarity to the next
 node. A model that shows no attention (any chat LLM) builds edges from embedding similarity and
-answers Yes/No in text.
+answers Yes/No in text. With no LLM given, :class:`ExtractiveGarlicLM` (no model) writes the
+summary points from the inputs' first sentences and answers Yes/No by word overlap: measured, an
+LLM did not keep more of the evidence (docs/garlic.md), and it costs minutes a document on a CPU.
 """
 
 # Importing the report registers the renderer of SearchResult.to_html (hrefine._renderers).
 from hrefine.garlic import report as _report  # noqa: F401
+from hrefine.garlic.extractive import ExtractiveGarlicLM
 from hrefine.garlic.graph import GarlicGraph
 from hrefine.garlic.options import EDGE_MODES, SEARCH_PROMPT, SUMMARY_PROMPT, GarlicOptions
 from hrefine.garlic.points import Point, parse_points
@@ -21,6 +24,7 @@ __all__ = [
     "EDGE_MODES",
     "SEARCH_PROMPT",
     "SUMMARY_PROMPT",
+    "ExtractiveGarlicLM",
     "GarlicGraph",
     "GarlicOptions",
     "GarlicSearcher",

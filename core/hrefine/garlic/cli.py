@@ -49,16 +49,27 @@ garlic_app = _verbs.app
 _DEFAULT_LM = "SmolLM2-135M-Instruct"
 
 
+#: Names of the embedded SmolLM2 on the command line (as RAPTOR's --llm takes them).
+_SMOLLM2_NAMES = ("smollm2", "default")
+
+
 def _lm(name: str | None) -> Any:
-    """A local generative LM by folder or cached name; None or "default": the embedded SmolLM2."""
-    return named_lm("default" if name is None else name)
+    """A local generative LM by folder or cached name ('smollm2': the embedded SmolLM2); None:
+    the library's choice (no model, or SmolLM2 to search a graph with attention edges)."""
+    return None if name is None else named_lm(name, _SMOLLM2_NAMES)
 
 
-def _models(lm: str | None) -> str:
-    """What a command loads: the LM (named, or the embedded one), the embedder, the tokenizer."""
+def _models(lm: str | None, *, attention_graph: bool = False) -> str:
+    """What a command loads: the LM (named, the embedded one, or none), the embedder, the
+    tokenizer."""
     shared = loading_line(scorer="embedding") or ""
     others = shared.removeprefix("loading ").removesuffix("...")
-    named = _DEFAULT_LM if lm is None or lm.strip().lower() == "default" else f"the LM {lm!r}"
+    if lm is None:
+        named = _DEFAULT_LM if attention_graph else "no LLM"
+    elif lm.strip().lower() in _SMOLLM2_NAMES:
+        named = _DEFAULT_LM
+    else:
+        named = f"the LM {lm!r}"
     return f"{named}, {others}"
 
 
@@ -77,8 +88,9 @@ def build(
         typer.Option(
             "--llm",
             "--lm",
-            help="The summariser: a local model folder or cached name, or 'default' (the "
-            "embedded SmolLM2-135M-Instruct, also used when not given).",
+            help="The summariser: a local model folder or cached name, or 'smollm2' (the "
+            "embedded SmolLM2-135M-Instruct; minutes a long document on a CPU). Default: no "
+            "model, the summary points are the inputs' first sentences (embedding edges).",
         ),
     ] = None,
     chunk_tokens: Annotated[
@@ -193,7 +205,8 @@ def query(
             "--llm",
             "--lm",
             help="The LM that reads and says Yes or No: a local model folder or cached name, "
-            "or 'default' (the embedded SmolLM2-135M-Instruct, also used when not given).",
+            "or 'smollm2' (the embedded SmolLM2-135M-Instruct). Default: SmolLM2 for a graph "
+            "an LM built (attention edges), else no model (a word-overlap Yes/No).",
         ),
     ] = None,
 ) -> ReportPage:
@@ -217,7 +230,7 @@ def query(
         settings["max_tokens"] = max_tokens or None
     graph = GarlicGraph.load(request.folder)
     model = _lm(lm)
-    say(encodable(f"loading {_models(lm)}..."))
+    say(encodable(f"loading {_models(lm, attention_graph=graph.edge_mode == 'attention')}..."))
     searcher = GarlicSearcher(graph, lm=model, **settings)
     result = searcher.search(
         request.question, patience=patience, max_steps=max_steps, fill_tokens=fill_tokens

@@ -24,6 +24,7 @@ from hrefine._progress import Progress, reporter
 from hrefine._saved import is_count
 from hrefine.budget import TokenCounter, get_counter
 from hrefine.errors import InputTypeError, PersistenceError
+from hrefine.garlic.extractive import ExtractiveGarlicLM
 from hrefine.garlic.options import GarlicOptions, one_llm
 from hrefine.garlic.summarise import (
     Batch,
@@ -115,7 +116,9 @@ class GarlicGraph:
             The LLM: a :class:`~hrefine.models.LocalLM` (attention edges, prompts counted in
             its tokenizer), or a ``str -> str`` callable, sync or async, or a TextGenerator
             (embedding edges, prompts counted with the budget tokenizer). None: the options'
-            ``lm``, else the embedded SmolLM2-135M.
+            ``lm``, else :class:`~hrefine.garlic.extractive.ExtractiveGarlicLM` (no model: the
+            inputs' first sentences as summary points, embedding edges); ``"smollm2-135m-instruct"``
+            or ``default_lm()`` for the embedded SmolLM2 with attention edges.
         lm:
             The same as ``llm`` (its earlier name); give one of them.
         embedder:
@@ -145,9 +148,7 @@ class GarlicGraph:
         counter = get_counter(opts.tokenizer)
         model = model_or_name(given if given is not None else opts.lm)
         if model is None:
-            from hrefine.models import default_lm
-
-            model = default_lm()
+            model = ExtractiveGarlicLM(opts.summary_prompt, opts.search_prompt)
         mode = edge_mode(opts.edges, model)
         tree = Tree(metadata={"sources": [s.id for s in sources], "edge_mode": mode})
         leaves = add_leaves(tree, sources, 0, counter, opts.chunk_tokens)

@@ -99,7 +99,8 @@ class GarlicOptions(Options):
         None,
         help=(
             "The LLM: a LocalLM or a model name or folder such as 'qwen2.5-coder-1.5b' "
-            "(attention edges), or a str -> str callable (also taken as llm)."
+            "(attention edges), or a str -> str callable (also taken as llm); None: no model "
+            "(ExtractiveGarlicLM: first sentences as summary points, embedding edges)."
         ),
     )
     embedder: Any = setting(None, help="The embedder (None: the embedded all-MiniLM-L6-v2).")

@@ -25,8 +25,9 @@ __all__ = ["PromptReader", "Reader", "SessionReader", "Verdict", "parse_yes_no",
 
 #: Stands in for the user turn when the chat template is split around it.
 _MARK = "\u2063GARLIC-USER-TURN\u2063"
-_QUESTION = "\n\nQuestion:\n"
-_INFORMATION = "\n\nInformation:\n"
+#: Markers of the search prompt (the no-model stand-in reads the question between them).
+QUESTION_MARK = "\n\nQuestion:\n"
+INFORMATION_MARK = "\n\nInformation:\n"
 _WORD = re.compile(r"[A-Za-z]+")
 
 
@@ -81,7 +82,7 @@ def search_prompt(instruction: str, query: str, texts: Sequence[str]) -> str:
     str
         The message, exactly as the KV-cached session holds it.
     """
-    return instruction + _QUESTION + query + _INFORMATION + "".join(t + "\n" for t in texts)
+    return instruction + QUESTION_MARK + query + INFORMATION_MARK + "".join(t + "\n" for t in texts)
 
 
 def parse_yes_no(reply: str) -> bool | None:
@@ -129,9 +130,9 @@ class SessionReader:
         config = getattr(getattr(lm, "model", None), "config", None)
         self.window: int | None = getattr(config, "max_position_embeddings", None)
         self._session = lm.session()
-        self._session.append(prefix + instruction + _QUESTION)
+        self._session.append(prefix + instruction + QUESTION_MARK)
         self._session.append(query, segment="query")
-        self._session.append(_INFORMATION)
+        self._session.append(INFORMATION_MARK)
 
     @property
     def prefilled_tokens(self) -> int:

@@ -60,6 +60,7 @@ import numpy as np
 from hrefine._query import check_query
 from hrefine.budget import TokenCounter, get_counter
 from hrefine.errors import ConfigError, EmptyInputError, InputTypeError, TreeError
+from hrefine.garlic.extractive import ExtractiveGarlicLM
 from hrefine.garlic.options import GarlicOptions, one_llm
 
 # The readers are named here as they were when they lived in this module (tests use them).
@@ -145,7 +146,9 @@ class GarlicSearcher:
     llm:
         A :class:`~hrefine.models.LocalLM` (attention mode), or a ``str -> str`` callable (sync
         or async) or :class:`~hrefine.models.TextGenerator` (prompt-only mode). ``None``: the
-        options' ``lm``, else the embedded :func:`~hrefine.models.default_lm`.
+        options' ``lm``; else, for a graph with attention edges, the embedded
+        :func:`~hrefine.models.default_lm`, and otherwise the no-model
+        :class:`~hrefine.garlic.extractive.ExtractiveGarlicLM`.
     lm:
         The same as ``llm`` (its earlier name); give one of them.
     embedder:
@@ -214,14 +217,19 @@ class GarlicSearcher:
     # -- models (made on first use) ---------------------------------------------------------
     @property
     def lm(self) -> Any:
-        """The LLM (the embedded default is loaded on first use)."""
+        """The LLM (made on first use: see ``llm`` in the class docstring)."""
         if self._lm is None:
-            if self._lm_arg is None:
+            if self._lm_arg is not None:
+                self._lm = self._lm_arg
+            elif getattr(self.graph, "edge_mode", "embedding") == "attention":
+                # A graph an LM built (attention edges) is searched by an LM, as it was built.
                 from hrefine.models import default_lm
 
                 self._lm = default_lm()
             else:
-                self._lm = self._lm_arg
+                self._lm = ExtractiveGarlicLM(
+                    self.options.summary_prompt, self.options.search_prompt
+                )
         return self._lm
 
     @property
