@@ -12,13 +12,14 @@ graph.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from hrefine._prompt_slot import slot_text
 from hrefine.errors import ConfigError, InputTypeError
-from hrefine.garlic.options import SEARCH_PROMPT, SUMMARY_PROMPT
+from hrefine.garlic.options import SEARCH_PROMPT, SUMMARY_PROMPT, GarlicOptions
 from hrefine.garlic.readers import INFORMATION_MARK, QUESTION_MARK
 
-__all__ = ["ExtractiveGarlicLM"]
+__all__ = ["ExtractiveGarlicLM", "default_search_lm"]
 
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
 _WORD = re.compile(r"[a-z0-9]+")
@@ -124,3 +125,14 @@ class ExtractiveGarlicLM:
         wanted = {w for w in _WORD.findall(question.lower()) if w not in _STOP_WORDS}
         have = set(_WORD.findall(information.lower()))
         return "Yes" if wanted and wanted <= have else "No"
+
+
+def default_search_lm(graph: Any, options: GarlicOptions) -> Any:
+    """The LLM a searcher takes when none is given (nor in its options): the embedded SmolLM2
+    for a graph an LM built (attention edges: it is searched as it was built), else the
+    no-model stand-in with the options' prompts."""
+    if getattr(graph, "edge_mode", "embedding") == "attention":
+        from hrefine.models import default_lm
+
+        return default_lm()
+    return ExtractiveGarlicLM(options.summary_prompt, options.search_prompt)

@@ -60,7 +60,7 @@ import numpy as np
 from hrefine._query import check_query
 from hrefine.budget import TokenCounter, get_counter
 from hrefine.errors import ConfigError, EmptyInputError, InputTypeError, TreeError
-from hrefine.garlic.extractive import ExtractiveGarlicLM
+from hrefine.garlic.extractive import default_search_lm
 from hrefine.garlic.options import GarlicOptions, one_llm
 
 # The readers are named here as they were when they lived in this module (tests use them).
@@ -219,17 +219,8 @@ class GarlicSearcher:
     def lm(self) -> Any:
         """The LLM (made on first use: see ``llm`` in the class docstring)."""
         if self._lm is None:
-            if self._lm_arg is not None:
-                self._lm = self._lm_arg
-            elif getattr(self.graph, "edge_mode", "embedding") == "attention":
-                # A graph an LM built (attention edges) is searched by an LM, as it was built.
-                from hrefine.models import default_lm
-
-                self._lm = default_lm()
-            else:
-                self._lm = ExtractiveGarlicLM(
-                    self.options.summary_prompt, self.options.search_prompt
-                )
+            given = self._lm_arg
+            self._lm = given if given is not None else default_search_lm(self.graph, self.options)
         return self._lm
 
     @property
