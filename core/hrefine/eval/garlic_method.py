@@ -53,6 +53,7 @@ _SEARCH_ONLY = frozenset(
         "fill",
         "k",
         "embedding_weight",
+        "lexical_weight",
         "llm_timeout",
     }
 )

@@ -90,6 +90,11 @@ class GarlicOptions(Options):
         help="Weight of the normalised embedding similarity beside the normalised E^T a "
         "(the paper's equal weighting: 1.0).",
     )
+    lexical_weight: float = setting(
+        0.0,
+        help="Weight of the BM25 match of a node's words (scaled by the best node's) added to "
+        "its cosine in s, as RAPTOR and LongRefiner fuse them (0: cosine alone).",
+    )
     seed: int = setting(0, help="Seed of any sampling (a retried summary); same seed, same graph.")
     llm_timeout: float | None = setting(
         120.0,
@@ -136,6 +141,7 @@ class GarlicOptions(Options):
             msg = f"fill must be True or False, got {self.fill!r}"
             raise InputTypeError(msg)
         check_number("embedding_weight", self.embedding_weight, minimum=0.0)
+        check_number("lexical_weight", self.lexical_weight, minimum=0.0)
         check_int("seed", self.seed, minimum=0)
         check_number("llm_timeout", self.llm_timeout, minimum=0.001, none=True)
 

@@ -6,7 +6,8 @@ the paper's Table 5 (instruction, question, then the visited nodes) and says "Ye
 while it says No, the next node is appended and the LLM is asked again. The next node is the
 unvisited one with the highest ``z_n + embedding_weight * s_n``: ``z = Eᵀa`` spreads the
 query attention ``a`` of the visited nodes down their weighted edges, ``s`` is the
-query-node cosine similarity (negative values at 0), and both are normalised to sum 1 over
+query-node cosine similarity (negative values at 0; with ``lexical_weight``, the BM25 match of
+the node's words added by :func:`~hrefine.models.lexical.fuse`), both normalised to sum 1 over
 the unvisited nodes. The search stops after ``patience`` Yes answers, at ``max_steps`` added
 nodes, at ``max_tokens`` tokens of visited nodes, or when every node has been visited.
 
@@ -52,7 +53,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -71,7 +71,9 @@ from hrefine.garlic.readers import Verdict as _Verdict  # noqa: F401
 from hrefine.garlic.readers import parse_yes_no, search_prompt
 from hrefine.garlic.search_result import SearchResult, SearchStep, VisitedNode
 from hrefine.garlic.summarise import llm_generator
+from hrefine.garlic.walk import candidate_scores
 from hrefine.models._lm_name import model_or_name
+from hrefine.models.lexical import with_match
 from hrefine.models.text_generator import TextGenerator
 from hrefine.options import check_int
 from hrefine.tree import Tree
@@ -91,48 +93,6 @@ __all__ = [
 #: the next node would pass ``max_tokens`` (or the LocalLM's context window), the next leaf would
 #: pass ``fill_tokens``, or no unvisited node was left.
 STOP_REASONS = ("patience", "max_steps", "max_tokens", "filled", "exhausted")
-
-
-def _sum_to_one(values: np.ndarray) -> np.ndarray:
-    total = float(values.sum())
-    return values / total if total > 0 else values
-
-
-def candidate_scores(
-    edges: tuple[np.ndarray, np.ndarray, np.ndarray],
-    attention: np.ndarray,
-    similarity: np.ndarray,
-    candidates: Sequence[int],
-    embedding_weight: float,
-) -> np.ndarray:
-    """Scores of the candidate nodes: normalised ``z = Eᵀa`` plus weighted normalised ``s``.
-
-    Parameters
-    ----------
-    edges:
-        ``(parents, children, weights)``: ``E[parents[k], children[k]] = weights[k]``.
-    attention:
-        ``a``: one value per node of the graph, 0 for unvisited nodes.
-    similarity:
-        ``s``: one query similarity per node (negative values already at 0).
-    candidates:
-        The unvisited node ids.
-    embedding_weight:
-        Weight of the embedding term.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``float64`` score per candidate, in the order of ``candidates``: ``z`` and ``s`` are each
-        normalised to sum 1 over the candidates (a zero vector is left at zero).
-    """
-    parents, children, weights = edges
-    z = np.zeros(len(attention), dtype=np.float64)
-    np.add.at(z, children, weights * attention[parents])
-    ids = np.asarray(candidates, dtype=np.int64)
-    zc = _sum_to_one(z[ids])
-    sc = _sum_to_one(np.asarray(similarity, dtype=np.float64)[ids])
-    return np.asarray(zc + embedding_weight * sc)
 
 
 class GarlicSearcher:
@@ -343,7 +303,14 @@ class GarlicSearcher:
             raise EmptyInputError(msg)
         similarity = self.similarities(query)
         reader = self._open_reader(query, similarity)
-        run = _Run(self, tree, reader, similarity)
+        texts = [n.text for n in tree]
+        run = _Run(
+            self,
+            tree,
+            reader,
+            similarity,
+            with_match(query, texts, similarity, self.options.lexical_weight),
+        )
         for node_id in top:
             run.read(node_id, step=0, score=None)
         run.ask(None)
@@ -379,12 +346,13 @@ class _Run:
     """The state of one search: the visited set, ``a``, the trace and the counts."""
 
     def __init__(
-        self, searcher: GarlicSearcher, tree: Tree, reader: _Reader, similarity: np.ndarray
+        self, searcher: GarlicSearcher, tree: Tree, reader: _Reader, *scores: np.ndarray
     ) -> None:
         self.searcher = searcher
         self.tree = tree
         self.reader = reader
-        self.similarity = similarity
+        # s (cosine, also prompt mode's a) and the candidates' s with the BM25 match fused in
+        self.similarity, self.relevance = scores
         self.attention = np.zeros(len(tree), dtype=np.float64)
         self.visited: list[VisitedNode] = []
         self.seen: set[int] = set()
@@ -466,7 +434,7 @@ class _Run:
             scores = candidate_scores(
                 self.searcher.edges,
                 self.attention,
-                self.similarity,
+                self.relevance,
                 candidates,
                 opts.embedding_weight,
             )

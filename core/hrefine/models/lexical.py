@@ -15,7 +15,7 @@ from hrefine._optional import require
 from hrefine._unicode import CJK
 from hrefine.errors import ConfigError
 
-__all__ = ["BM25Scorer", "fuse", "lexical_tokens", "plural_stem", "query_window"]
+__all__ = ["BM25Scorer", "fuse", "lexical_tokens", "plural_stem", "query_window", "with_match"]
 
 _SPACED = re.compile(r"\S+")
 # What an apostrophe joins to a word ("Handmaid's", "don't", "we'll"): not a word of its own, and
@@ -115,6 +115,14 @@ def fuse(dense: np.ndarray, match: np.ndarray, weight: float) -> np.ndarray:
     if weight <= 0 or top <= 0:
         return out.copy()
     return out + float(weight) * lex / top
+
+
+def with_match(query: str, texts: Sequence[str], dense: np.ndarray, weight: float) -> np.ndarray:
+    """``dense`` with the BM25 match of ``query`` in ``texts`` fused in (:func:`fuse`); a copy
+    of ``dense`` when ``weight`` is 0 or there are no texts (no scoring done)."""
+    if weight <= 0 or not texts:
+        return np.asarray(dense, dtype=np.float64).copy()
+    return fuse(dense, BM25Scorer().score(query, texts), weight)
 
 
 class BM25Scorer:

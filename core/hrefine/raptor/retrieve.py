@@ -22,7 +22,7 @@ import numpy as np
 
 from hrefine.budget import TokenCounter
 from hrefine.errors import BudgetTooSmallError
-from hrefine.models.lexical import BM25Scorer, fuse
+from hrefine.models.lexical import with_match
 from hrefine.raptor.extractive import sentences as extract_sentences
 from hrefine.results import unit_scores
 from hrefine.tree import NodeKind, Tree
@@ -100,10 +100,7 @@ def node_scores(
     for; ``"off"`` puts every summary out of reach (-inf: never chosen); ``"free"`` leaves the
     scores as they are.
     """
-    scores = np.asarray(cosine, dtype=np.float64)
-    if lexical_weight > 0 and len(tree):
-        match = BM25Scorer().score(query, [n.text for n in tree])
-        scores = fuse(scores, match, lexical_weight)
+    scores = with_match(query, [n.text for n in tree], cosine, lexical_weight)
     if summary_rank == "free":
         return scores
     scores = scores.copy()
