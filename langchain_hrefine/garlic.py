@@ -114,7 +114,8 @@ class GarlicRetriever(_GarlicRetrieverFields):
     name, type, default and description: ``chunk_tokens``, ``batch_tokens``,
     ``summary_tokens``, ``max_levels``, ``summary_prompt``, ``search_prompt``, ``edges``,
     ``retries``, ``patience``, ``max_steps``, ``max_tokens``, ``fill`` (read by
-    :class:`GarlicCompressor` only), ``k``, ``embedding_weight``, ``seed``. The building
+    :class:`GarlicCompressor` only), ``k``, ``embedding_weight``, ``lexical_weight``,
+    ``seed``. The building
     settings are used when the graph is built (:meth:`load` sets the fields from the saved
     graph); the search settings are read at each call, and ``invoke(query,
     patience=..., max_steps=..., max_tokens=...)`` changes them for one call.
@@ -147,7 +148,7 @@ class GarlicRetriever(_GarlicRetrieverFields):
     _component = "GarlicRetriever"
     _options_type = GarlicOptions
     _call_names = (*CALL_SETTINGS, "k")
-    _saved_fields = ("embedding_weight", "search_prompt", *CALL_SETTINGS)
+    _saved_fields = ("embedding_weight", "lexical_weight", "search_prompt", *CALL_SETTINGS)
     _empty_warning = "GarlicRetriever has no graph; build it with from_documents()"
     _nothing_to_save = "this GarlicRetriever has no graph to save; build it with from_documents()"
 

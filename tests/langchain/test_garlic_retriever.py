@@ -282,8 +282,12 @@ def test_from_texts_keeps_ids_and_metadata(shared_data: Path) -> None:
 def test_save_keeps_the_search_settings(retriever: GarlicRetriever, tmp_path: Path) -> None:
     retriever.patience = 2
     retriever.max_steps = 5
-    loaded = GarlicRetriever.load(retriever.save(tmp_path / "g"), llm=ScriptedLM(garlic_llm))
-    assert (loaded.patience, loaded.max_steps) == (2, 5)
+    before, retriever.lexical_weight = retriever.lexical_weight, 0.7
+    try:
+        loaded = GarlicRetriever.load(retriever.save(tmp_path / "g"), llm=ScriptedLM(garlic_llm))
+    finally:
+        retriever.lexical_weight = before
+    assert (loaded.patience, loaded.max_steps, loaded.lexical_weight) == (2, 5, 0.7)
     assert loaded.chunk_tokens == SMALL["chunk_tokens"]
     assert loaded.graph is not None and retriever.graph is not None
     assert loaded.graph.tree.to_dict() == retriever.graph.tree.to_dict()
