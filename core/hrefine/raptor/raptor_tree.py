@@ -146,8 +146,9 @@ class RaptorTree:
         options:
             A :class:`RaptorOptions`; ``settings`` change single fields of it.
         llm:
-            The summariser: a ``str -> str`` callable (sync or async), a LocalLM, a
-            TextGenerator, or None for the embedded SmolLM2-135M.
+            The summariser: a ``str -> str`` callable (sync or async), a LocalLM or model name
+            (``"smollm2-135m-instruct"``, ``"qwen2.5-coder-1.5b"``), a TextGenerator, or None
+            for :class:`~hrefine.raptor.ExtractiveSummariser` (no model).
         embedder:
             Anything :func:`hrefine.models.get_embedder` takes (None: the embedded model).
         tokenizer:
