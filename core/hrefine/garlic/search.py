@@ -13,7 +13,8 @@ nodes, at ``max_tokens`` tokens of visited nodes, or when every node has been vi
 
 **Filling a budget** (``fill_tokens``, what a compressor asks for): a Yes before the visited
 leaf chunks hold ``fill_tokens`` tokens is recorded in the trace but does not stop the search;
-it stops when the next node it would read is a leaf that no longer fits (``"filled"``). The
+a leaf that no longer fits is passed over unread, as chunk retrieval passes a chunk that does
+not fit, and it stops when no unread leaf fits the room left (``"filled"``). The
 LLM's attention still steers which nodes are read; its Yes/No no longer decides when to stop.
 A small model that says Yes after reading only the top-level summaries (the embedded
 SmolLM2-135M does on most HotpotQA questions) would otherwise hand a compressor a few
@@ -445,6 +446,11 @@ class _Run:
                 return "max_tokens"
             is_leaf = self.tree[node_id].level == 0
             if fill_tokens is not None and is_leaf and self.leaf_tokens + cost > fill_tokens:
+                # Passed over unread, as chunk retrieval passes a chunk that does not fit; the
+                # search reads on while a shorter leaf still fits the room left.
+                self.seen.add(node_id)
+                if self._leaf_fits(fill_tokens - self.leaf_tokens):
+                    continue
                 if yes:
                     self.notes.append(
                         f"read on past {yes} Yes answer(s) to fill {fill_tokens} tokens of leaves"
@@ -458,6 +464,16 @@ class _Run:
             steps += 1
             self.read(node_id, step=steps, score=float(scores[best]))
             yes += self.ask(node_id)
+
+    def _leaf_fits(self, room: int) -> bool:
+        """Whether a leaf not yet read or passed over is at most ``room`` tokens."""
+        count = self.searcher.counter.count
+        tree = self.tree
+        return any(
+            tree[i].level == 0 and count(tree[i].text) <= room
+            for i in self.document_order
+            if i not in self.seen
+        )
 
     def finished(self) -> list[VisitedNode]:
         """The visited nodes with the P(Yes) of the question asked right after each."""

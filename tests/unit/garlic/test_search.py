@@ -330,6 +330,27 @@ def test_fill_reads_on_past_yes_until_the_next_leaf_would_not_fit(
         searcher.search(QUERY, fill_tokens=0)
 
 
+def test_fill_passes_over_a_leaf_that_does_not_fit_for_a_shorter_one(
+    graph: HandGraph, embedder: Any
+) -> None:
+    # As chunk retrieval passes a chunk that does not fit: the room left goes to a shorter
+    # leaf further down the walk, not to nothing.
+    searcher = GarlicSearcher(graph, lm=ScriptedLM(["No"], cycle=True), embedder=embedder)
+    count = searcher.counter.count
+    order = [v for v in searcher.search(QUERY).visited if v.level == 0]
+    (first, second, third), later = order[:3], order[3:]
+    short = min(later, key=lambda v: count(v.text))
+    assert count(short.text) < count(third.text)  # the data has one to pass over
+    fill = count(first.text) + count(second.text) + count(short.text)
+    result = searcher.search(QUERY, fill_tokens=fill)
+    leaves = [v.id for v in result.visited if v.level == 0]
+    assert leaves == [first.id, second.id, short.id]
+    assert third.id not in {v.id for v in result.visited}  # passed over unread
+    # no leaf is left to fill with: the walk ends when the next leaf no longer fits, or when
+    # only summary points were left to read
+    assert result.stopped_by in {"filled", "exhausted"}
+
+
 def test_fit_to_budget_keeps_leaves_before_summaries_in_reading_order(
     graph: HandGraph, embedder: Any
 ) -> None:
