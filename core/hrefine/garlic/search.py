@@ -347,13 +347,19 @@ class _Run:
     """The state of one search: the visited set, ``a``, the trace and the counts."""
 
     def __init__(
-        self, searcher: GarlicSearcher, tree: Tree, reader: _Reader, *scores: np.ndarray
+        self,
+        searcher: GarlicSearcher,
+        tree: Tree,
+        reader: _Reader,
+        similarity: np.ndarray,
+        relevance: np.ndarray,
     ) -> None:
         self.searcher = searcher
         self.tree = tree
         self.reader = reader
-        # s (cosine, also prompt mode's a) and the candidates' s with the BM25 match fused in
-        self.similarity, self.relevance = scores
+        self.similarity = similarity  # s: the cosine (also prompt mode's a)
+        self.relevance = relevance  # s with the BM25 match fused in: what candidates rank by
+        self._costs: dict[int, int] = {}  # tokens of each node, counted once
         self.attention = np.zeros(len(tree), dtype=np.float64)
         self.visited: list[VisitedNode] = []
         self.seen: set[int] = set()
@@ -373,7 +379,7 @@ class _Run:
         value = raw * position if self.reader.positional else raw
         self.attention[node_id] = value
         self.seen.add(node_id)
-        cost = self.searcher.counter.count(node.text)
+        cost = self.cost(node_id)
         self.tokens += cost
         if node.level == 0:
             self.leaf_tokens += cost
@@ -441,7 +447,7 @@ class _Run:
             )
             best = int(np.argmax(scores))  # the first of equal scores: document order
             node_id = candidates[best]
-            cost = self.searcher.counter.count(self.tree[node_id].text)
+            cost = self.cost(node_id)
             if max_tokens is not None and self.tokens + cost > max_tokens:
                 return "max_tokens"
             is_leaf = self.tree[node_id].level == 0
@@ -465,12 +471,17 @@ class _Run:
             self.read(node_id, step=steps, score=float(scores[best]))
             yes += self.ask(node_id)
 
+    def cost(self, node_id: int) -> int:
+        """Tokens of a node's text (budget tokenizer), counted on first use."""
+        if node_id not in self._costs:
+            self._costs[node_id] = self.searcher.counter.count(self.tree[node_id].text)
+        return self._costs[node_id]
+
     def _leaf_fits(self, room: int) -> bool:
         """Whether a leaf not yet read or passed over is at most ``room`` tokens."""
-        count = self.searcher.counter.count
         tree = self.tree
         return any(
-            tree[i].level == 0 and count(tree[i].text) <= room
+            tree[i].level == 0 and self.cost(i) <= room
             for i in self.document_order
             if i not in self.seen
         )
