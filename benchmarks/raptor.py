@@ -5,9 +5,9 @@ and containment) and HotpotQA (supporting-paragraph recall, and containment), at
 2048 Llama-3.2 tokens, in one run on the same questions:
 
 - ``raptor`` (collapsed tree) and ``raptor-traversal`` (top 10 per layer), each with the
-  summaries written by the embedded SmolLM2-135M-Instruct (the default) and by the extractive
-  stand-in (the leading sentences of the children, no LLM): separate rows, so the table shows
-  what the 135M model's summaries buy or cost;
+  summaries written by the embedded SmolLM2-135M-Instruct (the paper's LLM) and by the
+  extractive stand-in (the leading sentences of the children, no LLM: the library's
+  default): separate rows, so the table shows what the 135M model's summaries buy or cost;
 - the baselines ``lead-text``, ``chunks-bm25`` and ``chunks-embedding``;
 - the full-text ceiling: the metric on the whole document (for containment, the share of
   questions whose answer appears anywhere in it).

@@ -365,3 +365,22 @@ def test_every_commands_help_shows_flags_as_plain_flags(
         assert "--help" in out and "<bool>" not in out, path
     assert main(["distributed", "html", "--help"]) == 0
     assert "<int>" in capsys.readouterr().out  # options that take a value keep their type
+
+
+@pytest.mark.parametrize(
+    ("methods", "options", "expected"),
+    [
+        (["raptor"], {}, "loading all-MiniLM-L6-v2 and the Llama-3.2 tokenizer..."),
+        (["garlic"], {}, "loading all-MiniLM-L6-v2 and the Llama-3.2 tokenizer..."),
+        (["garlic"], {"llm": "default"}, "loading all-MiniLM-L6-v2, SmolLM2-135M-Instruct and"),
+        (["raptor-traversal"], {"llm": "default"}, "loading all-MiniLM-L6-v2, SmolLM2-135M"),
+    ],
+)
+def test_eval_loading_line_follows_the_llm_option(
+    methods: list[str], options: dict[str, str], expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # RAPTOR and GARLIC evaluate with no model unless `--option llm=default` names SmolLM2.
+    from hrefine.eval.cli import _loading
+
+    _loading(methods, options, None)
+    assert capsys.readouterr().err.startswith(expected)

@@ -17,6 +17,7 @@ from hrefine.eval.text import SEPARATOR
 from hrefine.garlic import SEARCH_PROMPT, SUMMARY_PROMPT
 from hrefine.garlic.search import STOP_REASONS, search_prompt
 from hrefine.garlic.summarise import summary_prompt
+from hrefine.models.smollm2 import SMOLLM2_NAME
 from hrefine.raptor.build import START
 
 BUDGETS = (128, 512)
@@ -45,6 +46,14 @@ def test_registered_with_the_stand_in() -> None:
     assert isinstance(method.llm, ExtractiveGarlicLM)
     with pytest.raises(ConfigError, match="max_tokens"):
         get_method("garlic", llm="extractive", max_tokens=100)
+
+
+def test_default_is_the_library_default_no_model() -> None:
+    # What `hrefine eval -m garlic` measures is what GarlicGraph.build gives with no LLM.
+    for method in (get_method("garlic"), GarlicCompressor(llm=None)):
+        assert isinstance(method.llm, ExtractiveGarlicLM)
+    named = GarlicCompressor(llm="default")
+    assert named._model_names() == (SMOLLM2_NAME, "all-MiniLM-L6-v2")  # the paper's model, named
 
 
 def test_one_graph_per_document_across_questions_and_budgets(

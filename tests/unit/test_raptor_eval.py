@@ -12,6 +12,7 @@ from hrefine.eval import evaluate_items
 from hrefine.eval.loaders import load_dataset
 from hrefine.eval.methods import available_methods, get_method
 from hrefine.eval.raptor_method import ExtractiveSummariser, RaptorCompressor
+from hrefine.models.smollm2 import SMOLLM2_NAME
 from hrefine.raptor import summary_prompt
 from hrefine.tree import NodeKind
 from raptor_fakes import Summariser
@@ -41,6 +42,15 @@ def test_registered_and_listed() -> None:
     assert (method.name, method.mode, method.options.k) == ("raptor-traversal", "traversal", 10)
     collapsed = get_method("RAPTOR", llm="extractive")
     assert (collapsed.name, collapsed.mode, collapsed.options.k) == ("raptor", "collapsed", None)
+
+
+def test_default_is_the_library_default_no_model() -> None:
+    # What `hrefine eval -m raptor` measures is what RaptorTree.build gives with no LLM.
+    defaults = (get_method("raptor"), get_method("raptor-traversal"), RaptorCompressor(llm=None))
+    for method in defaults:
+        assert isinstance(method.llm, ExtractiveSummariser)
+    named = RaptorCompressor(llm="default")
+    assert named._model_names() == (SMOLLM2_NAME, "all-MiniLM-L6-v2")  # the paper's model, named
 
 
 def test_questions_of_one_document_share_one_tree_and_stay_in_budget(

@@ -21,7 +21,9 @@ from hrefine.eval.methods import RENAMED_METHODS, available_methods
 __all__ = ["eval_app", "eval_command"]
 
 _RENAMED_HELP = ", ".join(f"{old} -> {new}" for old, new in RENAMED_METHODS.items())
-_RAPTOR_METHODS = {"raptor", "raptor-traversal"}
+# Registered methods that build a store per document with the ``llm`` option (SmolLM2 only
+# when it is ``default``).
+_STORE_METHODS = {"raptor", "raptor-traversal", "garlic"}
 # Registered methods whose default scorer is the embedded all-MiniLM-L6-v2.
 _EMBEDDING_METHODS = {
     "chunks-embedding",
@@ -29,7 +31,7 @@ _EMBEDDING_METHODS = {
     "htmlrag-generative",
     "longrefiner",
     "longrefiner-lm",
-    *_RAPTOR_METHODS,
+    *_STORE_METHODS,
 }
 
 eval_app = typer.Typer(add_completion=False)
@@ -37,8 +39,9 @@ eval_app = typer.Typer(add_completion=False)
 # Every registered method, from the registry itself, so that a new one is never left out.
 _METHODS_HELP = (
     f"Method(s), comma-separated: {', '.join(available_methods())}, or module:ClassName "
-    "(--list says what each is). Settings go with --option, e.g. llm=default|extractive|<model "
-    "folder> (raptor, garlic) or lm=<model folder> (longrefiner-lm). Renamed, still accepted: "
+    "(--list says what each is). Settings go with --option, e.g. llm=extractive|default|<model "
+    "folder> (raptor, garlic: no model unless told; default is SmolLM2) or lm=<model "
+    "folder> (longrefiner-lm). Renamed, still accepted: "
     f"{_RENAMED_HELP}."
 )
 
@@ -116,8 +119,8 @@ def _loading(methods: list[str], options: dict[str, Any], tokenizer: str | None)
     scorer = options.get("scorer")
     embedding = scorer == "embedding" or (scorer is None and bool(_EMBEDDING_METHODS & {*methods}))
     generative = "htmlrag-generative" in methods or options.get("generative") is True
-    # RAPTOR summarises with the embedded SmolLM2 unless told otherwise.
-    generative |= bool(_RAPTOR_METHODS & {*methods}) and options.get("llm", "default") == "default"
+    # RAPTOR and GARLIC use no model unless told: ``llm=default`` names the embedded SmolLM2.
+    generative |= bool(_STORE_METHODS & {*methods}) and options.get("llm") == "default"
     generative |= "longrefiner-lm" in methods and options.get("lm", "default") == "default"
     announce_loading(
         tokenizer=tokenizer, scorer="embedding" if embedding else None, generative=generative

@@ -11,10 +11,12 @@ seconds).
 :class:`ExtractiveGarlicLM` is a stand-in LLM that needs no model: its "summary points" are the
 leading sentences of its inputs, and it answers the search's Yes/No question by a word-overlap
 rule. It is instant, and it is *not* GARLIC's LLM: with it the graph has embedding edges and the
-search runs in prompt-only mode (no attention, no KV cache). It measures the graph walk alone.
+search runs in prompt-only mode (no attention, no KV cache). It is what
+:class:`~hrefine.garlic.GarlicGraph` builds with when given no LLM, so it is this method's default
+too.
 
 Registered in :mod:`hrefine.eval.methods` as ``"garlic"`` (option
-``llm="default"|"extractive"|<model folder>``).
+``llm="extractive"|"default"|<model folder>``; ``"default"`` is the embedded SmolLM2).
 """
 
 from __future__ import annotations
@@ -116,8 +118,9 @@ class GarlicCompressor(StoreCompressor):
     Parameters
     ----------
     llm:
-        ``"default"`` (the embedded SmolLM2-135M-Instruct: attention edges, KV-cached search),
-        ``"extractive"`` (:class:`ExtractiveGarlicLM`, no model, a stand-in), a local model
+        ``"extractive"`` (:class:`ExtractiveGarlicLM`, no model: the library's default, and
+        this one's), ``"default"`` (the embedded SmolLM2-135M-Instruct, the paper's model:
+        attention edges, KV-cached search), a local model
         folder or cached Hugging Face name, or any LLM :class:`~hrefine.garlic.GarlicGraph`
         takes (a LocalLM, a ``str -> str`` callable, a TextGenerator).
     tokenizer:
@@ -164,7 +167,7 @@ class GarlicCompressor(StoreCompressor):
     def __init__(
         self,
         *,
-        llm: Any = "default",
+        llm: Any = "extractive",
         tokenizer: Any = None,
         embedder: Any = None,
         name: str = "garlic",

@@ -9,9 +9,11 @@ A method is given as
   (``scorer="bm25"``, no model) and ``"htmlrag-generative"`` (``generative=True``);
   ``"raptor"`` and ``"raptor-traversal"`` (:class:`hrefine.eval.raptor_method.RaptorCompressor`:
   a RAPTOR tree per document, retrieved from the collapsed tree or by traversal; option
-  ``llm="default"|"extractive"|<model folder>``); ``"garlic"``
+  ``llm="extractive"|"default"|<model folder>``, no model unless told, as the library);
+  ``"garlic"``
   (:class:`hrefine.eval.garlic_method.GarlicCompressor`: a GARLIC graph per document, searched
-  for each question to the budget; option ``llm="default"|"extractive"|<model folder>``);
+  for each question to the budget; the same ``llm`` option and default, where ``"default"`` is
+  the embedded SmolLM2-135M);
   ``"longrefiner"`` and ``"longrefiner-lm"``
   (:class:`hrefine.eval.longrefiner_method.LongRefinerCompressor`: LongRefiner with no model,
   or with ``lm="default"``, the embedded SmolLM2-135M, for query analysis and section

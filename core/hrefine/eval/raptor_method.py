@@ -57,8 +57,9 @@ class RaptorCompressor(StoreCompressor):
         ``"collapsed"`` (every layer ranked together) or ``"traversal"`` (top ``k`` per layer
         from the roots down).
     llm:
-        The summariser: ``"default"`` (the embedded SmolLM2-135M-Instruct), ``"extractive"``
-        (:class:`ExtractiveSummariser`, no LLM), a local model folder or cached Hugging Face
+        The summariser: ``"extractive"`` (:class:`ExtractiveSummariser`, no LLM: the
+        library's default, and this one's), ``"default"`` (the embedded SmolLM2-135M-Instruct,
+        the paper's model), a local model folder or cached Hugging Face
         name, or any LLM :class:`~hrefine.raptor.RaptorTree` takes (a ``str -> str`` callable,
         a LocalLM, a TextGenerator).
     tokenizer:
@@ -90,7 +91,7 @@ class RaptorCompressor(StoreCompressor):
         self,
         mode: str = "collapsed",
         *,
-        llm: Any = "default",
+        llm: Any = "extractive",
         tokenizer: Any = None,
         embedder: Any = None,
         cache_dir: str | os.PathLike[str] | None = None,

@@ -49,8 +49,9 @@ class StoreCompressor:
     Parameters
     ----------
     llm:
-        ``"default"`` (the embedded SmolLM2-135M-Instruct; also for None), ``"extractive"``
-        (:meth:`extractive_llm`, no model), a local model folder or cached Hugging Face name,
+        ``"extractive"`` (:meth:`extractive_llm`, no model; also for None, as the libraries'
+        RAPTOR and GARLIC default to no model), ``"default"`` (the embedded
+        SmolLM2-135M-Instruct), a local model folder or cached Hugging Face name,
         or an LLM object the store takes as it is.
     embedder:
         Anything :func:`hrefine.models.get_embedder` takes (None: the embedded
@@ -96,7 +97,7 @@ class StoreCompressor:
         cache_dir: str | os.PathLike[str] | None = None,
         llm_name: str | None = None,
     ) -> None:
-        self._llm_spec = "default" if llm is None else llm
+        self._llm_spec = "extractive" if llm is None else llm
         self._llm: Any = None
         self._embedder_spec = embedder
         self._embedder: Any = None
