@@ -228,6 +228,63 @@ def _metric_line(res: dict[str, Any]) -> str:
     return f"Answer containment ({named} where a table's heading says so)"
 
 
+def verdict(cells: list[float], best: list[float]) -> str:
+    """One cell of the summary: how a method's ``[mean, lo, hi, n]`` stands against the best
+    baseline's at that budget: ahead, level, behind inside the method's interval (the best
+    baseline's mean is under its upper bound), or behind outside it."""
+    mean, _, hi, n = cells
+    diff = round((mean - best[0]) * n)  # in questions: every score here is 0 or 1, or a share
+    if abs(mean - best[0]) < 1e-9:
+        return "level"
+    if mean > best[0]:
+        return f"ahead (+{diff})" if diff else "ahead"
+    return f"behind ({diff}), inside" if best[0] <= hi else f"BEHIND ({diff})"
+
+
+def summary(res: dict[str, Any]) -> list[str]:
+    """Markdown: each method against the best chunk baseline (BM25 or embedding chunks) of
+    every dataset, half and budget, in questions, with whether it is inside the interval."""
+    lines = [
+        "## Each method against the best chunk baseline",
+        "",
+        "Per budget, the method's score against the higher of BM25 and embedding chunks on the "
+        "same questions: ahead or level, or behind by so many questions and whether the "
+        "baseline is inside the method's 95% interval.",
+        "",
+        "| data, half | method | " + " | ".join(str(b) for b in BUDGETS) + " |",
+        "|---|---|" + "---|" * len(BUDGETS),
+    ]
+    chunks = ("chunks-bm25", "chunks-embedding")
+    for ds, halves in res["tables"].items():
+        for half, rows in halves.items():
+            for name, cells in rows.items():
+                if name in BASELINES:
+                    continue
+                marks = []
+                for b in BUDGETS:
+                    best = max((rows[c][str(b)] for c in chunks if c in rows), key=lambda r: r[0])
+                    marks.append(verdict(cells[str(b)], best))
+                lines += [f"| {ds}, {half} | {name} | " + " | ".join(marks) + " |"]
+    return [*lines, ""]
+
+
+def merged(stems: Sequence[str]) -> dict[str, Any]:
+    """One result from several runs' results files (e.g. each half run apart, side by side):
+    their tables joined; every run must be of the same code."""
+    runs = [json.loads((RESULTS_DIR / f"{s}.json").read_text()) for s in stems]
+    codes = {r["code"] for r in runs}
+    if len(codes) != 1:
+        msg = f"runs of different code cannot be merged: {sorted(codes)}"
+        raise SystemExit(msg)
+    res: dict[str, Any] = {"code": codes.pop(), "hardware": runs[0]["hardware"], "tables": {}}
+    for run in runs:
+        for ds, halves in run["tables"].items():
+            res["tables"].setdefault(ds, {}).update(halves)
+    for ds, halves in res["tables"].items():  # the tuning half first, as a single run writes
+        res["tables"][ds] = {h: halves[h] for h in HALVES if h in halves}
+    return res
+
+
 def render(res: dict[str, Any]) -> str:
     """Markdown tables: per dataset and half, every method with its interval."""
     lines = [
@@ -253,7 +310,7 @@ def render(res: dict[str, Any]) -> str:
                 ]
                 lines += [f"| {name} | " + " | ".join(fmt) + " |"]
             lines += [""]
-    return "\n".join(lines)
+    return "\n".join(lines + summary(res))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -265,7 +322,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="never_behind", help="results/ file stem")
     ap.add_argument("--only-half", choices=HALVES, default=None, help="one half's documents")
     ap.add_argument("--limit", type=int, default=None, help="first N questions of each half")
+    ap.add_argument(
+        "--merge",
+        default=None,
+        help="comma-separated results/ stems of runs to join (e.g. each half run apart) "
+        "into --out, running nothing",
+    )
     args = ap.parse_args(argv)
+    if args.merge:
+        joined = merged(args.merge.split(","))
+        text = render(joined)
+        print(text)
+        if not args.no_save:
+            (RESULTS_DIR / f"{args.out}.json").write_text(json.dumps(joined, indent=1) + "\n")
+            (RESULTS_DIR / f"{args.out}.md").write_text(text + "\n")
+        return 0
     global ONLY_HALF, LIMIT
     ONLY_HALF = args.only_half
     LIMIT = args.limit
