@@ -82,7 +82,7 @@ def _build_graph(component: Any, sources: list[Source], progress: bool = False) 
 class GarlicRetriever(_GarlicRetrieverFields):
     """Retrieve by GARLIC's LLM-guided search of a graph of summary points (Wang et al., 2024).
 
-    The documents are cut into ~300-token chunks; the LLM writes bullet "summary points" over
+    The documents are cut into ~128-token chunks; the LLM writes bullet "summary points" over
     batches of them, level after level, and each point gets weighted edges to the nodes it
     summarises (from the LLM's attention with a local ``LocalLM``, else from embedding
     similarity). A query starts at the top level; the LLM is asked whether what it has read

@@ -38,7 +38,6 @@ from hrefine.garlic.visited import fit_to_budget
 from hrefine.tree_order import chunks_first
 
 __all__ = [
-    "EVAL_CHUNK_TOKENS",
     "LLM_CHOICES",
     "ExtractiveGarlicLM",
     "GarlicCall",
@@ -59,8 +58,6 @@ _SEARCH_ONLY = frozenset(
         "llm_timeout",
     }
 )
-#: Leaf size of the evaluated GARLIC: the chunk baselines' 128 tokens (see GarlicCompressor).
-EVAL_CHUNK_TOKENS = 128
 
 
 @dataclass(frozen=True)
@@ -136,13 +133,8 @@ class GarlicCompressor(StoreCompressor):
         a rerun with a slow LLM loads each graph instead of building it again.
     **settings:
         :class:`~hrefine.garlic.GarlicOptions` fields (``chunk_tokens``, ``patience``,
-        ``summary_tokens``...). ``max_tokens`` is each call's budget and cannot be set here.
-        ``chunk_tokens`` defaults to :data:`EVAL_CHUNK_TOKENS` (128, the chunk baselines' size)
-        rather than the paper's 300: at a 512-token budget a 300-token leaf leaves room for one
-        leaf. On the tuning half of HotpotQA (40 questions, the extractive stand-in) 128 kept
-        both supporting paragraphs for 45% of questions against 25% with 300; on the checking
-        half it was 25% against 35%, so the size follows the baselines' unit, not a measured
-        gain.
+        ``summary_tokens``...), with the library's defaults (128-token leaves).
+        ``max_tokens`` is each call's budget and cannot be set here.
 
     Attributes
     ----------
@@ -180,7 +172,6 @@ class GarlicCompressor(StoreCompressor):
             msg = "max_tokens is each call's budget; do not set it as an option of 'garlic'"
             raise ConfigError(msg)
         self.counter: TokenCounter = get_counter(tokenizer)
-        settings.setdefault("chunk_tokens", EVAL_CHUNK_TOKENS)
         self.options = GarlicOptions.build(tokenizer=self.counter, **settings)
         super().__init__(
             llm=llm, embedder=embedder, name=name, cache_dir=cache_dir, llm_name=llm_name

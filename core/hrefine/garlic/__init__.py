@@ -1,8 +1,9 @@
 """GARLIC: a summary graph with attention edges and an LLM-controlled search (Wang et al., 2024).
 
-Documents are cut into ~300-token chunks; an LLM writes bullet "summary points" (information
-points) over batches of them, level after level, and the attention from each point's tokens to
-each input gives the weights of a many-to-many graph (:class:`GarlicGraph`). A search
+Documents are cut into ~128-token chunks (the paper: 300); an LLM writes bullet "summary
+points" (information points) over batches of them, level after level, and the attention from
+each point's tokens to each input gives the weights of a many-to-many graph
+(:class:`GarlicGraph`). A search
 (:class:`GarlicSearcher`) reads the top level, asks the LLM whether it can answer ("Yes"/"No",
 with everything read so far kept in the KV cache), and while it cannot, follows the attention the
 read nodes pay to the question through the graph (z = Eᵀa) plus embedding similarity to the next

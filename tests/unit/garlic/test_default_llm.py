@@ -51,3 +51,23 @@ def test_a_graph_an_lm_built_is_searched_by_an_lm(smol_graph: tuple[GarlicGraph,
     graph, _ = smol_graph
     assert graph.edge_mode == "attention"
     assert GarlicSearcher(graph).mode == "attention"
+
+
+def test_default_leaves_are_the_size_of_chunk_retrieval_units(
+    shared_data: Any, embedder: Any
+) -> None:
+    # The paper's 300-token leaves fit once into a 512-token budget; the default's ~128 tokens
+    # (the unit of the chunk retrieval GARLIC replaces) let a compressor's search fill it with
+    # several pieces of evidence.
+    from hrefine.budget import get_counter
+    from hrefine.eval.loaders import load_dataset
+
+    paper = load_dataset("qasper", data_dir=shared_data)[0]
+    counter = get_counter(None)
+    graph = GarlicGraph.build([paper.document], embedder=embedder)
+    leaves = [n for n in graph.tree if n.kind == NodeKind.CHUNK]
+    # Pieces are counted apart and joined, so a leaf's own count may pass 128 by a token or two.
+    assert max(counter.count(n.text) for n in leaves) <= 132
+    assert len(leaves) >= counter.count(paper.document) // 128
+    result = GarlicSearcher(graph).search(paper.question, fill_tokens=512)
+    assert sum(1 for n in result.visited if n.level == 0) >= 3

@@ -259,7 +259,12 @@ def test_a_node_too_long_for_any_batch_is_summarised_alone(hotpot_item: Any, emb
     # 300-token leaves and the prompt's own ~120 tokens overflow a 352-token room.
     llm = ScriptedLM(pairing_llm)
     graph = GarlicGraph.build(
-        [hotpot_item.document], lm=llm, embedder=embedder, batch_tokens=400, summary_tokens=48
+        [hotpot_item.document],
+        lm=llm,
+        embedder=embedder,
+        chunk_tokens=300,
+        batch_tokens=400,
+        summary_tokens=48,
     )
     first = graph.stats["batches_per_level"][0]
     assert graph.stats["oversized_batches"] >= 1 and first == graph.stats["nodes_per_level"][0]
