@@ -93,8 +93,9 @@ GRAPHS = CACHE / "garlic-graphs"
 #: returned twice, a summary only what the chosen leaves do not hold; GARLIC 2:
 #: ``embedding_weight`` 10 by default; GARLIC 3: chunks in document order, then summary points;
 #: HtmlRAG 1: no heading kept without text of its section; HtmlRAG 2: such a heading back where
-#: a later round kept text of its section and it still fits).
-OUTPUT_VERSION: dict[str, int] = {"raptor": 3, "garlic": 3, "htmlrag": 2}
+#: a later round kept text of its section and it still fits; RAPTOR 4: UMAP's spectral start
+#: computed so that it is the same every build).
+OUTPUT_VERSION: dict[str, int] = {"raptor": 4, "garlic": 3, "htmlrag": 2}
 
 #: ``--only-half``: run on this half's documents only (a slow variant such as SmolLM2's).
 ONLY_HALF: str | None = None
@@ -330,13 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     if args.merge:
-        joined = merged(args.merge.split(","))
-        text = render(joined)
-        print(text)
-        if not args.no_save:
-            (RESULTS_DIR / f"{args.out}.json").write_text(json.dumps(joined, indent=1) + "\n")
-            (RESULTS_DIR / f"{args.out}.md").write_text(text + "\n")
-        return 0
+        return _report(merged(args.merge.split(",")), args.out, save=not args.no_save)
     global ONLY_HALF, LIMIT
     ONLY_HALF = args.only_half
     LIMIT = args.limit
@@ -357,11 +352,16 @@ def main(argv: list[str] | None = None) -> int:
             and (ds not in HTML_DATASETS or html_only(method) or name in BASELINES)
         }
         res["tables"][ds] = table(ds, runs)
+    return _report(res, args.out, save=not args.no_save)
+
+
+def _report(res: dict[str, Any], out: str, *, save: bool) -> int:
+    """Print the tables of ``res``, and save them and ``res`` under ``results/<out>``."""
     text = render(res)
     print(text)
-    if not args.no_save:
-        (RESULTS_DIR / f"{args.out}.json").write_text(json.dumps(res, indent=1) + "\n")
-        (RESULTS_DIR / f"{args.out}.md").write_text(text + "\n")
+    if save:
+        (RESULTS_DIR / f"{out}.json").write_text(json.dumps(res, indent=1) + "\n")
+        (RESULTS_DIR / f"{out}.md").write_text(text + "\n")
     return 0
 
 

@@ -85,7 +85,7 @@ class RaptorCompressor(StoreCompressor):
         their summaries.
     """
 
-    cache_format = 2  # 2: short pieces joined to the leaves beside them
+    cache_format = 4  # 2: short pieces joined to the leaves beside them; 4: a fixed UMAP start
 
     def __init__(
         self,

@@ -13,7 +13,10 @@ again. Where the reference code breaks, this module decides instead:
   authors' code leaves it out of every cluster, so its text never reaches a summary).
 - A cluster that clustering cannot split any further but is still too long is cut into runs of
   consecutive nodes that fit.
-- UMAP and the mixtures are seeded: the same input gives the same clusters.
+- UMAP and the mixtures are seeded, and UMAP's spectral start is computed by
+  :mod:`hrefine.raptor.spectral`, not by ARPACK: the same input gives the same clusters, build
+  after build (ARPACK draws random vectors of its own when a small layer's Krylov space runs
+  out, so a layer of a dozen nodes got other clusters from one build to the next).
 - BLAS runs in one thread while clustering: on 10-dimensional data its threads only spin, and
   on a busy 2-core machine they made the mixtures 100x slower.
 - BIC is evaluated for k = 1, 2, ... and the search stops once it has risen ``patience`` times in
@@ -33,12 +36,14 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from hrefine._optional import require
 from hrefine.errors import ConfigError
 from hrefine.raptor._numba_cache import load_umap
+from hrefine.raptor.spectral import spectral_start
 
 __all__ = ["Cluster", "cluster_layer", "partition"]
 
@@ -247,15 +252,22 @@ def _reduce(x: np.ndarray, s: _Settings, *, neighbours: int | None) -> np.ndarra
     n_neighbors = max(2, min(n_neighbors, m - 1))
     components = min(s.dim, m - 2)
     with warnings.catch_warnings():
-        # A seeded UMAP runs in one thread and says so; spectral layout warnings on tiny inputs
-        # fall back to a random layout by themselves.
+        # A seeded UMAP runs in one thread and says so.
         warnings.simplefilter("ignore")
+        # umap's own spectral start asks ARPACK, whose random restarts no seed reaches
+        # (hrefine.raptor.spectral): the same layout, computed so that it is the same every
+        # time, and scaled with a little seeded noise as umap scales its own. A graph in
+        # pieces starts from the PCA of the points (its signs fixed too).
+        rng = np.random.RandomState(s.seed)
+        graph = umap.umap_.fuzzy_simplicial_set(x, n_neighbors, rng, "cosine")[0]
+        start = spectral_start(graph, components)
+        init: Any = "pca" if start is None else umap.umap_.noisy_scale_coords(start, rng)
         reducer = umap.UMAP(
             n_neighbors=n_neighbors,
             n_components=components,
             metric="cosine",
             random_state=s.seed,
-            init="spectral" if m > components + 1 else "random",
+            init=init,
         )
         return np.asarray(reducer.fit_transform(x), dtype=np.float64)
 
