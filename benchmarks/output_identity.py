@@ -30,6 +30,11 @@ The JSON records ``hrefine.__file__`` under ``"_meta"``, so which code ran is vi
 without text of its section, so its 7 compress cases that had one and its 3 report pages (a new
 badge in the CSS) differ from 7751b13's on purpose, and no other case does (RAPTOR's and GARLIC's
 outputs hand on their chunks before their summaries since 7751b13: 4 cases differ from 33caaa1's).
+The newest is ``benchmarks/results/output_identity_9c45af7.json``; 9 of its 56 cases differ from
+5704056's, each on purpose: GARLIC's 2 compress cases (its fill reads on past a leaf that does
+not fit), RAPTOR's 2 compress cases and 2 report pages (UMAP's start fixed, so the clusters are
+the same every build), and the ``--help`` of ``eval`` (the ``llm`` option's default) and of
+``garlic build``/``garlic query`` (128-token leaves by default).
 """
 
 from __future__ import annotations
