@@ -234,12 +234,14 @@ def verdict(cells: list[float], best: list[float]) -> str:
     baseline's at that budget: ahead, level, behind inside the method's interval (the best
     baseline's mean is under its upper bound), or behind outside it."""
     mean, _, hi, n = cells
-    diff = round((mean - best[0]) * n)  # in questions: every score here is 0 or 1, or a share
     if abs(mean - best[0]) < 1e-9:
         return "level"
+    # In questions where scores are 0 or 1; a share's gap under one question in its mean.
+    diff = round((mean - best[0]) * n)
+    gap = f"{diff:+d}" if diff else f"{mean - best[0]:+.3f}"
     if mean > best[0]:
-        return f"ahead (+{diff})" if diff else "ahead"
-    return f"behind ({diff}), inside" if best[0] <= hi else f"BEHIND ({diff})"
+        return f"ahead ({gap})"
+    return f"behind ({gap}), inside" if best[0] <= hi else f"BEHIND ({gap})"
 
 
 def summary(res: dict[str, Any]) -> list[str]:

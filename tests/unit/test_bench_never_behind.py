@@ -27,6 +27,8 @@ def test_verdict_counts_questions_and_checks_the_interval() -> None:
     assert verdict([0.6, 0.4, 0.8, 20], best) == "ahead (+2)"
     assert verdict([0.45, 0.25, 0.65, 20], best) == "behind (-1), inside"
     assert verdict([0.2, 0.05, 0.4, 20], best) == "BEHIND (-6)"
+    # A share (QuALITY's option words kept) less than a question apart shows the gap itself.
+    assert verdict([0.49, 0.3, 0.7, 20], best) == "behind (-0.010), inside"
 
 
 def test_runs_of_each_half_merge_into_one_result(tmp_path: Path, monkeypatch: Any) -> None:
