@@ -94,8 +94,8 @@ GRAPHS = CACHE / "garlic-graphs"
 #: ``embedding_weight`` 10 by default; GARLIC 3: chunks in document order, then summary points;
 #: HtmlRAG 1: no heading kept without text of its section; HtmlRAG 2: such a heading back where
 #: a later round kept text of its section and it still fits; RAPTOR 4: UMAP's spectral start
-#: computed so that it is the same every build).
-OUTPUT_VERSION: dict[str, int] = {"raptor": 4, "garlic": 3, "htmlrag": 2}
+#: computed so that it is the same every build; RAPTOR 5: leaves only by default).
+OUTPUT_VERSION: dict[str, int] = {"raptor": 5, "garlic": 3, "htmlrag": 2}
 
 #: ``--only-half``: run on this half's documents only (a slow variant such as SmolLM2's).
 ONLY_HALF: str | None = None
@@ -275,17 +275,30 @@ def merged(stems: Sequence[str]) -> dict[str, Any]:
     """One result from several runs' results files (e.g. each half run apart, side by side):
     their tables joined; every run must be of the same code."""
     runs = [json.loads((RESULTS_DIR / f"{s}.json").read_text()) for s in stems]
-    codes = {r["code"] for r in runs}
+    codes = {(r["code"], r.get("source", r["code"])) for r in runs}
     if len(codes) != 1:
         msg = f"runs of different code cannot be merged: {sorted(codes)}"
         raise SystemExit(msg)
-    res: dict[str, Any] = {"code": codes.pop(), "hardware": runs[0]["hardware"], "tables": {}}
+    res: dict[str, Any] = {"code": runs[0]["code"], "hardware": runs[0]["hardware"], "tables": {}}
+    for field in ("source", "versions"):
+        if field in runs[0]:
+            res[field] = runs[0][field]
     for run in runs:
         for ds, halves in run["tables"].items():
             res["tables"].setdefault(ds, {}).update(halves)
     for ds, halves in res["tables"].items():  # the tuning half first, as a single run writes
         res["tables"][ds] = {h: halves[h] for h in HALVES if h in halves}
     return res
+
+
+def _pinned(res: dict[str, Any]) -> str:
+    """Where ``NEVER_BEHIND_CODE`` pinned the cache key: the code the run had, and the output
+    versions (a method whose version moved on was measured with that code)."""
+    source = res.get("source")
+    if not source or source == res["code"]:
+        return ""
+    versions = ", ".join(f"{m} {v}" for m, v in sorted(res.get("versions", {}).items()))
+    return f" (cache key pinned; run with code {source}, output versions {versions})"
 
 
 def render(res: dict[str, Any]) -> str:
@@ -295,7 +308,7 @@ def render(res: dict[str, Any]) -> str:
         "",
         f"{_metric_line(res)}; budgets in Llama-3.2 tokens; chunks of {CHUNK_TOKENS} tokens; "
         f"bootstrap 95% intervals over the half's questions ({RESAMPLES} resamples). "
-        f"Code {res['code']}; {res['hardware'].get('cpu', '')}.",
+        f"Code {res['code']}{_pinned(res)}; {res['hardware'].get('cpu', '')}.",
         "",
     ]
     for ds, halves in res["tables"].items():
@@ -344,7 +357,13 @@ def main(argv: list[str] | None = None) -> int:
         name, _, rest = v.partition("=")
         method, _, js = rest.partition(":")
         specs.append((name, method, json.loads(js) if js else {}))
-    res: dict[str, Any] = {"code": _code(), "hardware": hardware(), "tables": {}}
+    res: dict[str, Any] = {
+        "code": _code(),
+        "source": code_digest(),
+        "versions": dict(OUTPUT_VERSION),
+        "hardware": hardware(),
+        "tables": {},
+    }
     for ds in args.datasets.split(","):
         html = items(ds)[0].doc_format == "html"
         runs = {

@@ -6,7 +6,9 @@ that keeps the first 60 words of each cluster's texts (``--llm smollm2`` uses th
 SmolLM2-135M-Instruct instead: minutes on a CPU). The picture shows the layers (leaves at the
 bottom, in document order), each cluster's membership edges (line opacity = the Gaussian
 mixture's membership probability; a leaf in two clusters has two edges) and the nodes the
-collapsed tree retrieved for one of the paper's questions, numbered by rank.
+collapsed tree retrieved for one of the paper's questions, numbered by rank (summaries
+ranked by their own score, ``summary_rank="free"`` as in the paper, so the picture shows
+where they compete; the default returns leaves only).
 
     .venv/bin/python -m benchmarks.raptor_picture            # writes docs/img/raptor-tree.png
 """
@@ -161,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
     tree, item, seconds = build(args.doc, args.llm)
-    nodes = tree.retrieve(item.question, k=None, max_tokens=BUDGET)
+    nodes = tree.retrieve(item.question, k=None, max_tokens=BUDGET, summary_rank="free")
     summariser = "first 60 words of each cluster" if args.llm == "fake" else "SmolLM2-135M"
     stats = tree.stats
     note = (

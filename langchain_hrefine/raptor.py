@@ -27,8 +27,10 @@ __all__ = ["RaptorRetriever"]
 
 logger = logging.getLogger(__name__)
 
-#: The settings a call may change: ``invoke(query, k=..., max_tokens=..., mode=...)``.
-CALL_SETTINGS = ("k", "max_tokens", "mode")
+#: The settings a call may change: ``invoke(query, k=..., max_tokens=..., mode=...,
+#: lexical_weight=..., summary_rank=...)``; the fields give the others, and :meth:`save`
+#: writes them over the tree's own.
+CALL_SETTINGS = ("k", "max_tokens", "mode", "lexical_weight", "summary_rank")
 #: The RAPTOR settings that are fields of the retriever (the models are fields of their own).
 FIELD_SETTINGS = field_settings(RaptorOptions)
 
@@ -44,8 +46,10 @@ class RaptorRetriever(_RaptorFields):
     The documents are cut into ~100-token chunks, embedded, clustered, and each cluster is
     summarised by ``llm``; the summaries are clustered and summarised again, layer after layer
     (Sarthi et al., 2024). A query is answered from every layer at once (``mode="collapsed"``,
-    the paper's best) or by walking down from the top layer (``"traversal"``), so a question
-    about one detail gets its chunk and a question about the whole gets the summaries.
+    the paper's best) or by walking down from the top layer (``"traversal"``). By default only
+    chunks come back (``summary_rank="off"``, the best measured with the embedded models);
+    ``summary_rank="free"`` lets summaries compete with them as in the paper, so a question
+    about the whole can get a summary.
 
     Make one with :meth:`from_texts` or :meth:`from_documents` (or their async forms), or
     :meth:`load` a saved one; grow it with :meth:`add_documents` (only the summaries above the
@@ -65,14 +69,15 @@ class RaptorRetriever(_RaptorFields):
     Every :class:`~hrefine.raptor.RaptorOptions` setting but the models is a field of the same
     name, type, default and description: ``chunk_tokens``, ``summary_tokens``, ``max_layers``,
     ``reduction_dim``, ``membership_threshold``, ``max_clusters``, ``cluster_max_tokens``,
-    ``seed``, ``prompt``, ``system_prompt``, ``mode``, ``k``, ``max_tokens``,
-    ``llm_concurrency``, ``llm_retries``, ``llm_timeout``. The building settings are used when
+    ``cluster_group_size``, ``seed``, ``prompt``, ``system_prompt``, ``mode``, ``k``,
+    ``max_tokens``, ``lexical_weight``, ``summary_rank``, ``llm_concurrency``, ``llm_retries``,
+    ``llm_timeout``. The building settings are used when
     the tree is built (a built tree keeps them; :meth:`load` sets the fields from the saved
-    tree); ``mode``, ``k`` and ``max_tokens`` are read at each call, and ``invoke(query,
-    k=..., max_tokens=..., mode=...)`` changes them for one call. ``k`` is the most documents
-    returned in ``"collapsed"`` mode, and the most kept per layer in ``"traversal"`` mode (as
-    in the paper: up to ``k`` per layer); ``max_tokens`` bounds the sum of the returned
-    documents' token counts in either mode.
+    tree); ``mode``, ``k``, ``max_tokens``, ``lexical_weight`` and ``summary_rank`` are read
+    at each call, and ``invoke(query, k=..., summary_rank=...)`` changes them for one call.
+    ``k`` is the most documents returned in ``"collapsed"`` mode, and the most kept per layer
+    in ``"traversal"`` mode (as in the paper: up to ``k`` per layer); ``max_tokens`` bounds
+    the sum of the returned documents' token counts in either mode.
 
     Attributes
     ----------

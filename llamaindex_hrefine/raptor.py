@@ -59,7 +59,7 @@ STRUCT_TYPE = "hrefine_raptor: import llamaindex_hrefine to load this index"
 #: The type that earlier versions wrote (still loaded).
 OLD_STRUCT_TYPE = "hrefine_raptor"
 #: Keyword arguments of ``as_retriever`` (``as_query_engine`` passes the others on).
-_RETRIEVER_KEYS = ("mode", "k", "max_tokens", "similarity_top_k")
+_RETRIEVER_KEYS = ("mode", "k", "max_tokens", "similarity_top_k", "summary_rank")
 _DEFAULT = "default"
 
 
@@ -286,6 +286,7 @@ class RaptorIndex(RaptorStore[RaptorIndexStruct]):
         max_tokens: int | str | None = _DEFAULT,
         *,
         similarity_top_k: int | None = None,
+        summary_rank: str | None = None,
         **kwargs: Any,
     ) -> RaptorRetriever:
         """A :class:`RaptorRetriever` over this index.
@@ -299,6 +300,9 @@ class RaptorIndex(RaptorStore[RaptorIndexStruct]):
             Default: the index's ``k``. ``similarity_top_k`` is taken as ``k``.
         max_tokens:
             Token budget of the returned nodes together (None: none). Default: the index's.
+        summary_rank:
+            ``"off"`` (leaves only), ``"below"`` or ``"free"`` (summaries compete, as in the
+            paper); default: the index's.
         **kwargs:
             Ignored (query and chat engines pass their own arguments on here).
         """
@@ -312,13 +316,15 @@ class RaptorIndex(RaptorStore[RaptorIndexStruct]):
             mode=mode,
             k=k,
             max_tokens=max_tokens,
+            summary_rank=summary_rank,
             callback_manager=self._callback_manager,
         )
 
     def as_query_engine(self, llm: Any = None, **kwargs: Any) -> BaseQueryEngine:
         """A ``RetrieverQueryEngine`` over :meth:`as_retriever`.
 
-        ``mode``, ``k``, ``max_tokens`` (and ``similarity_top_k``) go to the retriever, the
+        ``mode``, ``k``, ``max_tokens``, ``summary_rank`` (and ``similarity_top_k``) go to the
+        retriever, the
         other arguments to ``RetrieverQueryEngine.from_args``. The answering LLM is ``llm``,
         else the index's own if it is a LlamaIndex LLM, else ``Settings.llm`` if you set it.
 
@@ -336,7 +342,8 @@ class RaptorIndex(RaptorStore[RaptorIndexStruct]):
 
 
 class RaptorRetriever(QueryCheckedRetriever):
-    """Retrieve from a RAPTOR tree: summaries and chunks most similar to the query.
+    """Retrieve from a RAPTOR tree: the chunks (and, with the tree's ``summary_rank`` not
+    ``"off"``, the summaries) most similar to the query.
 
     Parameters
     ----------
@@ -352,6 +359,10 @@ class RaptorRetriever(QueryCheckedRetriever):
     max_tokens:
         Token budget of the returned nodes together, in the tree's tokenizer (None: none).
         Default (``"default"``): the tree's ``max_tokens``.
+    summary_rank:
+        ``"off"`` (leaves only), ``"below"`` (a summary never above the best node it
+        summarises) or ``"free"`` (summaries by their own score, as in the paper); default:
+        the tree's.
     callback_manager, verbose:
         As for any LlamaIndex retriever.
 
@@ -369,7 +380,8 @@ class RaptorRetriever(QueryCheckedRetriever):
     Raises
     ------
     ConfigError
-        ``mode``, ``k`` or ``max_tokens`` is not valid (raised here, not at the first query).
+        ``mode``, ``k``, ``max_tokens`` or ``summary_rank`` is not valid (raised here, not at
+        the first query).
     BudgetTooSmallError
         At query time: ``max_tokens`` is smaller than every node.
     """
@@ -381,6 +393,7 @@ class RaptorRetriever(QueryCheckedRetriever):
         mode: str | None = None,
         k: int | str | None = _DEFAULT,
         max_tokens: int | str | None = _DEFAULT,
+        summary_rank: str | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
@@ -393,7 +406,9 @@ class RaptorRetriever(QueryCheckedRetriever):
         self._raptor = raptor
         self._mode = None if mode is None else check_mode(mode)
         self._limits = _limits(k, max_tokens)
-        self._tree().options.replace(**self._limits)  # a bad k or budget fails now
+        if summary_rank is not None:
+            self._limits["summary_rank"] = summary_rank
+        self._tree().options.replace(**self._limits)  # a bad setting fails now
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     def _tree(self) -> RaptorTree:

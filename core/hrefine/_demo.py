@@ -240,7 +240,8 @@ def run_raptor_demo(*, data: Path | None, console: Console, llm: Any = None) -> 
             "RAPTOR: leaves of ~100 tokens, clustered (UMAP + Gaussian mixture) and summarised "
             "layer after layer, by default with no model (each summary is the leading "
             "sentences of its cluster's texts, so nothing is invented); embeddings by "
-            "all-MiniLM-L6-v2. "
+            "all-MiniLM-L6-v2. Retrieval returns leaves only by default (summaries did not "
+            "measure better on the dev data; summary_rank='free' lets them compete). "
             f"The tree is built on the opening {RAPTOR_OPENING_TOKENS:,} tokens of QuALITY "
             f"story {doc_id} "
             f"({len(opening):,} of its {len(item.document):,} characters).",

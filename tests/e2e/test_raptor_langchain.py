@@ -96,8 +96,10 @@ async def test_lcel_chain_prompt_holds_the_answer_chunk_within_budget(
     assert item.document[start:end] == chunk.page_content
     assert chunk.metadata["paper"] == PAPER
     assert chunk.metadata["hrefine_sources"] == [PAPER]
-    # summaries of the paper reach the prompt as well (the tree's upper layers)
-    assert any(d.metadata["hrefine_kind"] == "summary" for d in docs)
+    # leaves only by default; asked for, summaries of the paper compete for the prompt too
+    assert all(d.metadata["hrefine_kind"] == "chunk" for d in docs)
+    free = retriever.invoke(item.question, summary_rank="free")
+    assert any(d.metadata["hrefine_kind"] == "summary" for d in free)
 
     # the async path of the same chain sends the same prompt
     await chain.ainvoke(item.question)

@@ -78,15 +78,23 @@ def test_query_engine_puts_the_answer_chunk_in_the_prompt(
     assert holding[0].node.metadata["paper"] == PAPER
     assert ANSWER in str(response)  # MockLLM echoes its prompt: the chunk reached the LLM
     assert "hrefine_" not in str(response)  # provenance keys stay out of the prompt
-    assert any(n.node.metadata["hrefine_layer"] >= 1 for n in sources)  # summaries compete too
+    # Leaves only by default; asked for, summaries compete with them for the budget.
+    assert all(n.node.metadata["hrefine_layer"] == 0 for n in sources)
+    free = index.as_query_engine(llm=MockLLM(), max_tokens=BUDGET, summary_rank="free")
+    assert any(n.node.metadata["hrefine_layer"] >= 1 for n in free.query(QUESTION).source_nodes)
     assert Settings._llm is None  # type: ignore[attr-defined]
     assert Settings._embed_model is None  # type: ignore[attr-defined]
 
 
 def test_traversal_mode_answers_too(index: RaptorIndex) -> None:
-    nodes = index.as_retriever(mode="traversal", k=3).retrieve(QUESTION)
-    layers = [n.node.metadata["hrefine_layer"] for n in nodes]
+    walk = index.as_retriever(mode="traversal", k=3, summary_rank="free").retrieve(QUESTION)
+    layers = [n.node.metadata["hrefine_layer"] for n in walk]
     assert set(layers) == set(range(index.raptor_tree.layers + 1))
+    # Leaves only by default, from the same walk down the summaries.
+    leaves = index.as_retriever(mode="traversal", k=3).retrieve(QUESTION)
+    assert leaves and all(n.node.metadata["hrefine_layer"] == 0 for n in leaves)
+    reached = {n.node.node_id for n in walk if n.node.metadata["hrefine_layer"] == 0}
+    assert reached & {n.node.node_id for n in leaves}
     response = index.as_query_engine(llm=MockLLM(), mode="traversal", k=5).query(QUESTION)
     assert response.source_nodes
 

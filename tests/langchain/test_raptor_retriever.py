@@ -168,19 +168,30 @@ def test_documents_are_ordered_by_relevance_with_their_metadata(retriever: Rapto
 
 
 def test_summaries_are_retrieved_for_broad_questions(retriever: RaptorRetriever) -> None:
-    docs = retriever.invoke("Comets, volcanoes, bread and chess", k=None)
+    broad = "Comets, volcanoes, bread and chess"
+    docs = retriever.invoke(broad, k=None, summary_rank="free")
     assert {d.metadata["hrefine_layer"] for d in docs} >= {0, 1}
     assert len(docs) == len(retriever.tree or [])
+    # the default returns every leaf and no summary
+    leaves = retriever.invoke(broad, k=None)
+    assert {d.metadata["hrefine_layer"] for d in leaves} == {0}
+    assert len(leaves) == (len(retriever.tree.tree.leaves) if retriever.tree else -1)
+    retriever.summary_rank = "free"  # the field, for every call
+    assert len(retriever.invoke(broad, k=None)) == len(docs)
 
 
 def test_call_settings_change_one_call_only(retriever: RaptorRetriever) -> None:
     assert len(retriever.invoke(QUERY, k=2)) == 2
     assert retriever.tree is not None
-    traversal = retriever.invoke(QUERY, mode="traversal", k=1)
+    traversal = retriever.invoke(QUERY, mode="traversal", k=1, summary_rank="free")
     # one node per layer, from the root down to a leaf
     assert sorted(d.metadata["hrefine_layer"] for d in traversal) == list(
         range(retriever.tree.layers + 1)
     )
+    # by default only that leaf
+    (leaf,) = retriever.invoke(QUERY, mode="traversal", k=1)
+    walked = next(d for d in traversal if d.metadata["hrefine_layer"] == 0)
+    assert leaf.metadata["hrefine_node_id"] == walked.metadata["hrefine_node_id"]
     assert len(retriever.invoke(QUERY)) == 10
     retriever.k = 3
     assert len(retriever.invoke(QUERY)) == 3
@@ -273,7 +284,7 @@ def test_chat_model_summarises_each_cluster_once_and_its_text_is_stored() -> Non
     assert all(p.startswith("Write a summary of the following") for p in chat.prompts)
     # the paper's system message goes with each prompt
     assert chat.systems == ["You are a Summarizing Text Portal"] * clusters
-    summary = retriever.invoke("Summary number", k=1)[0]
+    summary = retriever.invoke("Summary number", k=1, summary_rank="free")[0]
     assert summary.metadata["hrefine_kind"] == "summary"
     assert summary.page_content in responses
 

@@ -228,9 +228,18 @@ def test_budget_and_similarity_top_k(index: RaptorIndex) -> None:
 
 
 def test_traversal_walks_down_one_node_per_layer(index: RaptorIndex) -> None:
-    nodes = index.as_retriever(mode="traversal", k=1).retrieve(QUESTION)
-    layers = sorted(n.node.metadata["hrefine_layer"] for n in nodes)
+    walk = index.as_retriever(mode="traversal", k=1, summary_rank="free").retrieve(QUESTION)
+    layers = sorted(n.node.metadata["hrefine_layer"] for n in walk)
     assert layers == list(range(index.raptor_tree.layers + 1))
+    # By default only the leaf the walk ends at comes back.
+    (leaf,) = index.as_retriever(mode="traversal", k=1).retrieve(QUESTION)
+    assert leaf.node.metadata["hrefine_layer"] == 0
+    assert (
+        leaf.node.node_id
+        == next(n for n in walk if not n.node.metadata["hrefine_layer"]).node.node_id
+    )
+    with pytest.raises(ConfigError, match="summary_rank"):
+        index.as_retriever(summary_rank="sideways")
 
 
 def test_bad_retriever_settings_fail_at_construction(index: RaptorIndex) -> None:

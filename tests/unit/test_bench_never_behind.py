@@ -46,3 +46,18 @@ def test_runs_of_each_half_merge_into_one_result(tmp_path: Path, monkeypatch: An
     (tmp_path / "other.json").write_text(json.dumps(other))
     with pytest.raises(SystemExit, match="different code"):
         nb.merged(["run_tune", "other"])
+
+
+def test_a_pinned_cache_key_names_the_code_the_run_had(tmp_path: Path, monkeypatch: Any) -> None:
+    import benchmarks.never_behind as nb
+
+    res = {"code": "c1", "hardware": {"cpu": "x"}, "tables": {}}
+    assert "pinned" not in nb.render(res)
+    pinned = {**res, "source": "s2", "versions": {"raptor": 5}}
+    assert "cache key pinned; run with code s2, output versions raptor 5" in nb.render(pinned)
+    for half, source in (("tune", "s2"), ("check", "s3")):  # same key, other code: refused
+        run = {**pinned, "source": source, "tables": {"hotpotqa": {half: {}}}}
+        (tmp_path / f"run_{half}.json").write_text(json.dumps(run))
+    monkeypatch.setattr(nb, "RESULTS_DIR", tmp_path)
+    with pytest.raises(SystemExit, match="different code"):
+        nb.merged(["run_tune", "run_check"])

@@ -55,7 +55,8 @@ def saved(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> tuple[Path
     """A tree over the opening of a real QuALITY story, saved; and the tree itself."""
     item = next(it for it in load_dataset("quality") if it.doc_id == "quality_01")
     doc = Source(_opening(item.document, 1800), {"source": "quality_01"}, "quality_01")
-    tree = RaptorTree.build([doc], llm=echo_llm, max_tokens=300)
+    # Summaries compete (the paper's ranking), so the queries below can return them.
+    tree = RaptorTree.build([doc], llm=echo_llm, max_tokens=300, summary_rank="free")
     assert tree.layers >= 1
     folder = tmp_path_factory.mktemp("raptor") / "tree"
     tree.save(folder)
@@ -105,6 +106,25 @@ def test_query_json_traversal_and_budget(runner: CliRunner, saved: tuple[Path, R
     ]
     scores = [n["score"] for n in everything]
     assert scores == sorted(scores, reverse=True)
+
+
+def test_summary_rank_is_set_for_one_query(
+    runner: CliRunner, saved: tuple[Path, RaptorTree]
+) -> None:
+    folder, tree = saved
+    args = ["raptor", "query", str(folder), "-q", QUESTION, "--json", "-n", "600"]
+    kinds = {}
+    for rank in ("free", "off"):
+        res = runner.invoke(app, [*args, "--summary-rank", rank])
+        assert res.exit_code == 0, res.output
+        nodes = json.loads(res.stdout)["nodes"]
+        expected = tree.retrieve(QUESTION, max_tokens=600, summary_rank=rank)
+        assert [n["id"] for n in nodes] == [n.id for n in expected]
+        kinds[rank] = {n["kind"] for n in nodes}
+    assert kinds == {"free": {"chunk", "summary"}, "off": {"chunk"}}
+    assert RaptorTree.load(folder).options.summary_rank == "free"  # the saved tree is kept
+    res = runner.invoke(app, [*args, "--summary-rank", "sideways"])
+    assert res.exit_code != 0 and "summary_rank must be one of" in res.output
 
 
 def test_query_writes_a_report(
@@ -251,7 +271,11 @@ def test_build_with_the_embedded_models(runner: CliRunner, tmp_path: Path) -> No
     summaries = [n for n in tree.tree if n.level >= 1]
     assert summaries and all(n.text.strip() and n.children for n in summaries)
     assert f"{len(summaries)} LLM calls" in res.stderr
-    res = runner.invoke(app, ["raptor", "query", str(out), "-q", "what causes tides?"])
+    query = ["raptor", "query", str(out), "-q", "what causes tides?"]
+    res = runner.invoke(app, query)  # the default: leaves only
+    assert res.exit_code == 0, res.output
+    assert "layer 0 chunk" in res.stdout and "summary" not in res.stdout
+    res = runner.invoke(app, [*query, "--summary-rank", "free"])
     assert res.exit_code == 0, res.output
     assert "layer 1 summary" in res.stdout
 

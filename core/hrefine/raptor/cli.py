@@ -172,6 +172,15 @@ def query(
             "--max-tokens", "-n", help="Token budget of the nodes together; 0: no budget."
         ),
     ] = None,
+    summary_rank: Annotated[
+        str | None,
+        typer.Option(
+            "--summary-rank",
+            help="off (leaves only), below (a summary never above the best node it "
+            "summarises) or free (summaries by their own score, as in the paper); default: "
+            "the tree's.",
+        ),
+    ] = None,
     tokenizer: Annotated[
         str | None,
         typer.Option(
@@ -196,6 +205,8 @@ def query(
     budget = _none_if_zero(max_tokens, "--max-tokens")
     # A model the tree names by a path outside its folder is not opened: given here, it is.
     tree = RaptorTree.load(request.folder, tokenizer=tokenizer, embedder=embedder)
+    if summary_rank is not None:  # this query's (the report replays it): the saved tree is kept
+        tree.options = tree.options.replace(summary_rank=summary_rank)
     nodes = tree.retrieve(question, mode=mode, k=k_, max_tokens=budget)
     used = sum(n.tokens for n in nodes)
     how = (mode or tree.options.mode).lower()

@@ -162,7 +162,7 @@ def explain(
     ):
         msg = f"k and max_tokens must be int or None, got {limit!r} and {budget!r}"
         raise InputTypeError(msg)
-    scores = _scores(tree, query)
+    route, scores = _scores(tree, query)
     costs = np.asarray([int(node.metadata.get(TOKENS, 0)) for node in tree.tree], dtype=np.int64)
     reasons: dict[int, str] = {}
     try:
@@ -175,6 +175,7 @@ def explain(
             k=limit,
             max_tokens=budget,
             reasons=reasons,
+            route=route,
         )
     except BudgetTooSmallError:  # retrieve() refused these settings: nothing fits
         got = None
@@ -187,20 +188,23 @@ def explain(
     return Explained(scores=scores, chosen=got.chosen, reasons=reasons, room=got.room)
 
 
-def _scores(tree: RaptorTree, query: str) -> np.ndarray:
-    """The scores retrieval ranks by: cosine plus the weighted BM25 match, summaries ranked
-    by the tree's ``summary_rank`` (:func:`hrefine.raptor.retrieve.node_scores`)."""
-    from hrefine.raptor.retrieve import node_scores
+def _scores(tree: RaptorTree, query: str) -> tuple[np.ndarray, np.ndarray]:
+    """The scores a traversal walks by (cosine plus the weighted BM25 match) and those
+    retrieval ranks by (the same, summaries ranked by the tree's ``summary_rank``), as
+    :meth:`RaptorTree.retrieve <hrefine.raptor.RaptorTree.retrieve>` computes them."""
+    from hrefine.models.lexical import with_match
+    from hrefine.raptor.retrieve import rank_summaries
 
     if tree.tree.embeddings is None:
-        return np.zeros(len(tree.tree), dtype=np.float64)
-    return node_scores(
-        tree.tree,
+        zeros = np.zeros(len(tree.tree), dtype=np.float64)
+        return zeros, zeros
+    route = with_match(
         query,
+        [n.text for n in tree.tree],
         tree._scores(tree.embedder.embed_query(query), tree.tree),
-        lexical_weight=tree.options.lexical_weight,
-        summary_rank=tree.options.summary_rank,
+        tree.options.lexical_weight,
     )
+    return route, rank_summaries(tree.tree, route, tree.options.summary_rank)
 
 
 def render_report(

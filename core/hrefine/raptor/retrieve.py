@@ -38,6 +38,7 @@ __all__ = [
     "choose",
     "node_scores",
     "pick",
+    "rank_summaries",
     "traversal_candidates",
 ]
 
@@ -93,17 +94,24 @@ def node_scores(
     summary_rank: str,
 ) -> np.ndarray:
     """Every node's retrieval score: its cosine similarity with the BM25 match added
-    (:func:`hrefine.models.lexical.fuse`), and summaries ranked by ``summary_rank``.
+    (:func:`hrefine.models.lexical.fuse`), and summaries ranked by ``summary_rank``
+    (:func:`rank_summaries`)."""
+    return rank_summaries(
+        tree, with_match(query, [n.text for n in tree], cosine, lexical_weight), summary_rank
+    )
+
+
+def rank_summaries(tree: Tree, scores: np.ndarray, summary_rank: str) -> np.ndarray:
+    """``scores`` with the summaries ranked by ``summary_rank`` (a new array).
 
     ``"below"`` caps each summary just under the best node it summarises (its children's
     capped scores, layer by layer), so a summary is taken only after the source text it stands
     for; ``"off"`` puts every summary out of reach (-inf: never chosen); ``"free"`` leaves the
     scores as they are.
     """
-    scores = with_match(query, [n.text for n in tree], cosine, lexical_weight)
+    scores = np.array(scores, dtype=np.float64)
     if summary_rank == "free":
         return scores
-    scores = scores.copy()
     summaries = sorted(
         (n for n in tree if n.kind == NodeKind.SUMMARY), key=lambda n: n.level
     )  # lower layers first: a summary's children are capped before it
@@ -272,18 +280,22 @@ def choose(
     k: int | None,
     max_tokens: int | None,
     reasons: dict[int, str] | None = None,
+    route: np.ndarray | None = None,
 ) -> Picked:
     """The result of a retrieval in ``mode``, picked by :func:`pick` (nodes scored -inf never).
 
     ``"collapsed"``: every node of every layer is a candidate and ``k`` limits the result;
     ``"traversal"``: the nodes :func:`traversal_candidates` keeps are, ``k`` limiting each
-    layer (``reasons`` gets why the others were not kept).
+    layer (``reasons`` gets why the others were not kept). The walk down the layers follows
+    ``route`` (default: ``scores``): given the scores before :func:`rank_summaries`, it still
+    reads the summaries when they are ranked down or out of the result, so a leaves-only
+    traversal returns the leaves under the best summaries.
     """
     if mode == "collapsed":
         return pick(
             tree, scores, costs, counter, candidates=range(len(scores)), k=k, max_tokens=max_tokens
         )
-    kept = traversal_candidates(tree, scores, k, reasons)
+    kept = traversal_candidates(tree, scores if route is None else route, k, reasons)
     return pick(tree, scores, costs, counter, candidates=kept, k=None, max_tokens=max_tokens)
 
 

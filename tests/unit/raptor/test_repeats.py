@@ -145,8 +145,12 @@ def test_a_tree_of_extracts_returns_each_sentence_once(
     qasper_doc: Any, embedder: Any, budget: int | None
 ) -> None:
     # The default summariser on a real paper: the extracts repeat their leaves' sentences.
+    # Summaries compete with the leaves (the paper's ranking; the default returns leaves only).
     tree = RaptorTree.build(
-        [qasper_doc.document], llm=ExtractiveSummariser(max_tokens=100), embedder=embedder
+        [qasper_doc.document],
+        llm=ExtractiveSummariser(max_tokens=100),
+        embedder=embedder,
+        summary_rank="free",
     )
     hits = tree.retrieve(qasper_doc.question, k=None if budget else 25, max_tokens=budget)
     said = _sentences_returned(hits)

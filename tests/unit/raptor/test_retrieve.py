@@ -89,7 +89,8 @@ def test_traversal_keeps_the_most_similar_children_at_each_layer(
 ) -> None:
     # The authors' traversal threshold keeps the least similar nodes; ours keeps the best k.
     scores = _scores(built, qasper_doc.question)
-    hits = built.retrieve(qasper_doc.question, mode="traversal", k=2, max_tokens=None)
+    question = qasper_doc.question
+    hits = built.retrieve(question, mode="traversal", k=2, max_tokens=None, summary_rank="free")
     tree = built.tree
     kept = {h.id for h in hits}
     pool = set(tree.roots)
@@ -99,6 +100,9 @@ def test_traversal_keeps_the_most_similar_children_at_each_layer(
         pool = {c for i in best for c in tree[i].children}
     assert {h.layer for h in hits} == set(range(built.layers + 1))
     assert len(hits) <= 2 * (built.layers + 1)
+    # Leaves only (the default) walks down the same way and returns the leaves it reaches.
+    leaves = built.retrieve(question, mode="traversal", k=2, max_tokens=None)
+    assert {h.id for h in leaves} == {h.id for h in hits if h.layer == 0}
 
 
 def test_traversal_with_a_budget_stays_within_it(built: RaptorTree, qasper_doc: Any) -> None:
