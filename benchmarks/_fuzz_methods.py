@@ -194,7 +194,9 @@ class MethodFuzz:
         budget = random_budget(rng, (None, 8, 16, 64, 256, 1024, 10**6))
         k = rng.choice((None, 1, 3, 10, 10, 10, 10, 10, 10, 1, 3, None, 0, -1, 2.5, "3"))
         mode = rng.choice(("collapsed", "traversal", "collapsed", "Traversal", "other", None))
-        extra = rng.choice(({}, {}, {"lexical_weight": 0.0}, {"summary_rank": "below"}))
+        extra = rng.choice(
+            ({}, {}, {"lexical_weight": 0.0}, {"summary_rank": "below"}, {"summary_rank": "free"})
+        )
         self.sources["raptor retrieve"] += 1
         self.calls["raptor retrieve"] += 1
         found: list[Finding] = []
