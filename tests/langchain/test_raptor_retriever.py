@@ -188,10 +188,12 @@ def test_call_settings_change_one_call_only(retriever: RaptorRetriever) -> None:
     assert sorted(d.metadata["hrefine_layer"] for d in traversal) == list(
         range(retriever.tree.layers + 1)
     )
-    # by default only that leaf
-    (leaf,) = retriever.invoke(QUERY, mode="traversal", k=1)
+    # by default leaves only: that leaf first, then others of its branch in the summaries' places
+    leaves = retriever.invoke(QUERY, mode="traversal", k=1)
     walked = next(d for d in traversal if d.metadata["hrefine_layer"] == 0)
-    assert leaf.metadata["hrefine_node_id"] == walked.metadata["hrefine_node_id"]
+    assert leaves[0].metadata["hrefine_node_id"] == walked.metadata["hrefine_node_id"]
+    assert {d.metadata["hrefine_layer"] for d in leaves} == {0}
+    assert 1 <= len(leaves) <= len(traversal)
     assert len(retriever.invoke(QUERY)) == 10
     retriever.k = 3
     assert len(retriever.invoke(QUERY)) == 3
@@ -422,9 +424,12 @@ def test_save_and_load_give_the_same_results(saved: Path, tmp_path: Path) -> Non
         assert again.invoke(query) == first.invoke(query)
     assert len(again.invoke(QUERY, k=2, mode="collapsed")) == 2
     # traversal keeps k per layer, from the roots down
-    layers = [d.metadata["hrefine_layer"] for d in again.invoke(QUERY, k=2)]
+    layers = [d.metadata["hrefine_layer"] for d in again.invoke(QUERY, k=2, summary_rank="free")]
     assert all(layers.count(level) <= 2 for level in set(layers))
     assert 0 in layers
+    # leaves only (the default): the leaves take the summaries' places
+    leaves = [d.metadata["hrefine_layer"] for d in again.invoke(QUERY, k=2)]
+    assert set(leaves) == {0} and len(leaves) <= len(layers)
 
 
 def test_save_needs_a_tree_and_load_a_saved_one(tmp_path: Path) -> None:

@@ -288,36 +288,55 @@ def choose(
     ``"traversal"``: the nodes :func:`traversal_candidates` keeps are, ``k`` limiting each
     layer (``reasons`` gets why the others were not kept). The walk down the layers follows
     ``route`` (default: ``scores``): given the scores before :func:`rank_summaries`, it still
-    reads the summaries when they are ranked down or out of the result, so a leaves-only
-    traversal returns the leaves under the best summaries.
+    reads the summaries when they are ranked out of the result, and the places those
+    summaries held go to the leaves, so a leaves-only traversal returns as many nodes as the
+    paper's would, all of them leaves under the best summaries.
     """
     if mode == "collapsed":
         return pick(
             tree, scores, costs, counter, candidates=range(len(scores)), k=k, max_tokens=max_tokens
         )
-    kept = traversal_candidates(tree, scores if route is None else route, k, reasons)
+    if route is None:
+        kept = traversal_candidates(tree, scores, k, reasons)
+    else:
+        left_out = {int(i) for i in np.flatnonzero(np.isneginf(scores))}
+        kept = traversal_candidates(tree, route, k, reasons, left_out=left_out)
     return pick(tree, scores, costs, counter, candidates=kept, k=None, max_tokens=max_tokens)
 
 
 def traversal_candidates(
-    tree: Tree, scores: np.ndarray, k: int | None, reasons: dict[int, str] | None = None
+    tree: Tree,
+    scores: np.ndarray,
+    k: int | None,
+    reasons: dict[int, str] | None = None,
+    *,
+    left_out: set[int] | frozenset[int] = frozenset(),
 ) -> list[int]:
     """The nodes tree traversal keeps: the best ``k`` roots, then the best ``k`` of their
     children, down to the leaves (each node visited once). ``reasons``, when given, gets
     :data:`NOT_TOP_K` for each node visited and not kept and :data:`NOT_REACHED` for each
-    node never visited."""
+    node never visited.
+
+    ``left_out``: nodes that are walked through but cannot be returned (summaries with
+    ``summary_rank="off"``). Each one kept hands its place on to the last layer walked (the
+    leaves), which keeps ``k`` plus that many nodes.
+    """
     width = k if k is not None else len(scores)
     pool = list(tree.roots)
     seen: set[int] = set()
     kept: list[int] = []
+    handed_on = 0  # places of kept nodes that cannot be returned
     while pool:
         pool = [i for i in dict.fromkeys(pool) if i not in seen]
         seen.update(pool)
         ranked = sorted(pool, key=lambda i: (-scores[i], i))
-        kept.extend(ranked[:width])
+        last = not any(tree[i].children for i in pool)
+        here = width + handed_on if last else width
+        kept.extend(ranked[:here])
+        handed_on += sum(1 for i in ranked[:here] if i in left_out)
         if reasons is not None:
-            reasons.update((i, NOT_TOP_K) for i in ranked[width:])
-        pool = [c for i in ranked[:width] for c in tree[i].children]
+            reasons.update((i, NOT_TOP_K) for i in ranked[here:])
+        pool = [c for i in ranked[:here] for c in tree[i].children]
     if reasons is not None:
         reasons.update((n.id, NOT_REACHED) for n in tree if n.id not in seen)
     return kept

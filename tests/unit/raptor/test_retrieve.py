@@ -100,9 +100,14 @@ def test_traversal_keeps_the_most_similar_children_at_each_layer(
         pool = {c for i in best for c in tree[i].children}
     assert {h.layer for h in hits} == set(range(built.layers + 1))
     assert len(hits) <= 2 * (built.layers + 1)
-    # Leaves only (the default) walks down the same way and returns the leaves it reaches.
+    # Leaves only (the default) walks down the same way; the summaries' places go to more
+    # leaves of the same branches, so as many nodes come back, all of them leaves.
     leaves = built.retrieve(question, mode="traversal", k=2, max_tokens=None)
-    assert {h.id for h in leaves} == {h.id for h in hits if h.layer == 0}
+    walked = [h.id for h in hits if h.layer == 0]
+    assert [h.id for h in leaves][: len(walked)] == sorted(walked, key=lambda i: -scores[i])
+    assert {h.layer for h in leaves} == {0} and len(leaves) == len(hits)
+    under = {c for h in hits if h.layer == 1 for c in tree[h.id].children}
+    assert {h.id for h in leaves} <= under
 
 
 def test_traversal_with_a_budget_stays_within_it(built: RaptorTree, qasper_doc: Any) -> None:
@@ -189,3 +194,24 @@ def test_a_query_sees_one_tree_while_an_insert_swaps_it_in(
         assert len(built.tree) == len(bigger)  # the next query sees the new tree
     finally:
         built.tree = original_tree
+
+
+def test_summaries_left_out_hand_their_places_to_the_leaves() -> None:
+    from hrefine.raptor.retrieve import traversal_candidates
+    from hrefine.tree import NodeKind, Tree
+
+    tree = Tree()
+    for i in range(6):
+        tree.add_node(f"leaf {i}", kind=NodeKind.CHUNK)
+    for kids in ([0, 1, 2], [3, 4, 5]):
+        node = tree.add_node("a summary", kind=NodeKind.SUMMARY, level=1)
+        for c in kids:
+            tree.add_edge(node, c)
+    scores = np.array([0.9, 0.8, 0.7, 0.95, 0.1, 0.2, 0.5, 0.4])
+    # k=1: summary 6 (the better root), then its best leaf.
+    assert traversal_candidates(tree, scores, 1) == [6, 0]
+    # The summary cannot be returned: its place goes to the next leaf of its branch.
+    reasons: dict[int, str] = {}
+    assert traversal_candidates(tree, scores, 1, reasons, left_out={6, 7}) == [6, 0, 1]
+    assert reasons == {7: "not_top_k_of_layer", 2: "not_top_k_of_layer", 3: "not_reached",
+                       4: "not_reached", 5: "not_reached"}  # fmt: skip
