@@ -35,6 +35,10 @@ The newest is ``benchmarks/results/output_identity_9c45af7.json``; 9 of its 56 c
 not fit), RAPTOR's 2 compress cases and 2 report pages (UMAP's start fixed, so the clusters are
 the same every build), and the ``--help`` of ``eval`` (the ``llm`` option's default) and of
 ``garlic build``/``garlic query`` (128-token leaves by default).
+The newest is ``benchmarks/results/output_identity_3e52bb1.json``; 4 of its 56 cases differ from
+9c45af7's, each on purpose: RAPTOR returns leaves only by default (``summary_rank="off"``), which
+changes one RAPTOR compress case and the two RAPTOR report pages, and ``raptor query`` has a
+``--summary-rank`` option.
 """
 
 from __future__ import annotations
