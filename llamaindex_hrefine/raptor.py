@@ -405,10 +405,10 @@ class RaptorRetriever(QueryCheckedRetriever):
             raise InputTypeError(msg)
         self._raptor = raptor
         self._mode = None if mode is None else check_mode(mode)
-        self._limits = _limits(k, max_tokens)
+        self._settings = _limits(k, max_tokens)
         if summary_rank is not None:
-            self._limits["summary_rank"] = summary_rank
-        self._tree().options.replace(**self._limits)  # a bad setting fails now
+            self._settings["summary_rank"] = summary_rank
+        self._tree().options.replace(**self._settings)  # a bad setting fails now
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     def _tree(self) -> RaptorTree:
@@ -431,7 +431,7 @@ class RaptorRetriever(QueryCheckedRetriever):
         return retrieved_to_nodes(results, node_ids, sources, stored)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        results = self._tree().retrieve(query_bundle.query_str, mode=self._mode, **self._limits)
+        results = self._tree().retrieve(query_bundle.query_str, mode=self._mode, **self._settings)
         wanted = self._stored_ids(results)
         stored = None
         if wanted is not None and isinstance(self._raptor, RaptorIndex):
@@ -440,7 +440,7 @@ class RaptorRetriever(QueryCheckedRetriever):
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         results = await self._tree().aretrieve(
-            query_bundle.query_str, mode=self._mode, **self._limits
+            query_bundle.query_str, mode=self._mode, **self._settings
         )
         wanted = self._stored_ids(results)
         stored = None

@@ -204,9 +204,9 @@ def query(
     k_ = _none_if_zero(k, "--k")
     budget = _none_if_zero(max_tokens, "--max-tokens")
     # A model the tree names by a path outside its folder is not opened: given here, it is.
-    tree = RaptorTree.load(request.folder, tokenizer=tokenizer, embedder=embedder)
-    if summary_rank is not None:  # this query's (the report replays it): the saved tree is kept
-        tree.options = tree.options.replace(summary_rank=summary_rank)
+    # --summary-rank changes the loaded tree's setting (the report replays it), not the saved one.
+    ranked = {} if summary_rank is None else {"summary_rank": summary_rank}
+    tree = RaptorTree.load(request.folder, tokenizer=tokenizer, embedder=embedder, **ranked)
     nodes = tree.retrieve(question, mode=mode, k=k_, max_tokens=budget)
     used = sum(n.tokens for n in nodes)
     how = (mode or tree.options.mode).lower()

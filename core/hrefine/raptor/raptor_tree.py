@@ -20,7 +20,6 @@ from hrefine._query import check_query
 from hrefine.budget import TokenCounter, get_counter
 from hrefine.errors import InputTypeError, TreeError
 from hrefine.models import get_embedder
-from hrefine.models.lexical import with_match
 from hrefine.persist import load_tree, save_tree
 from hrefine.raptor.build import SOURCES, TOKENS, Source, as_sources
 from hrefine.raptor.build_progress import reported_grower
@@ -30,7 +29,7 @@ from hrefine.raptor.retrieve import (
     Picked,
     RetrievedNode,
     choose,
-    rank_summaries,
+    node_scores,
     relevance,
 )
 from hrefine.raptor.summarise import Summariser
@@ -373,10 +372,13 @@ class RaptorTree:
     ) -> list[RetrievedNode]:
         tree = self.tree  # one tree for the whole query, whatever an insert does meanwhile
         k, budget = opts.k, opts.max_tokens
-        route = with_match(
-            query, [n.text for n in tree], self._scores(vector, tree), opts.lexical_weight
+        route, scores = node_scores(
+            tree,
+            query,
+            self._scores(vector, tree),
+            lexical_weight=opts.lexical_weight,
+            summary_rank=opts.summary_rank,
         )
-        scores = rank_summaries(tree, route, opts.summary_rank)
         costs = self._costs(tree)
         got = choose(
             tree, scores, costs, self.counter, mode=how, k=k, max_tokens=budget, route=route

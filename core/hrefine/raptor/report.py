@@ -189,22 +189,21 @@ def explain(
 
 
 def _scores(tree: RaptorTree, query: str) -> tuple[np.ndarray, np.ndarray]:
-    """The scores a traversal walks by (cosine plus the weighted BM25 match) and those
-    retrieval ranks by (the same, summaries ranked by the tree's ``summary_rank``), as
-    :meth:`RaptorTree.retrieve <hrefine.raptor.RaptorTree.retrieve>` computes them."""
-    from hrefine.models.lexical import with_match
-    from hrefine.raptor.retrieve import rank_summaries
+    """The scores a traversal walks by and those the result is picked by, as
+    :meth:`RaptorTree.retrieve <hrefine.raptor.RaptorTree.retrieve>` computes them
+    (:func:`hrefine.raptor.retrieve.node_scores`)."""
+    from hrefine.raptor.retrieve import node_scores
 
     if tree.tree.embeddings is None:
         zeros = np.zeros(len(tree.tree), dtype=np.float64)
         return zeros, zeros
-    route = with_match(
+    return node_scores(
+        tree.tree,
         query,
-        [n.text for n in tree.tree],
         tree._scores(tree.embedder.embed_query(query), tree.tree),
-        tree.options.lexical_weight,
+        lexical_weight=tree.options.lexical_weight,
+        summary_rank=tree.options.summary_rank,
     )
-    return route, rank_summaries(tree.tree, route, tree.options.summary_rank)
 
 
 def render_report(

@@ -92,13 +92,13 @@ def node_scores(
     *,
     lexical_weight: float,
     summary_rank: str,
-) -> np.ndarray:
-    """Every node's retrieval score: its cosine similarity with the BM25 match added
-    (:func:`hrefine.models.lexical.fuse`), and summaries ranked by ``summary_rank``
-    (:func:`rank_summaries`)."""
-    return rank_summaries(
-        tree, with_match(query, [n.text for n in tree], cosine, lexical_weight), summary_rank
-    )
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every node's scores: its cosine similarity with the BM25 match added
+    (:func:`hrefine.models.lexical.fuse`), which a traversal walks by, and the same with the
+    summaries ranked by ``summary_rank`` (:func:`rank_summaries`), which the result is picked
+    by."""
+    route = with_match(query, [n.text for n in tree], cosine, lexical_weight)
+    return route, rank_summaries(tree, route, summary_rank)
 
 
 def rank_summaries(tree: Tree, scores: np.ndarray, summary_rank: str) -> np.ndarray:
