@@ -15,8 +15,9 @@ paragraphs kept, and containment) and L-Eval Qasper and NQ (answer containment),
 Both GARLIC rows use 128-token leaves (the chunk baselines' size, the eval method's default)
 and fill the budget (``GarlicOptions.fill``): the search reads on past the LLM's Yes until leaf
 chunks fill it; the LLM's Yes answers are still recorded (the "said Yes" column).
-- ``raptor`` (collapsed tree, SmolLM2 summaries; trees come from the RAPTOR benchmark's cache,
-  ``benchmarks/.cache/raptor-trees/``, built on a miss), ``chunks-bm25``, ``chunks-embedding``.
+- ``raptor`` (RAPTOR's defaults: collapsed tree, extractive summaries, leaves returned; trees
+  come from the RAPTOR benchmark's cache, ``benchmarks/.cache/raptor-trees/``, built on a miss),
+  ``chunks-bm25``, ``chunks-embedding``.
 
 Per method and budget: the metric, the tokens given to the reader, and for GARLIC rows the
 search's cost: tokens the LLM pre-filled against those recomputing the whole prompt at every
@@ -186,7 +187,7 @@ def _methods(counter: Any, garlic: Any) -> dict[str, Any]:
     out: dict[str, Any] = {
         GARLIC_EXTRACTIVE: garlic,
         RAPTOR: RaptorCompressor(
-            "collapsed", llm="default", tokenizer=counter, cache_dir=RAPTOR_CACHE, name=RAPTOR
+            "collapsed", llm="extractive", tokenizer=counter, cache_dir=RAPTOR_CACHE, name=RAPTOR
         ),
     }
     out.update({name: get_method(name, tokenizer=counter) for name in BASELINES})
@@ -250,8 +251,8 @@ def main(quick: bool = True) -> dict[str, Any]:
             "every content word of the question is in the visited text; prompt-only search",
             GARLIC_LM: "GarlicOptions defaults with the embedded SmolLM2-135M-Instruct and "
             "128-token leaves: attention edges, KV-cached search, filling the budget",
-            RAPTOR: "collapsed tree, SmolLM2-135M summaries (cached trees of the RAPTOR "
-            "benchmark), budget only",
+            RAPTOR: "RaptorOptions defaults: collapsed tree, extractive summaries, leaves "
+            "returned (cached trees of the RAPTOR benchmark), budget only",
             "garlic output": "the visited nodes in document order, joined by blank lines, "
             "fitted to the budget (leaves first, each kind in reading order); the search reads "
             "on past Yes until leaves fill the budget",
