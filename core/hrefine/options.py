@@ -85,6 +85,14 @@ class Options:
         raise cls._unknown([name])
 
     @classmethod
+    def default(cls, name: str) -> Any:
+        """The default value of setting ``name``."""
+        for f in dataclasses.fields(cls):
+            if f.name == name:
+                return f.default
+        raise cls._unknown([name])
+
+    @classmethod
     def from_saved(
         cls: type[_O],
         config: Mapping[str, Any],

@@ -18,12 +18,18 @@ from typing import Annotated, Any
 
 import typer
 
+from hrefine._cli_settings import flag
 from hrefine._cli_support import say
 from hrefine._cli_verbs import Shared, option, verb
 from hrefine._encodable import encodable
 from hrefine._folders import folder_problem
 from hrefine.distributed.groups import GarlicStage, GroupStage, RaptorStage
 from hrefine.errors import ConfigError
+from hrefine.garlic import cli as garlic_cli
+from hrefine.garlic.options import GarlicOptions
+from hrefine.html.options import HtmlPrunerOptions
+from hrefine.raptor import cli as raptor_cli
+from hrefine.raptor.options import RaptorOptions
 
 __all__ = ["distributed_app", "quiet_ray_logs", "summary_line"]
 
@@ -228,8 +234,8 @@ def html(
         bool, typer.Option("--keep-boilerplate", help="Keep navigation, footers and sidebars.")
     ] = False,
     max_words: Annotated[
-        int, typer.Option("--max-words", help="Most words of one block of the block tree.")
-    ] = 256,
+        int, flag(HtmlPrunerOptions, "max_words", help="Most words of one block of the block tree.")
+    ] = HtmlPrunerOptions.default("max_words"),
 ) -> dict[str, Any]:
     """Clean HTML pages and build their block trees (column html)."""
     return {"settings": {"boilerplate": not keep_boilerplate, "max_words": max_words}}
@@ -266,13 +272,16 @@ def raptor(
     ] = None,
     llm: Annotated[
         str | None,
-        typer.Option(help="Summariser: a local model folder or cached name (default: SmolLM2)."),
+        typer.Option(
+            help="Summariser: a local model folder or cached name (default: no model, each "
+            "summary is the leading sentences of its cluster's texts)."
+        ),
     ] = None,
     embedder: EmbedderOpt = None,
-    chunk_tokens: Annotated[int, typer.Option(help="Leaf size in tokens.")] = 100,
-    summary_tokens: Annotated[int, typer.Option(help="Most new tokens per summary.")] = 100,
-    max_layers: Annotated[int, typer.Option(help="Most summary layers above the leaves.")] = 5,
-    seed: Annotated[int, typer.Option(help="Seed of UMAP and the Gaussian mixtures.")] = 224,
+    chunk_tokens: raptor_cli.ChunkTokensOpt = RaptorOptions.default("chunk_tokens"),
+    summary_tokens: raptor_cli.SummaryTokensOpt = RaptorOptions.default("summary_tokens"),
+    max_layers: raptor_cli.MaxLayersOpt = RaptorOptions.default("max_layers"),
+    seed: raptor_cli.SeedOpt = RaptorOptions.default("seed"),
     tokenizer: TokenizerOpt = None,
 ) -> dict[str, Any]:
     """Build a RAPTOR tree per group of documents (column text), saved in the Parquet rows."""
@@ -294,19 +303,24 @@ def garlic(
     ] = None,
     lm: Annotated[
         str | None,
-        typer.Option(help="The LM: a local model folder or cached name (default: SmolLM2)."),
+        typer.Option(
+            help="The LM: a local model folder or cached name (default: no model, the summary "
+            "points are the inputs' first sentences, embedding edges)."
+        ),
     ] = None,
     embedder: EmbedderOpt = None,
-    chunk_tokens: Annotated[int, typer.Option(help="Leaf size in tokens.")] = 300,
-    max_levels: Annotated[int, typer.Option(help="Most summary levels above the leaves.")] = 8,
-    edges: Annotated[
-        str | None, typer.Option(help="Edge weights: attention or embedding (default: auto).")
-    ] = None,
+    chunk_tokens: garlic_cli.ChunkTokensOpt = GarlicOptions.default("chunk_tokens"),
+    max_levels: garlic_cli.MaxLevelsOpt = GarlicOptions.default("max_levels"),
+    edges: garlic_cli.EdgesOpt = GarlicOptions.default("edges"),
     tokenizer: TokenizerOpt = None,
 ) -> dict[str, Any]:
     """Build a GARLIC graph per group of documents (column text), saved in the Parquet rows."""
-    settings: dict[str, Any] = {"chunk_tokens": chunk_tokens, "max_levels": max_levels}
-    named = (("lm", lm), ("embedder", embedder), ("tokenizer", tokenizer), ("edges", edges))
+    settings: dict[str, Any] = {
+        "chunk_tokens": chunk_tokens,
+        "max_levels": max_levels,
+        "edges": edges,
+    }
+    named = (("lm", lm), ("embedder", embedder), ("tokenizer", tokenizer))
     return _group_args(GarlicStage, settings, named, group_column)
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from hrefine._atomic import echo
+from hrefine._cli_settings import flag
 from hrefine._cli_store import (
     BuildRequest,
     QueryRequest,
@@ -30,6 +31,7 @@ from hrefine._cli_store import (
 from hrefine._cli_support import loading_line, say
 from hrefine._encodable import encodable
 from hrefine.errors import ConfigError
+from hrefine.garlic.options import GarlicOptions
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -46,6 +48,19 @@ _verbs = StoreVerbs(
 garlic_app = _verbs.app
 
 # The embedded LM's display name, for the "loading ..." line.
+_default = GarlicOptions.default
+#: The graph's settings as flags, for ``garlic build`` and ``distributed garlic``.
+ChunkTokensOpt = Annotated[int, flag(GarlicOptions, "chunk_tokens")]
+MaxLevelsOpt = Annotated[int, flag(GarlicOptions, "max_levels")]
+EdgesOpt = Annotated[
+    str,
+    flag(
+        GarlicOptions,
+        "edges",
+        help="Edge weights: attention (the LM's), embedding (similarity), or auto "
+        "(attention for a local LM).",
+    ),
+]
 _DEFAULT_LM = "SmolLM2-135M-Instruct"
 
 
@@ -93,29 +108,15 @@ def build(
             "model, the summary points are the inputs' first sentences (embedding edges).",
         ),
     ] = None,
-    chunk_tokens: Annotated[
-        int, typer.Option("--chunk-tokens", help="Leaf size in tokens (cut at sentence ends).")
-    ] = 300,
-    batch_tokens: Annotated[
-        int,
-        typer.Option(
-            "--batch-tokens", help="Most tokens of one summary call (prompt, inputs, summary)."
-        ),
-    ] = 8192,
-    summary_tokens: Annotated[
-        int,
-        typer.Option("--summary-tokens", help="Most new tokens of one batch's summary points."),
-    ] = 512,
-    edges: Annotated[
-        str,
-        typer.Option(
-            help="Edge weights: attention (the LM's), embedding (similarity), or auto "
-            "(attention for a local LM)."
-        ),
-    ] = "auto",
+    chunk_tokens: ChunkTokensOpt = _default("chunk_tokens"),
+    batch_tokens: Annotated[int, flag(GarlicOptions, "batch_tokens")] = _default("batch_tokens"),
+    summary_tokens: Annotated[int, flag(GarlicOptions, "summary_tokens")] = _default(
+        "summary_tokens"
+    ),
+    edges: EdgesOpt = _default("edges"),
 ) -> GarlicGraph:
     """Build a GARLIC graph over documents and save it to a folder."""
-    from hrefine.garlic import GarlicGraph, GarlicOptions
+    from hrefine.garlic import GarlicGraph
 
     sources, quiet = request.sources, request.quiet
     settings: dict[str, Any] = {
@@ -217,13 +218,13 @@ def query(
         msg = f"--max-tokens must be a positive number (0: no limit), got {max_tokens}"
         raise ConfigError(msg)
     # The search's limits are checked here, before the graph and the model load.
-    for flag, value in (
+    for name, value in (
         ("--patience", patience),
         ("--max-steps", max_steps),
         ("--fill-tokens", fill_tokens),
     ):
         if value is not None and value < 1:
-            msg = f"{flag} must be at least 1, got {value}"
+            msg = f"{name} must be at least 1, got {value}"
             raise ConfigError(msg)
     settings: dict[str, Any] = {}
     if max_tokens is not None:

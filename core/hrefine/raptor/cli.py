@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from hrefine._atomic import echo
+from hrefine._cli_settings import flag
 from hrefine._cli_store import (
     BuildRequest,
     QueryRequest,
@@ -28,6 +29,7 @@ from hrefine._cli_store import (
 from hrefine._cli_support import say
 from hrefine._encodable import encodable
 from hrefine.errors import ConfigError
+from hrefine.raptor.options import RaptorOptions
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -50,6 +52,12 @@ raptor_app = _verbs.app
 
 # How many words of a node the plain listing shows.
 _FIRST_WORDS = 16
+_default = RaptorOptions.default
+#: The tree's settings as flags, for ``raptor build`` and ``distributed raptor``.
+ChunkTokensOpt = Annotated[int, flag(RaptorOptions, "chunk_tokens")]
+SummaryTokensOpt = Annotated[int, flag(RaptorOptions, "summary_tokens")]
+MaxLayersOpt = Annotated[int, flag(RaptorOptions, "max_layers")]
+SeedOpt = Annotated[int, flag(RaptorOptions, "seed")]
 
 
 def build_summary(tree: RaptorTree, output: Path | None = None) -> str:
@@ -60,18 +68,10 @@ def build_summary(tree: RaptorTree, output: Path | None = None) -> str:
 @_verbs.build(summary=build_summary)
 def build(
     request: BuildRequest,
-    chunk_tokens: Annotated[
-        int, typer.Option("--chunk-tokens", help="Leaf size in tokens (cut at sentence ends).")
-    ] = 100,
-    summary_tokens: Annotated[
-        int, typer.Option("--summary-tokens", help="Most new tokens per summary.")
-    ] = 100,
-    max_layers: Annotated[
-        int, typer.Option("--max-layers", help="Most summary layers above the leaves.")
-    ] = 5,
-    seed: Annotated[
-        int, typer.Option(help="Seed of UMAP and the Gaussian mixtures (same seed, same tree).")
-    ] = 224,
+    chunk_tokens: ChunkTokensOpt = _default("chunk_tokens"),
+    summary_tokens: SummaryTokensOpt = _default("summary_tokens"),
+    max_layers: MaxLayersOpt = _default("max_layers"),
+    seed: SeedOpt = _default("seed"),
     tokenizer: Annotated[
         str | None,
         typer.Option(
@@ -96,7 +96,7 @@ def build(
     ] = None,
 ) -> RaptorTree:
     """Build a RAPTOR tree over documents and save it to a folder."""
-    from hrefine.raptor import RaptorOptions, RaptorTree
+    from hrefine.raptor import RaptorTree
 
     sources = request.sources
     settings: dict[str, Any] = {
