@@ -171,11 +171,13 @@ def pick(
     candidates: Sequence[int],
     k: int | None,
     max_tokens: int | None,
+    then: Sequence[int] = (),
 ) -> Picked:
     """The candidates a retrieval returns: best score first (ties by id), each taken while
     ``k`` nodes are not reached and it fits the room left in ``max_tokens`` (one that does not
     fit is skipped and a smaller one after it may still fit), so the budget is met without
-    waste.
+    waste. The nodes of ``then`` are tried after every candidate, best first, in the room
+    the candidates leave.
 
     Text is never returned twice. An extract's sentences are its leaves' sentences, so a
     summary is charged, and returns, only the sentences that the leaves chosen (before or
@@ -189,9 +191,13 @@ def pick(
     BudgetTooSmallError
         ``max_tokens`` is given and no candidate fits it.
     """
-    order = sorted(
-        (int(i) for i in candidates if np.isfinite(scores[i])), key=lambda i: (-scores[i], i)
-    )
+    order = [
+        i
+        for group in (candidates, then)
+        for i in sorted(
+            (int(j) for j in group if np.isfinite(scores[j])), key=lambda j: (-scores[j], j)
+        )
+    ]
     chosen: list[int] = []
     held: set[str] = set()  # sentences the chosen leaves return
     parts: dict[int, list[str]] = {}  # a chosen summary: the sentences it returns
@@ -290,7 +296,10 @@ def choose(
     ``route`` (default: ``scores``): given the scores before :func:`rank_summaries`, it still
     reads the summaries when they are ranked out of the result, and the places those
     summaries held go to the leaves, so a leaves-only traversal returns as many nodes as the
-    paper's would, all of them leaves under the best summaries.
+    paper's would, all of them leaves under the best summaries. With ``max_tokens``, the room
+    those nodes leave is filled with the best nodes the traversal did not keep (as the
+    collapsed tree ranks them): the paper's traversal has no token budget, and without this a
+    short tree's best branches left most of a large budget empty.
     """
     if mode == "collapsed":
         return pick(
@@ -301,7 +310,17 @@ def choose(
     else:
         left_out = {int(i) for i in np.flatnonzero(np.isneginf(scores))}
         kept = traversal_candidates(tree, route, k, reasons, left_out=left_out)
-    return pick(tree, scores, costs, counter, candidates=kept, k=None, max_tokens=max_tokens)
+    rest: list[int] = []
+    if max_tokens is not None:
+        taken = set(kept)
+        rest = [i for i in range(len(scores)) if i not in taken]
+    got = pick(
+        tree, scores, costs, counter, candidates=kept, k=None, max_tokens=max_tokens, then=rest
+    )
+    if reasons is not None:
+        for i in got.chosen:  # a node the fill took is no longer dropped by the traversal
+            reasons.pop(i, None)
+    return got
 
 
 def traversal_candidates(

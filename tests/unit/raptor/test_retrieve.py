@@ -115,6 +115,35 @@ def test_traversal_with_a_budget_stays_within_it(built: RaptorTree, qasper_doc: 
     assert 0 < sum(h.tokens for h in hits) <= 400
 
 
+@pytest.mark.parametrize("summary_rank", ["off", "free"])
+def test_traversal_fills_the_room_its_branches_leave_with_the_best_other_nodes(
+    built: RaptorTree, qasper_doc: Any, summary_rank: str
+) -> None:
+    question, budget = qasper_doc.question, 3000
+    walked = built.retrieve(
+        question, mode="traversal", k=2, max_tokens=None, summary_rank=summary_rank
+    )
+    hits = built.retrieve(
+        question, mode="traversal", k=2, max_tokens=budget, summary_rank=summary_rank
+    )
+    # The traversal's own nodes come first, as without a budget (they fit in it here).
+    assert sum(h.tokens for h in walked) < budget
+    assert [h.id for h in hits[: len(walked)]] == [h.id for h in walked]
+    # Then the room is used: more nodes, best first among those the traversal did not keep,
+    # and nothing left out would still fit.
+    fill = hits[len(walked) :]
+    assert fill and [h.score for h in fill] == sorted((h.score for h in fill), reverse=True)
+    used = sum(h.tokens for h in hits)
+    assert used <= budget
+    chosen = {h.id for h in hits}
+    others = [n for n in built.tree if n.id not in chosen]
+    if summary_rank == "off":
+        assert all(h.kind == "chunk" for h in hits)
+        others = [n for n in others if n.kind == "chunk"]
+        assert all(int(n.metadata["hrefine_tokens"]) > budget - used for n in others)
+    assert len({h.text for h in hits}) == len(hits)
+
+
 def test_results_carry_layer_kind_and_source(built: RaptorTree, qasper_doc: Any) -> None:
     hits = built.retrieve(qasper_doc.question, k=None, max_tokens=2000)
     kinds = {h.kind for h in hits}
