@@ -59,6 +59,10 @@ from benchmarks._fuzzcases import (
 
 QUICK_CASES = 10_000
 FULL_CASES = 50_000
+#: Processes the cases are shared among, one core each (most of a case is one-core Python):
+#: on 2 cores the 10,000 quick cases took 25 minutes in one process. Worker 0 draws from the
+#: seed itself (the first cases of a one-process run), worker ``w`` from ``f"{seed}/{w}"``.
+WORKERS = 2
 #: Share of the cases per family (issue #55): the HtmlRAG pruner (#41), the three newer
 #: methods (:mod:`benchmarks._fuzz_methods`) and saved folders (:mod:`benchmarks._fuzz_persist`).
 FAMILY_SHARES = {"htmlrag": 0.3, "raptor": 0.2, "garlic": 0.15, "longrefiner": 0.15,
@@ -174,7 +178,7 @@ class Adapters:
 
 
 # -- the run -----------------------------------------------------------------------------
-def run(cases: int, seed: int = SEED, data: Path | None = None) -> dict[str, Any]:
+def run(cases: int, seed: int | str = SEED, data: Path | None = None) -> dict[str, Any]:
     """Fuzz ``cases`` cases from ``seed``; the counts and the first reproducer of each
     broken property."""
     from hrefine.html import MIN_BUDGET, HtmlPruner
@@ -296,6 +300,58 @@ def run(cases: int, seed: int = SEED, data: Path | None = None) -> dict[str, Any
     }
 
 
+def _run_part(cases: int, seed: int | str) -> dict[str, Any]:
+    # One core a worker: torch's threads would contend with the other worker's.
+    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = "1"
+    quiet_bm25s()
+    logging.getLogger("hrefine").setLevel(logging.ERROR)
+    return run(cases, seed)
+
+
+def merge(parts: Sequence[dict[str, Any]], wall: float) -> dict[str, Any]:
+    """One result of the workers' ``parts`` (counts added, the first reproducer of each broken
+    property kept, ``wall`` the whole run's seconds)."""
+    counted = ("families", "sources", "calls", "raised_on_purpose", "crashes_by_type", "broken")
+    summed = ("cases", "crashes", "over_budget", "unaccounted", "lost", "sunk_batches")
+    out: dict[str, Any] = {"seed": parts[0]["seed"], "workers": len(parts)}
+    for key in summed:
+        out[key] = sum(int(p[key]) for p in parts)
+    for key in counted:
+        total: Counter[str] = Counter()
+        for p in parts:
+            total.update(p[key])
+        out[key] = dict(sorted(total.items()))
+    examples: dict[str, str] = {}
+    for p in parts:
+        for key, repro in p["examples"].items():
+            examples.setdefault(key, repro)
+    out["examples"] = dict(sorted(examples.items()))
+    seconds: Counter[str] = Counter()
+    for p in parts:
+        seconds.update(p["seconds"])
+    out["wall_s"] = round(wall, 1)
+    out["cases_per_s"] = round(out["cases"] / wall, 1) if wall else None
+    out["seconds"] = {k: round(v, 1) for k, v in sorted(seconds.items())}
+    out["metrics"] = {m: min(p["metrics"][m] for p in parts) for m in parts[0]["metrics"]}
+    return out
+
+
+def run_workers(cases: int, seed: int = SEED, workers: int = WORKERS) -> dict[str, Any]:
+    """:func:`run` shared among ``workers`` processes (spawned: a forked copy of a process
+    that has run torch can hang); one worker runs in this process."""
+    if workers <= 1:
+        return run(cases, seed)
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    shares = [cases // workers + (w < cases % workers) for w in range(workers)]
+    seeds: list[int | str] = [seed, *(f"{seed}/{w}" for w in range(1, workers))]
+    started = time.perf_counter()
+    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+        parts = list(pool.map(_run_part, shares, seeds))
+    return merge(parts, time.perf_counter() - started)
+
+
 def markdown(result: dict[str, Any]) -> str:
     """The result as the section of ``docs/benchmarks.md``."""
     lines = [
@@ -307,7 +363,9 @@ def markdown(result: dict[str, Any]) -> str:
         f'through `clean_html`, `HtmlPruner(scorer="bm25")` (every '
         f"{EMBEDDING_EVERY}th case up to {EMBEDDING_MAX_BYTES:,} bytes also the embedding "
         f"scorer) and, every {ADAPTER_EVERY}th, both "
-        f"adapters; {result['wall_s']} s on {result['hardware']['cores']} cores. Properties "
+        f"adapters; {result['wall_s']} s on {result['hardware']['cores']} cores"
+        + (f" ({result['workers']} worker processes)" if result.get("workers", 1) > 1 else "")
+        + ". Properties "
         "(issue #41): only `HrefineError` subclasses are raised, never an output over the "
         "budget, the words of the cleaned page are all in blocks that are kept (and in the "
         "output) or have a drop reason, and a bad page never sinks a batch. RAPTOR, GARLIC and "
@@ -365,7 +423,7 @@ def main(quick: bool = True, cases: int | None = None, seed: int = SEED) -> dict
     logging.getLogger("hrefine").setLevel(logging.ERROR)
     n = cases if cases is not None else QUICK_CASES if quick else FULL_CASES
     result: dict[str, Any] = {"benchmark": "fuzz", "mode": "quick" if quick else "full"}
-    result.update(run(n, seed))
+    result.update(run_workers(n, seed))
     result["hardware"] = hardware()
     result["versions"] = package_versions()
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)

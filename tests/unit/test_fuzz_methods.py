@@ -88,3 +88,48 @@ def test_the_fuzz_reports_a_raw_exception_and_a_budget_overrun(
         "longrefiner", lambda rng: fuzz.case("longrefiner", rng), seed=1, cases=PLANTED
     )
     assert any(k.startswith("over_budget: longrefiner") for k in broken)
+
+
+def test_workers_share_the_cases_and_their_counts_add_up(shared_data: Path) -> None:
+    # Two spawned workers: worker 0 draws the cases a one-process run starts with.
+    from benchmarks import fuzz
+
+    one = fuzz.run(6, seed=3, data=shared_data)
+    both = fuzz.run_workers(12, seed=3, workers=2)
+    assert both["workers"] == 2 and both["cases"] == 12
+    assert sum(both["families"].values()) == 12
+    assert all(both["families"][k] >= v for k, v in one["families"].items())
+    assert both["metrics"] == {"no_crash": 1.0, "within_budget": 1.0, "no_silent_loss": 1.0}
+
+
+def test_merge_adds_counts_and_keeps_the_first_reproducer() -> None:
+    from benchmarks.fuzz import merge
+
+    def part(families: dict[str, int], broken: dict[str, int], repro: str) -> dict[str, Any]:
+        return {
+            "seed": 0,
+            "cases": sum(families.values()),
+            "crashes": sum(v for k, v in broken.items() if k.startswith("crash")),
+            "over_budget": 0,
+            "unaccounted": 0,
+            "lost": 0,
+            "sunk_batches": 0,
+            "families": families,
+            "sources": {},
+            "calls": {},
+            "raised_on_purpose": {},
+            "crashes_by_type": {},
+            "broken": broken,
+            "examples": {k: repro for k in broken},
+            "seconds": {"raptor": 1.5},
+            "metrics": {"no_crash": 0.0 if broken else 1.0},
+        }
+
+    got = merge(
+        [part({"raptor": 2}, {}, "a"), part({"raptor": 1, "garlic": 3}, {"crash: x: E": 1}, "b")],
+        wall=2.0,
+    )
+    assert got["cases"] == 6 and got["families"] == {"garlic": 3, "raptor": 3}
+    assert got["crashes"] == 1 and got["examples"] == {"crash: x: E": "b"}
+    assert got["metrics"] == {"no_crash": 0.0} and got["seconds"] == {"raptor": 3.0}
+    assert got["cases_per_s"] == 3.0 and got["workers"] == 2
