@@ -95,8 +95,9 @@ GRAPHS = CACHE / "garlic-graphs"
 #: HtmlRAG 1: no heading kept without text of its section; HtmlRAG 2: such a heading back where
 #: a later round kept text of its section and it still fits; RAPTOR 4: UMAP's spectral start
 #: computed so that it is the same every build; RAPTOR 5: leaves only by default; RAPTOR's
-#: traversal 1: the room its branches leave in the budget filled with the best other nodes).
-OUTPUT_VERSION: dict[str, int] = {"raptor": 5, "raptor-traversal": 1, "garlic": 3, "htmlrag": 2}
+#: traversal 1: the room its branches leave in the budget filled with the best other nodes; 2:
+#: the fill stops at k a layer, the most nodes a traversal returns).
+OUTPUT_VERSION: dict[str, int] = {"raptor": 5, "raptor-traversal": 2, "garlic": 3, "htmlrag": 2}
 
 #: ``--only-half``: run on this half's documents only (a slow variant such as SmolLM2's).
 ONLY_HALF: str | None = None

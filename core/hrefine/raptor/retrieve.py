@@ -298,8 +298,9 @@ def choose(
     summaries held go to the leaves, so a leaves-only traversal returns as many nodes as the
     paper's would, all of them leaves under the best summaries. With ``max_tokens``, the room
     those nodes leave is filled with the best nodes the traversal did not keep (as the
-    collapsed tree ranks them): the paper's traversal has no token budget, and without this a
-    short tree's best branches left most of a large budget empty.
+    collapsed tree ranks them), up to the most nodes a traversal returns, ``k`` a layer: the
+    paper's traversal has no token budget, and without this a short tree's few branches left
+    most of a large budget empty.
     """
     if mode == "collapsed":
         return pick(
@@ -311,11 +312,14 @@ def choose(
         left_out = {int(i) for i in np.flatnonzero(np.isneginf(scores))}
         kept = traversal_candidates(tree, route, k, reasons, left_out=left_out)
     rest: list[int] = []
+    most = None
     if max_tokens is not None:
         taken = set(kept)
         rest = [i for i in range(len(scores)) if i not in taken]
+        if k is not None:  # the traversal itself returns at most k a layer
+            most = k * (max((node.level for node in tree), default=0) + 1)
     got = pick(
-        tree, scores, costs, counter, candidates=kept, k=None, max_tokens=max_tokens, then=rest
+        tree, scores, costs, counter, candidates=kept, k=most, max_tokens=max_tokens, then=rest
     )
     if reasons is not None:
         for i in got.chosen:  # a node the fill took is no longer dropped by the traversal

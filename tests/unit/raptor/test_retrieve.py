@@ -130,18 +130,26 @@ def test_traversal_fills_the_room_its_branches_leave_with_the_best_other_nodes(
     assert sum(h.tokens for h in walked) < budget
     assert [h.id for h in hits[: len(walked)]] == [h.id for h in walked]
     # Then the room is used: more nodes, best first among those the traversal did not keep,
-    # and nothing left out would still fit.
+    # up to as many as a traversal returns (k a layer) or until nothing left out still fits.
     fill = hits[len(walked) :]
     assert fill and [h.score for h in fill] == sorted((h.score for h in fill), reverse=True)
     used = sum(h.tokens for h in hits)
     assert used <= budget
+    most = 2 * (built.layers + 1)
+    assert len(walked) < len(hits) <= most
     chosen = {h.id for h in hits}
     others = [n for n in built.tree if n.id not in chosen]
     if summary_rank == "off":
         assert all(h.kind == "chunk" for h in hits)
         others = [n for n in others if n.kind == "chunk"]
-        assert all(int(n.metadata["hrefine_tokens"]) > budget - used for n in others)
+        if len(hits) < most:
+            assert all(int(n.metadata["hrefine_tokens"]) > budget - used for n in others)
     assert len({h.text for h in hits}) == len(hits)
+    # No k: the budget alone bounds the fill.
+    unbounded = built.retrieve(
+        question, mode="traversal", k=None, max_tokens=budget, summary_rank=summary_rank
+    )
+    assert sum(h.tokens for h in unbounded) <= budget
 
 
 def test_results_carry_layer_kind_and_source(built: RaptorTree, qasper_doc: Any) -> None:
