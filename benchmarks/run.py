@@ -279,7 +279,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="hrefine benchmark suite")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument(
-        "--quick", action="store_true", help="quick suite (about 20 min on 2 CPU cores)"
+        "--quick",
+        action="store_true",
+        help="quick suite (its time on 2 CPU cores: docs/evaluation.md)",
     )
     mode.add_argument("--full", action="store_true", help="full suite (GPU machines)")
     parser.add_argument("--only", default="", help="comma-separated benchmark names")
