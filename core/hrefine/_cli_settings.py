@@ -18,22 +18,20 @@ from hrefine.options import Options
 __all__ = ["flag"]
 
 
-def flag(options: type[Options], name: str, *decls: str, help: str | None = None) -> Any:
-    """The ``typer.Option`` of setting ``name`` of ``options``.
+def flag(options: type[Options], name: str, *, help: str | None = None) -> Any:
+    """The ``typer.Option`` of setting ``name`` of ``options`` (the flag ``--name`` with
+    dashes).
 
     Parameters
     ----------
     options:
         The method's options dataclass.
     name:
-        The setting; the flag is ``--name`` with dashes unless ``decls`` names it.
-    decls:
-        typer's parameter declarations (``"--llm", "--lm"``), if not the default one.
+        The setting.
     help:
-        Help for the command line when it has more to say than the setting's description
-        (the models a name may be, what no value means for the command).
+        Help for the command line when it has more to say than the setting's description.
 
     The parameter's default is ``options.default(name)`` (the signature holds it, as typer
     wants with ``Annotated``).
     """
-    return typer.Option(*decls, help=options.describe(name) if help is None else help)
+    return typer.Option(help=options.describe(name) if help is None else help)

@@ -79,17 +79,18 @@ class Options:
     @classmethod
     def describe(cls, name: str) -> str:
         """The one-line description of setting ``name``."""
-        for f in dataclasses.fields(cls):
-            if f.name == name:
-                return str(f.metadata.get("help", ""))
-        raise cls._unknown([name])
+        return str(cls._field(name).metadata.get("help", ""))
 
     @classmethod
     def default(cls, name: str) -> Any:
         """The default value of setting ``name``."""
+        return cls._field(name).default
+
+    @classmethod
+    def _field(cls, name: str) -> dataclasses.Field[Any]:
         for f in dataclasses.fields(cls):
             if f.name == name:
-                return f.default
+                return f
         raise cls._unknown([name])
 
     @classmethod

@@ -47,7 +47,6 @@ _verbs = StoreVerbs(
 )
 garlic_app = _verbs.app
 
-# The embedded LM's display name, for the "loading ..." line.
 _default = GarlicOptions.default
 #: The graph's settings as flags, for ``garlic build`` and ``distributed garlic``.
 ChunkTokensOpt = Annotated[int, flag(GarlicOptions, "chunk_tokens")]
@@ -61,6 +60,7 @@ EdgesOpt = Annotated[
         "(attention for a local LM).",
     ),
 ]
+# The embedded LM's display name, for the "loading ..." line.
 _DEFAULT_LM = "SmolLM2-135M-Instruct"
 
 
