@@ -233,6 +233,11 @@ class Tree:
         """Ids of nodes without children, in document order."""
         return self.sort_by_order(n._id for n in self._nodes if not n._children)
 
+    @property
+    def top_level(self) -> int:
+        """The highest node level (0 for an empty tree or one of leaves only)."""
+        return max((n._level for n in self._nodes), default=0)
+
     def at_level(self, level: int) -> list[int]:
         """Ids of nodes at ``level``, in document order."""
         return self.sort_by_order(n._id for n in self._nodes if n._level == level)

@@ -106,6 +106,17 @@ def test_deep_chain_walks_without_recursion_error() -> None:
     assert t.sort_by_order([prev, 0, 5]) == [0, 5, prev]
 
 
+def test_top_level_is_the_highest_node_level() -> None:
+    t = Tree()
+    assert t.top_level == 0
+    a = t.add_node("a")
+    b = t.add_node("b")
+    assert t.top_level == 0
+    t.add_node("s", kind="summary", level=2, parents=[a, b])
+    t.add_node("m", kind="summary", level=1, parents=[b])
+    assert t.top_level == 2
+
+
 def test_node_kinds_are_a_closed_set() -> None:
     t = Tree()
     with pytest.raises(ConfigError, match="unknown node kind 'blok'") as err:

@@ -131,11 +131,10 @@ class GroupStage(Stage):
         if inner.embeddings is None:
             msg = "the built graph has no embeddings"
             raise ConfigError(msg)
-        levels = max((n.level for n in inner.nodes), default=0)
         return {
             "members": json.dumps([s.id for s in sources]),
             "leaves": len(inner.at_level(0)),
-            "levels": int(levels),
+            "levels": inner.top_level,
             "nodes": len(inner),
             "tree": json.dumps(inner.to_dict(), ensure_ascii=False),
             "config": json.dumps(built.options.plain(), ensure_ascii=False),

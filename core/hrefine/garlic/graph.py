@@ -176,7 +176,7 @@ class GarlicGraph:
     @property
     def levels(self) -> int:
         """Summary levels above the leaves (the top level's number)."""
-        return max((n.level for n in self.tree), default=0)
+        return self.tree.top_level
 
     @property
     def edge_mode(self) -> str:

@@ -268,7 +268,7 @@ class RaptorTree:
     @property
     def layers(self) -> int:
         """Summary layers above the leaves (0: leaves only)."""
-        return max((n.level for n in self.tree), default=0)
+        return self.tree.top_level
 
     def _scores(self, query_vector: np.ndarray, tree: Tree | None = None) -> np.ndarray:
         vectors = (self.tree if tree is None else tree).embeddings

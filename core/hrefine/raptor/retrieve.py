@@ -317,7 +317,7 @@ def choose(
         taken = set(kept)
         rest = [i for i in range(len(scores)) if i not in taken]
         if k is not None:  # the traversal itself returns at most k a layer
-            most = k * (max((node.level for node in tree), default=0) + 1)
+            most = k * (tree.top_level + 1)
     got = pick(
         tree, scores, costs, counter, candidates=kept, k=most, max_tokens=max_tokens, then=rest
     )
