@@ -457,17 +457,19 @@ def _source_id(index: int, source_ids: Sequence[str | None]) -> str | int:
 # -- GARLIC ---------------------------------------------------------------------------------
 
 
-def to_garlic_llm(llm: Any) -> Any:
+def to_garlic_llm(llm: Any, timeout: float | None) -> Any:
     """The LLM a :class:`~hrefine.garlic.GarlicGraph` and its searcher take for ``llm``.
 
     A LangChain chat model, LLM or Runnable becomes a core ``TextGenerator``
-    (:func:`to_text_generator`): GARLIC runs in prompt-only mode with it (embedding edges, Yes/No
-    read from text). Anything else goes to the core as it is: a ``LocalLM`` (attention edges and
-    the KV-cached search), a ``str -> str`` callable, a TextGenerator, or None for the embedded
-    SmolLM2.
+    (:func:`to_text_generator`) whose every try gives up after ``timeout`` seconds (the options'
+    ``llm_timeout``; the core uses a TextGenerator's own settings, so it is set here): GARLIC
+    runs in prompt-only mode with it (embedding edges, Yes/No read from text). Anything else goes
+    to the core as it is: a ``LocalLM`` (attention edges and the KV-cached search), a
+    ``str -> str`` callable (the core applies ``llm_timeout``), a TextGenerator, or None for the
+    embedded SmolLM2.
     """
     if isinstance(llm, Runnable):
-        return to_text_generator(llm, name=f"langchain:{type(llm).__name__}")
+        return to_text_generator(llm, name=f"langchain:{type(llm).__name__}", timeout=timeout)
     return llm
 
 

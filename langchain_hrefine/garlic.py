@@ -70,11 +70,12 @@ def _tokenizer_field() -> Any:
 
 def _build_graph(component: Any, sources: list[Source], progress: bool = False) -> GarlicGraph:
     """Build a graph over ``sources`` with a component's models and settings."""
+    options = options_of(component, GarlicOptions)
     return GarlicGraph.build(
         sources,
-        lm=to_garlic_llm(component.llm),
+        lm=to_garlic_llm(component.llm, options.llm_timeout),
         embedder=to_embedder(component.embeddings),
-        options=options_of(component, GarlicOptions),
+        options=options,
         progress=progress,
     )
 
@@ -178,7 +179,7 @@ class GarlicRetriever(_GarlicRetrieverFields):
         k = options.k
         searcher = GarlicSearcher(
             store,
-            lm=to_garlic_llm(self.llm),
+            lm=to_garlic_llm(self.llm, options.llm_timeout),
             embedder=to_embedder(self.embeddings),
             options=options,
         )
@@ -258,7 +259,7 @@ class GarlicCompressor(_GarlicCompressorFields):
         # filling, the budget bounds the leaves kept, not what the walk reads on its way
         searcher = GarlicSearcher(
             graph,
-            lm=to_garlic_llm(self.llm),
+            lm=to_garlic_llm(self.llm, options.llm_timeout),
             embedder=graph.embedder,
             options=options.replace(max_tokens=None) if options.fill else options,
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +14,7 @@ from hrefine.garlic import GarlicGraph, GarlicOptions, GarlicSearcher, SearchRes
 from hrefine.garlic.options import one_llm
 from hrefine.models import Embedder
 from hrefine.options import check_int
+from hrefine.tree import NodeKind
 from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks import CallbackManager
@@ -146,7 +147,7 @@ class GarlicIndex(StoredTreeIndex[GarlicIndexStruct]):
         with progress_bar(self._show_progress, "GARLIC graph") as progress:
             graph = GarlicGraph.build(
                 to_sources(nodes),
-                lm=to_garlic_llm(self._llm),
+                lm=to_garlic_llm(self._llm, self._options.llm_timeout),
                 embedder=to_embedder(self._embed_model),
                 options=self._options,
                 progress=progress,
@@ -208,7 +209,18 @@ class GarlicIndex(StoredTreeIndex[GarlicIndexStruct]):
             kwargs["k"] = kwargs.pop("similarity_top_k")
         kwargs.setdefault("llm", self._llm)
         kwargs.setdefault("embed_model", self._embed_model)
-        return GarlicRetriever(self.garlic_graph, **kwargs)
+        return GarlicRetriever(self.garlic_graph, templates=self._source_templates(), **kwargs)
+
+    def _source_templates(self) -> dict[int, BaseNode]:
+        """Each source's first stored chunk (source index -> node): it holds the settings the
+        chunks took from their Document (hidden metadata keys, templates)."""
+        ids = self.index_struct.node_ids
+        first: dict[int, str] = {}
+        for node in self.garlic_graph.tree:
+            if node.kind == NodeKind.CHUNK:
+                first.setdefault(int(node.metadata["hrefine_source"]), ids[node.id])
+        found = {src: self._docstore.get_node(i, raise_error=False) for src, i in first.items()}
+        return {src: node for src, node in found.items() if node is not None}
 
     def as_query_engine(self, llm: Any = None, **kwargs: Any) -> BaseQueryEngine:
         """A ``RetrieverQueryEngine`` over :meth:`as_retriever`.
@@ -280,6 +292,10 @@ class GarlicRetriever(QueryCheckedRetriever):
         ``k``; None there: every node read).
     callback_manager, verbose:
         As for any LlamaIndex retriever.
+    templates:
+        The node or Document each of the graph's sources was (source index -> node): a chunk
+        returned keeps the metadata keys it hides from the LLM and embed views, and its
+        templates (:meth:`from_documents` and :meth:`GarlicIndex.as_retriever` pass them).
 
     Notes
     -----
@@ -315,6 +331,7 @@ class GarlicRetriever(QueryCheckedRetriever):
         k: int | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
+        templates: Mapping[int, BaseNode] | None = None,
     ) -> None:
         if not isinstance(graph, GarlicGraph):
             msg = (
@@ -327,10 +344,13 @@ class GarlicRetriever(QueryCheckedRetriever):
         check_int("max_tokens", max_tokens, minimum=1, none=True)
         check_int("k", k, minimum=1, none=True)
         self._graph = graph
+        self._templates = dict(templates or {})
         self._k = k
         self._limits = {"patience": patience, "max_steps": max_steps, "max_tokens": max_tokens}
         self._searcher = GarlicSearcher(
-            graph, lm=to_garlic_llm(llm), embedder=to_embedder(embed_model)
+            graph,
+            lm=to_garlic_llm(llm, graph.options.llm_timeout),
+            embedder=to_embedder(embed_model),
         )
         self._last: SearchResult | None = None
         super().__init__(callback_manager=callback_manager, verbose=verbose)
@@ -378,16 +398,15 @@ class GarlicRetriever(QueryCheckedRetriever):
         llm = one_llm(settings.pop("lm", None), llm)  # lm=: GARLIC's earlier name of llm=
         limits = {"patience": patience, "max_steps": max_steps, "max_tokens": max_tokens}
         given = {name: value for name, value in limits.items() if value is not None}
+        built = GarlicOptions.build(options, **settings, **given)
         graph = GarlicGraph.build(
             to_sources(documents),
-            lm=to_garlic_llm(llm),
+            lm=to_garlic_llm(llm, built.llm_timeout),
             embedder=to_embedder(embed_model),
-            options=options,
+            options=built,
             progress=progress,
-            **settings,
-            **given,
         )
-        return cls(graph, llm=llm, embed_model=embed_model)
+        return cls(graph, llm=llm, embed_model=embed_model, templates=dict(enumerate(documents)))
 
     @property
     def graph(self) -> GarlicGraph:
@@ -403,7 +422,7 @@ class GarlicRetriever(QueryCheckedRetriever):
         result = self._searcher.search(query, **self._limits)
         self._last = result
         k = self._k if self._k is not None else self._searcher.options.k
-        nodes = visited_to_nodes(result, self._graph.tree)
+        nodes = visited_to_nodes(result, self._graph.tree, self._templates)
         return nodes if k is None else nodes[:k]
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:

@@ -287,14 +287,16 @@ def to_raptor_llm(llm: Any, options: RaptorOptions) -> Any:
     return llm
 
 
-def to_garlic_llm(llm: Any) -> Any:
+def to_garlic_llm(llm: Any, timeout: float | None) -> Any:
     """The LLM a GARLIC graph and its searcher take for ``llm``.
 
     A LlamaIndex ``LLM`` becomes a :class:`~hrefine.models.TextGenerator` (prompt-only mode:
-    embedding edges, Yes/No read from its text); anything else (a ``LocalLM`` for attention
-    edges and the KV-cached search, a ``str -> str`` callable, a TextGenerator, or None for the
-    no-model stand-in) is returned as it is. ``Settings.llm`` is never read.
+    embedding edges, Yes/No read from its text) whose every try gives up after ``timeout``
+    seconds (the options' ``llm_timeout``; the core uses a TextGenerator's own settings, so it is
+    set here); anything else (a ``LocalLM`` for attention edges and the KV-cached search, a
+    ``str -> str`` callable, which the core gives ``llm_timeout``, a TextGenerator, or None for
+    the no-model stand-in) is returned as it is. ``Settings.llm`` is never read.
     """
     if isinstance(llm, LLM):
-        return to_text_generator(llm)
+        return to_text_generator(llm, timeout=timeout)
     return llm

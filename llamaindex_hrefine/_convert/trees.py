@@ -70,6 +70,24 @@ def json_problem(tree: Tree) -> str | None:
     return None
 
 
+def _keys_of(like: BaseNode | None, view: str, hidden: Sequence[str]) -> list[str]:
+    """The metadata keys ``like`` hides from the ``view`` (``"llm"``/``"embed"``), then
+    ``hidden`` (a new list)."""
+    keys = getattr(like, f"excluded_{view}_metadata_keys", None) or []
+    return extend_keys(keys, hidden)
+
+
+def _templates_of(like: BaseNode | None) -> dict[str, Any]:
+    """The ``TextNode`` fields that make ``like``'s text and metadata views (none: the defaults)."""
+    if like is None:
+        return {}
+    return {
+        "metadata_separator": like.metadata_separator,
+        "metadata_template": like.metadata_template,
+        "text_template": getattr(like, "text_template", TextNode().text_template),
+    }
+
+
 def raptor_nodes(
     tree: Tree,
     ids: Sequence[int],
@@ -108,27 +126,16 @@ def raptor_nodes(
         if like is None and node.kind == NodeKind.CHUNK:
             like = (templates or {}).get(int(meta["hrefine_source"]))
         hidden = [k for k in RAPTOR_KEYS if k in meta]
-        fields: dict[str, Any] = {}
-        if like is not None:
-            fields = {
-                "metadata_separator": like.metadata_separator,
-                "metadata_template": like.metadata_template,
-                "text_template": getattr(like, "text_template", TextNode().text_template),
-            }
         out.append(
             TextNode(
                 id_=node_ids[i],
                 text=node.text,
                 metadata=meta,
                 embedding=None if vectors is None else [float(x) for x in vectors[i]],
-                excluded_llm_metadata_keys=extend_keys(
-                    like.excluded_llm_metadata_keys if like is not None else [], hidden
-                ),
-                excluded_embed_metadata_keys=extend_keys(
-                    like.excluded_embed_metadata_keys if like is not None else [], hidden
-                ),
+                excluded_llm_metadata_keys=_keys_of(like, "llm", hidden),
+                excluded_embed_metadata_keys=_keys_of(like, "embed", hidden),
                 relationships=rel,
-                **fields,
+                **_templates_of(like),
             )
         )
     return out
@@ -247,14 +254,18 @@ def retrieved_to_nodes(
     return out
 
 
-def visited_to_nodes(result: SearchResult, tree: Tree) -> list[NodeWithScore]:
+def visited_to_nodes(
+    result: SearchResult, tree: Tree, templates: Mapping[int, BaseNode] | None = None
+) -> list[NodeWithScore]:
     """``NodeWithScore`` objects for the nodes a GARLIC search read, best first (document order
     on a tie), as every retriever returns them.
 
     Each holds a new ``TextNode`` (a stable id from the graph node and its text) whose metadata
     is described by :func:`hrefine.garlic.visited.visited_with_metadata`; the ``hrefine_*`` keys
-    are hidden from the LLM and embed views. The score is the node's relevance in [0, 1]. A
-    chunk's ``ref_doc_id`` is its document's id, where it had one.
+    are hidden from the LLM and embed views. A chunk keeps the settings of
+    ``templates[source index]`` (the node or Document it was cut from): the metadata keys that
+    one hides from the LLM and embed views, and its templates. The score is the node's
+    relevance in [0, 1]. A chunk's ``ref_doc_id`` is its document's id, where it had one.
     """
     from hrefine.garlic.visited import METADATA_KEYS as GARLIC_KEYS
     from hrefine.garlic.visited import visited_with_metadata
@@ -265,14 +276,18 @@ def visited_to_nodes(result: SearchResult, tree: Tree) -> list[NodeWithScore]:
         rel: dict[NodeRelationship, Any] = {}
         if d.kind == "chunk" and isinstance(d.sources[0], str):
             rel[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=d.sources[0])
+        like = None
+        if d.kind == "chunk" and templates:
+            like = templates.get(int(d.node.metadata["hrefine_source"]))
         node_id = str(uuid.uuid5(uuid.NAMESPACE_OID, f"hrefine-garlic:{d.node.id}:{d.node.text}"))
         node = TextNode(
             id_=node_id,
             text=d.node.text,
             metadata=d.metadata,
-            excluded_llm_metadata_keys=hidden,
-            excluded_embed_metadata_keys=list(hidden),
+            excluded_llm_metadata_keys=_keys_of(like, "llm", hidden),
+            excluded_embed_metadata_keys=_keys_of(like, "embed", hidden),
             relationships=rel,
+            **_templates_of(like),
         )
         out.append(NodeWithScore(node=node, score=d.relevance))
     return by_relevance(out, lambda n: n.score)

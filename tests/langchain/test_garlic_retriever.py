@@ -8,6 +8,7 @@ summary prompts, Yes once the answer word has been read); most tests load it fro
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
@@ -323,3 +324,46 @@ def test_a_local_lm_builds_attention_edges_and_searches_with_its_cache(
     # with the KV cache each step pre-fills only its node and the short question suffix
     assert result.prefilled_tokens < result.recompute_tokens or len(result.trace) == 1
     assert {d.metadata["hrefine_search"]["mode"] for d in out} == {"attention"}
+
+
+class HangingChat(BaseChatModel):
+    """A chat model whose every call waits until ``release`` is set."""
+
+    release: Any
+
+    @property
+    def _llm_type(self) -> str:
+        return "hanging-chat"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        self.release.wait(60)
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content="No"))])
+
+
+def test_a_langchain_chat_model_gets_llm_timeout(saved: Path, shared_data: Path) -> None:
+    # Was: the chat model was wrapped with the default 120 s, whatever llm_timeout said (a plain
+    # callable did get it), for the build, the search and the compressor alike.
+    from hrefine.errors import GenerationError
+
+    from langchain_hrefine import GarlicCompressor
+
+    release = threading.Event()
+    chat = HangingChat(release=release)
+    docs = make_documents(shared_data)[:2]
+    try:
+        with pytest.raises(GenerationError, match=r"timed out after 0\.05s"):
+            GarlicRetriever.from_documents(docs, llm=chat, llm_timeout=0.05, **SMALL)
+        loaded = GarlicRetriever.load(saved, llm=chat, llm_timeout=0.05)
+        with pytest.raises(GenerationError, match=r"timed out after 0\.05s"):
+            loaded.invoke("Who wrote it?")
+        compressor = GarlicCompressor(llm=chat, llm_timeout=0.05, max_tokens=200, **SMALL)
+        with pytest.raises(GenerationError, match=r"timed out after 0\.05s"):
+            compressor.compress_documents(docs, "Who wrote it?")
+    finally:
+        release.set()

@@ -8,12 +8,19 @@ prompts, Yes once ``FACT`` has been read).
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 from garlic_fakes import ANSWER, FACT, SMALL, garlic_llm, hotpot, hotpot_paragraphs
-from hrefine.errors import ConfigError, InputTypeError, NotSupportedError, PersistenceError
+from hrefine.errors import (
+    ConfigError,
+    GenerationError,
+    InputTypeError,
+    NotSupportedError,
+    PersistenceError,
+)
 from hrefine.garlic import GarlicGraph, GarlicSearcher
 from hrefine.testing import ScriptedLM
 from llama_index.core import Document, StorageContext, load_index_from_storage
@@ -217,3 +224,80 @@ def test_persist_and_from_persist_dir_keep_the_graph_and_refuse_what_json_cannot
     with pytest.raises(PersistenceError, match="cannot persist the GARLIC index"):
         dated.persist(str(tmp_path / "dated"))
     assert not (tmp_path / "dated").exists()
+
+
+class HangingLLM(CustomLLM):
+    """A LlamaIndex LLM whose every call waits until ``release`` is set."""
+
+    release: Any
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(model_name="hanging")
+
+    @llm_completion_callback()
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        self.release.wait(60)
+        return CompletionResponse(text="No")
+
+    @llm_completion_callback()
+    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+
+def test_a_llamaindex_llm_gets_llm_timeout(built: GarlicRetriever, shared_data: Path) -> None:
+    # Was: the LLM was wrapped with the default 120 s, whatever llm_timeout said (a plain
+    # callable did get it), for the index, the retriever's build and its search alike.
+    release = threading.Event()
+    llm = HangingLLM(release=release)
+    docs = make_documents(shared_data)[:2]
+    late = r"timed out after 0\.05s"
+    try:
+        with pytest.raises(GenerationError, match=late):
+            GarlicIndex.from_documents(docs, llm=llm, llm_timeout=0.05, **SMALL)
+        with pytest.raises(GenerationError, match=late):
+            GarlicRetriever.from_documents(docs, llm=llm, llm_timeout=0.05, **SMALL)
+        graph = built.graph
+        hasty = GarlicGraph.from_tree(
+            graph.tree, graph.options.replace(llm_timeout=0.05), embedder=graph.embedder
+        )
+        with pytest.raises(GenerationError, match=late):
+            GarlicRetriever(hasty, llm=llm).retrieve("Who wrote it?")
+    finally:
+        release.set()
+
+
+def test_a_chunk_keeps_what_its_document_hides_from_the_llm(
+    shared_data: Path, question: str, tmp_path: Path
+) -> None:
+    # Was: every node returned was a new TextNode hiding only the hrefine keys, so metadata a
+    # Document hid from the LLM (a raw blob here) went into every prompt, and its templates
+    # were lost.
+    blob = "RAW" * 50
+    docs = [
+        Document(
+            text=d.text,
+            id_=d.id_,
+            metadata={**d.metadata, "raw": blob},
+            excluded_llm_metadata_keys=["raw"],
+            excluded_embed_metadata_keys=["raw"],
+            metadata_template="<{key}>{value}",
+        )
+        for d in make_documents(shared_data)
+    ]
+    retriever = GarlicRetriever.from_documents(docs, llm=ScriptedLM(garlic_llm), **SMALL)
+    index = GarlicIndex.from_documents(docs, llm=ScriptedLM(garlic_llm), **SMALL)
+    index.storage_context.persist(persist_dir=str(tmp_path))
+    loaded = load_index_from_storage(
+        StorageContext.from_defaults(persist_dir=str(tmp_path)), llm=ScriptedLM(garlic_llm)
+    )
+    for source in (retriever, index.as_retriever(), loaded.as_retriever()):
+        nodes = source.retrieve(question)
+        chunks = [n for n in nodes if n.node.metadata["hrefine_kind"] == "chunk"]
+        assert chunks and len(chunks) < len(nodes)
+        for n in nodes:
+            assert n.node.metadata.get("raw", blob) == blob  # a chunk still holds it
+            for mode in (MetadataMode.LLM, MetadataMode.EMBED):
+                assert blob not in n.node.get_content(metadata_mode=mode)
+        for n in chunks:
+            assert f"<title>{n.node.metadata['title']}" in n.node.get_content(MetadataMode.LLM)
