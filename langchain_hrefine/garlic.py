@@ -7,8 +7,8 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from hrefine._query import check_query
 from hrefine.budget import get_counter
-from hrefine.errors import InputTypeError
 from hrefine.garlic import GarlicGraph, GarlicOptions, GarlicSearcher, SearchResult
 from hrefine.garlic.visited import fit_to_budget
 from hrefine.models import Embedder
@@ -247,9 +247,8 @@ class GarlicCompressor(_GarlicCompressorFields):
         options_of(self, GarlicOptions)
 
     def _compress(self, documents: Sequence[Document], query: str) -> list[Document]:
-        if not isinstance(query, str):
-            msg = f"query must be a string, got {type(query).__name__}"
-            raise InputTypeError(msg)
+        # Checked before the graph is built: a build costs LLM calls.
+        query = check_query(query, used_for="GARLIC searches the documents for the question")
         sources = documents_to_sources(documents)
         if not any(s.text.strip() for s in sources):
             logger.warning("GarlicCompressor got no text to compress; returning no documents")

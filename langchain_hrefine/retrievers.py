@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,8 +27,12 @@ def _top_k(documents: Sequence[Document], k: int | None) -> list[Document]:
         return docs
 
     def score(i: int) -> float:
+        # Any real number counts (a reranker's numpy float32 too); a bool, NaN or text is none.
         value = docs[i].metadata.get("relevance_score")
-        return float(value) if isinstance(value, (int, float)) else float("-inf")
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            return float("-inf")
+        number = float(value)
+        return float("-inf") if math.isnan(number) else number
 
     # Python's sort is stable: among equal scores the earlier document wins.
     best = sorted(range(len(docs)), key=score, reverse=True)[:k]

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
+from hrefine.options import check_int
 from hrefine.results import Outcome, ResultOptions
 
 __all__ = ["job_settings", "merged_by_index"]
@@ -18,8 +19,9 @@ _O = TypeVar("_O", bound=Outcome)
 def job_settings(owner: Any) -> dict[str, Any]:
     """A job's ``max_tokens``, ``top_n`` and ``strict`` from an adapter's fields: its
     ``max_tokens`` field and its :class:`~hrefine.results.ResultOptions` fields (checked
-    first)."""
+    first; ``max_tokens`` is checked again, as a field set after construction is not)."""
     results = ResultOptions.of(owner)
+    check_int("max_tokens", owner.max_tokens, minimum=1)
     return {"max_tokens": int(owner.max_tokens), "top_n": results.top_n, "strict": results.strict}
 
 

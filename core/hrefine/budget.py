@@ -111,6 +111,14 @@ class EncodeCounter:
         # three times faster (see hrefine._pieces), for the texts that allows.
         self._pieces = PieceCounts.for_tokenizer(self._tok) if self._kwargs else None
 
+    def __getstate__(self) -> dict[str, Any]:
+        # The piece counts hold a lock and a compiled pattern: a copy makes its own.
+        return {**self.__dict__, "_pieces": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._pieces = PieceCounts.for_tokenizer(self._tok) if self._kwargs else None
+
     def _ids(self, out: Any) -> Sequence[int]:
         return out.ids if hasattr(out, "ids") else out
 

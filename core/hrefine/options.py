@@ -64,7 +64,7 @@ class Options:
     """
 
     #: Fields the framework adapters do not expose as fields of their own (each adapter has a
-    #: field of its framework's type in their place, converted in its ``_convert.py``). They
+    #: field of its framework's type in their place, converted in its ``_convert`` package). They
     #: are the models, so :meth:`from_saved` checks what a save names for them.
     adapter_excluded: ClassVar[frozenset[str]] = frozenset()
     #: Other names a setting is also taken under, alias -> setting (GARLIC's ``llm`` for

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from garlic_fakes import ANSWER, FACT, SMALL, garlic_llm, hotpot, hotpot_paragraphs
 from hrefine.budget import get_counter
-from hrefine.errors import InputTypeError
+from hrefine.errors import EmptyInputError, InputTypeError
 from hrefine.testing import ScriptedLM
 from langchain_core.documents import Document
 from lc_helpers import Compress
@@ -107,3 +107,20 @@ def test_bad_inputs_and_fields_fail() -> None:
     compressor = GarlicCompressor(llm=ScriptedLM(garlic_llm))
     with pytest.raises(InputTypeError, match="Document"):
         compressor.compress_documents(["a text"], "q")  # type: ignore[list-item]
+
+
+def test_an_empty_query_is_refused_before_the_graph_is_built(shared_data: Path) -> None:
+    # Was: the graph was built first (its LLM calls paid for) and the search refused the query.
+    calls: list[str] = []
+
+    def llm(prompt: str) -> str:
+        calls.append(prompt)
+        return garlic_llm(prompt)
+
+    compressor = GarlicCompressor(llm=llm, **SMALL)
+    for query in ("", "  \n"):
+        with pytest.raises(EmptyInputError, match="query is empty"):
+            compressor.compress_documents(make_documents(shared_data)[:3], query)
+    with pytest.raises(InputTypeError, match="query must be a str"):
+        compressor.compress_documents(make_documents(shared_data)[:3], None)  # type: ignore[arg-type]
+    assert calls == []

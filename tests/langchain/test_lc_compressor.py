@@ -7,7 +7,7 @@ import copy
 
 import pytest
 from hrefine.budget import get_counter
-from hrefine.errors import EmptyInputError, HtmlParseError
+from hrefine.errors import EmptyInputError, HtmlParseError, InputTypeError
 from hrefine.testing import KeywordEmbedder
 from html_pages import SlowScorer
 from langchain_core.documents import BaseDocumentCompressor, Document
@@ -301,3 +301,15 @@ async def test_a_document_that_cannot_be_read_is_named_in_metadata(compress: Com
     assert [f["index"] for f in failed] == [len(docs)] and "PDF" in failed[0]["error"]
     with pytest.raises(HtmlParseError, match="could not be read"):
         await compress(_compressor(max_tokens=5000, strict=True), [*docs, bad], QUERY)
+
+
+async def test_an_item_that_is_not_a_document_is_named() -> None:
+    # Was: AttributeError ('str' object has no attribute 'page_content') on both paths.
+    compressor = HtmlRagCompressor(max_tokens=100, scorer="bm25", tokenizer="regex")
+    page = Document(page_content="<p>Paris is the capital of France.</p>")
+    for docs, index, kind in ((["<p>x</p>"], 0, "str"), ([page, None], 1, "NoneType")):
+        message = f"document {index} is a {kind}; pass a list of LangChain Documents"
+        with pytest.raises(InputTypeError, match=message):
+            compressor.compress_documents(docs, "capital")  # type: ignore[arg-type]
+        with pytest.raises(InputTypeError, match=message):
+            await compressor.acompress_documents(docs, "capital")  # type: ignore[arg-type]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pytest
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
@@ -119,3 +120,32 @@ def test_empty_base_result_gives_empty_list() -> None:
         base_compressor=ScoreByLength(),
     )
     assert retriever.invoke("anything") == []
+
+
+class NumpyScores(BaseDocumentCompressor):
+    """A stand-in reranker: scores as numpy float32 (ONNX and torch rerankers give these), with
+    a NaN, a bool and a string among them."""
+
+    def compress_documents(
+        self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
+    ) -> Sequence[Document]:
+        scores: list[Any] = [
+            np.float32(0.1), np.float32(0.2), np.float32(0.9), np.float32(0.8),
+            float("nan"), True, "0.99",
+        ]  # fmt: skip
+        return [
+            Document(page_content=d.page_content, metadata={"relevance_score": s})
+            for d, s in zip(documents, scores, strict=True)
+        ]
+
+
+def test_k_reads_numpy_scores_and_skips_what_is_not_a_number() -> None:
+    # Was: a float32 score failed the isinstance check and counted as no score, so k=2 kept
+    # the two lowest-scored documents.
+    docs = [Document(page_content=f"doc {i}") for i in range(7)]
+    retriever = CompressionRetriever(
+        base_retriever=KeywordHtmlRetriever(documents=docs, k=7),
+        base_compressor=NumpyScores(),
+        k=2,
+    )
+    assert [d.page_content for d in retriever.invoke("anything")] == ["doc 2", "doc 3"]

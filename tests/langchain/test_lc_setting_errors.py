@@ -85,3 +85,18 @@ def test_compression_retriever_names_its_field_too() -> None:
         k=0,
     )
     assert "for CompressionRetriever: k: input should be greater than or equal to 1" in line
+
+
+@pytest.mark.parametrize("budget", ["100", 1.5, True])
+def test_a_budget_set_after_construction_is_checked_at_the_call(budget: Any) -> None:
+    # Was: int() of it, so "100" ran with 100 and 1.5 or True with a budget of 1 token.
+    from hrefine.errors import InputTypeError
+    from langchain_core.documents import Document
+
+    docs = [Document(page_content="<p>Paris is the capital of France.</p>")]
+    html = HtmlRagCompressor(max_tokens=100, scorer="bm25", tokenizer="regex")
+    refiner = LongRefinerCompressor(max_tokens=100, tokenizer="regex", embeddings=KeywordEmbedder())
+    for compressor in (html, refiner):
+        compressor.max_tokens = budget
+        with pytest.raises(InputTypeError, match="max_tokens must be an int"):
+            compressor.compress_documents(docs, "capital of France")

@@ -441,3 +441,29 @@ def test_save_needs_a_tree_and_load_a_saved_one(tmp_path: Path) -> None:
         RaptorRetriever.load(tmp_path / "junk")
     with pytest.raises(ConfigError, match="k"):
         RaptorRetriever.load(tmp_path / "junk", k=-1)
+
+
+@pytest.mark.parametrize("how", ["pickle", "deepcopy", "model_copy"])
+def test_a_built_retriever_pickles_and_copies_with_its_chat_model(how: str) -> None:
+    # Was: TypeError (the summariser's thread pool and lock) or a local function that pickle
+    # could not reach, with or without an LLM; integrations.md promises both work.
+    import pickle
+
+    chat = SummaryChat(responses=[f"Summary number {i} of the notes." for i in range(40)])
+    retriever = RaptorRetriever.from_documents(make_documents(), llm=chat, llm_concurrency=1)
+    copies: dict[str, Callable[[RaptorRetriever], RaptorRetriever]] = {
+        "pickle": lambda r: pickle.loads(pickle.dumps(r)),
+        "deepcopy": copy.deepcopy,
+        "model_copy": lambda r: r.model_copy(deep=True),
+    }
+    twin = copies[how](retriever)
+    assert twin.invoke(QUERY) == retriever.invoke(QUERY)
+    assert twin.tree is not None and retriever.tree is not None
+    size = len(retriever.tree)
+    twin.add_documents(
+        [Document(page_content=f"Meteors streak across the sky {i}.") for i in range(8)]
+    )
+    assert len(twin.tree) > size and len(retriever.tree) == size
+    # the copy summarises with its own copy of the chat model, the system message first
+    assert isinstance(twin.llm, SummaryChat) and twin.llm.systems
+    assert set(twin.llm.systems) == {"You are a Summarizing Text Portal"}

@@ -67,6 +67,20 @@ def test_a_mapping_or_a_set_of_documents_is_an_input_type_error(refiner: LongRef
         refiner.refine("term", {"The term is five years."}, 50)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("titles", [5, "xy", b"xy", ["a", 3], {"a": "b"}])
+def test_titles_that_are_not_a_list_of_strings_are_an_input_type_error(
+    refiner: LongRefiner, titles: object
+) -> None:
+    # Was a raw TypeError for 5; "xy" was read as two titles, "x" and "y".
+    with pytest.raises(InputTypeError, match="title"):
+        refiner.refine("river", ["a river", "b"], 10, titles=titles)  # type: ignore[arg-type]
+
+
+def test_titles_may_be_a_tuple_with_none_for_no_title(refiner: LongRefiner) -> None:
+    result = refiner.refine("river", ["a river", "b"], 10, titles=("Rivers", None))  # type: ignore[arg-type]
+    assert "river" in result.text
+
+
 # -- scripts written without spaces, tiny budgets ---------------------------------------------
 @pytest.mark.parametrize("budget", [1, 7, 50])
 def test_cjk_without_spaces_is_cut_at_a_character_to_a_tiny_budget(
@@ -217,6 +231,22 @@ def test_a_forged_cache_entry_that_loses_text_is_rebuilt(
     assert any("does not fit the text" in n and "structured again" in n for n in again.notes)
     assert coverage(again.documents[0].structure) == 1.0
     third = _cached_refiner(tmp_path).refine("river day 3", STORY, 10**6)
+    assert not any("structured again" in n for n in third.notes)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("notes", 5), ("notes", [1]), ("raw_outputs", "xy"), ("title", 3), ("source", None)],
+)
+def test_a_forged_cache_config_is_rebuilt(tmp_path: Path, field: str, value: object) -> None:
+    first = _cached_refiner(tmp_path).refine("river day 3", STORY, 60)
+    (entry,) = tmp_path.iterdir()
+    _forge(entry / "tree.json", lambda data: data["config"].__setitem__(field, value))
+    # Was a raw TypeError on every refine of the document.
+    again = _cached_refiner(tmp_path).refine("river day 3", STORY, 60)
+    assert again.text == first.text
+    assert any("malformed config" in n and "structured again" in n for n in again.notes)
+    third = _cached_refiner(tmp_path).refine("river day 3", STORY, 60)
     assert not any("structured again" in n for n in third.notes)
 
 

@@ -79,6 +79,56 @@ def test_a_forged_huge_setting_is_refused_on_load(
         GarlicGraph.load(folder, embedder=emb)
 
 
+def _set_summary_sources(value: object) -> Any:
+    def edit(manifest: dict[str, Any]) -> None:
+        summaries = [n for n in manifest["tree"]["nodes"] if n["kind"] == "summary"]
+        assert summaries
+        for node in summaries:
+            node["metadata"]["hrefine_sources"] = value
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    ("edit", "match"),
+    [
+        (lambda m: m["tree"]["metadata"].__setitem__("sources", 5), "sources is not a list"),
+        (lambda m: m["tree"]["metadata"].__setitem__("empty_sources", 3), "empty sources"),
+        (lambda m: m["tree"]["metadata"].__setitem__("empty_sources", ["0"]), "empty sources"),
+        (_set_summary_sources(4), "not source indexes"),
+        (_set_summary_sources("xy"), "not source indexes"),
+        (_set_summary_sources([0, -1]), "not source indexes"),
+    ],
+)
+def test_forged_raptor_source_lists_are_refused_on_load(
+    tree: RaptorTree, emb: KeywordEmbedder, tmp_path: Path, edit: Any, match: str
+) -> None:
+    folder = tree.save(tmp_path / "t")
+    _forge(folder, edit)
+    # Was: loaded, then insert() or traversal raised a raw TypeError or ValueError.
+    with pytest.raises(PersistenceError, match=f"not a valid RAPTOR tree: .*{match}"):
+        RaptorTree.load(folder, embedder=emb)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "match"),
+    [
+        ("sources", 5, "sources is not a list"),
+        ("sources", "xy", "sources is not a list"),
+        ("edge_mode", "auto", "edge mode"),
+        ("edge_mode", ["embedding"], "edge mode"),
+    ],
+)
+def test_forged_garlic_graph_metadata_is_refused_on_load(
+    graph: GarlicGraph, emb: KeywordEmbedder, tmp_path: Path, key: str, value: object, match: str
+) -> None:
+    folder = graph.save(tmp_path / "g")
+    _forge(folder, lambda m: m["tree"]["metadata"].__setitem__(key, value))
+    # Was: loaded, then the adapters' visited_with_metadata raised a raw TypeError.
+    with pytest.raises(PersistenceError, match=f"not a valid GARLIC graph: .*{match}"):
+        GarlicGraph.load(folder, embedder=emb)
+
+
 @pytest.mark.parametrize("options", [RaptorOptions, GarlicOptions])
 def test_saved_settings_from_a_framework_store_are_bounded(options: Any) -> None:
     # The LlamaIndex indices keep their settings in the index store, not in tree.json.

@@ -55,6 +55,8 @@ SOURCE_ID = "hrefine_source_id"
 BATCH = "hrefine_batch"
 # How far a summary point's edge weights may sum away from 1 in a loaded graph.
 _WEIGHT_TOLERANCE = 1e-4
+# The edge modes a built graph records ("auto" is resolved to one of them).
+_EDGE_MODES = ("attention", "embedding")
 
 
 class GarlicGraph:
@@ -353,6 +355,10 @@ def _problem(tree: Tree) -> str | None:
         return "it has no nodes"
     if tree.embeddings is None or not bool(np.all(tree.embedding_mask)):
         return "some nodes have no embedding"
+    if not isinstance(tree.metadata.get("sources", []), list):
+        return "its list of sources is not a list"
+    if tree.metadata.get("edge_mode", "embedding") not in _EDGE_MODES:
+        return f"its edge mode is not one of {', '.join(map(repr, _EDGE_MODES))}"
     for node in tree:
         meta = node.metadata
         if not is_count(meta.get(TOKENS)):

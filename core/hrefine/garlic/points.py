@@ -9,7 +9,8 @@ bullets at all, so the parser takes:
 - with no bullet line at all, every non-empty line but those ending in a colon (a heading
   such as "Summary:" introduces points; it is not one);
 - nothing from an answer whose lines hold no letter or digit (empty or garbled: the caller
-  retries it).
+  retries it), unless ``any_text`` is set (the no-model writer's answer: its points are its
+  inputs' own text, whatever they hold).
 
 A point repeated word for word within one answer is kept once (small models loop). Each point
 keeps the character span of its line(s) in the answer, so the attention its tokens paid to the
@@ -56,18 +57,22 @@ def _lines(answer: str) -> list[tuple[str, int, int]]:
     return out
 
 
-def parse_points(answer: str) -> list[Point]:
+def parse_points(answer: str, *, any_text: bool = False) -> list[Point]:
     """The summary points of ``answer``, in the order written (see the module docstring).
 
     Parameters
     ----------
     answer:
         The model's answer to the summary prompt.
+    any_text:
+        Keep a point that holds no letter or digit (only punctuation, emoji or zero-width
+        characters) instead of dropping it.
 
     Returns
     -------
     list[Point]
-        The points; empty when the answer is empty or holds no letter or digit.
+        The points; empty when the answer is empty or (without ``any_text``) holds no letter
+        or digit.
     """
     lines = _lines(answer)
     bullets = any(_BULLET.match(line) for line, _, _ in lines)
@@ -89,7 +94,7 @@ def parse_points(answer: str) -> list[Point]:
     seen: set[str] = set()
     for pieces, start, end in found:
         text = " ".join(" ".join(pieces).split())
-        if not _WORD.search(text) or text in seen:
+        if not (text if any_text else _WORD.search(text)) or text in seen:
             continue
         seen.add(text)
         points.append(Point(text, start, end))

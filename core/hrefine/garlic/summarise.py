@@ -22,6 +22,7 @@ import numpy as np
 
 from hrefine.budget import TokenCounter
 from hrefine.errors import ConfigError, GenerationError, ModelOutputError
+from hrefine.garlic.extractive import ExtractiveGarlicLM
 from hrefine.garlic.options import GarlicOptions
 from hrefine.garlic.points import Point, parse_points
 from hrefine.models.text_generator import TextGenerator, answer_text, as_text_generator
@@ -214,6 +215,9 @@ class CallableWriter:
         self.generator = llm_generator(llm, timeout)
         self.counter = counter
         self.name = str(self.generator.name)
+        #: The no-model writer: its points are its inputs' own text, so one that holds no
+        #: letter or digit is kept as written (asking again would give it back unchanged).
+        self.extractive = isinstance(llm, ExtractiveGarlicLM)
 
     def prompt_tokens(self, prompt: str) -> int:
         """Tokens of ``prompt`` (budget tokenizer)."""
@@ -305,7 +309,7 @@ def write_level(
     """Write the summary points of every batch of a level (all prompts sent together).
 
     An answer with no summary point (empty or garbled) is asked again, ``options.retries``
-    times.
+    times; the no-model writer's is taken as written instead (its inputs held no letter).
 
     Returns
     -------
@@ -320,7 +324,7 @@ def write_level(
     """
     prompts = [b.prompt for b in batches]
     answers = _write(writer, prompts, 0, level)
-    points = [parse_points(a) for a in answers]
+    points = [_points(writer, a) for a in answers]
     calls, retries = len(prompts), 0
     for attempt in range(1, options.retries + 1):
         failed = [k for k, found in enumerate(points) if not found]
@@ -330,7 +334,7 @@ def write_level(
         calls += len(failed)
         retries += len(failed)
         for k, answer in zip(failed, again, strict=True):
-            answers[k], points[k] = answer, parse_points(answer)
+            answers[k], points[k] = answer, _points(writer, answer)
     for k, found in enumerate(points):
         if not found:
             raw = answers[k]
@@ -346,6 +350,15 @@ def write_level(
             raise GenerationError(msg) from cause
     written = [Written(a, p) for a, p in zip(answers, points, strict=True)]
     return written, calls, retries
+
+
+def _points(writer: Writer, answer: str) -> list[Point]:
+    """The points of ``answer``; the no-model writer's, when none has a letter or digit, as
+    written (its inputs held none: a document of punctuation, emoji or zero-width characters)."""
+    points = parse_points(answer)
+    if not points and getattr(writer, "extractive", False):
+        points = parse_points(answer, any_text=True)
+    return points
 
 
 def _write(writer: Writer, prompts: list[str], attempt: int, level: int) -> list[str]:

@@ -17,6 +17,7 @@ __all__ = [
     "check_call",
     "check_document",
     "check_refine_query",
+    "check_titles",
     "present_documents",
 ]
 
@@ -53,10 +54,31 @@ def check_call(
     else:
         msg = f"documents must be a string or a list of strings, got {type(documents).__name__}"
         raise InputTypeError(msg)
+    check_titles(titles)
     if titles is not None and len(titles) != len(texts):
         msg = f"got {len(titles)} titles for {len(texts)} documents; pass one per document"
         raise ConfigError(msg)
     return text, budget, texts
+
+
+def check_titles(titles: object) -> None:
+    """Refuse ``titles`` unless it is None or a list of str (or None, no title) items.
+
+    Raises
+    ------
+    InputTypeError
+        ``titles`` is a string (read as one title per character), not a sequence, or holds
+        something other than str or None.
+    """
+    if titles is None:
+        return
+    if isinstance(titles, (str, bytes, bytearray)) or not isinstance(titles, Sequence):
+        msg = f"titles must be a list of strings, one per document, got {type(titles).__name__}"
+        raise InputTypeError(msg)
+    for i, title in enumerate(titles):
+        if title is not None and not isinstance(title, str):
+            msg = f"title {i} is a {type(title).__name__}; pass a str (or None for no title)"
+            raise InputTypeError(msg)
 
 
 def check_refine_query(query: object) -> str:

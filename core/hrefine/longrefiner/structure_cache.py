@@ -28,6 +28,11 @@ _MEMORY_CACHE = 256
 _STRUCTURE_KIND = "longrefiner_structure"
 
 
+def _is_str_list(value: object) -> bool:
+    """Whether ``value`` is a list of strings (a config's notes and raw outputs)."""
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
 class StructureCache:
     """Structures by key, in memory and in ``folder`` (None: in memory only).
 
@@ -72,13 +77,19 @@ class StructureCache:
             != hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
         ):
             return None
+        source, title = config.get("source", "model"), config.get("title", "")
+        notes, raw_outputs = config.get("notes", []), config.get("raw_outputs", [])
+        if not (
+            isinstance(source, str)
+            and isinstance(title, str)
+            and _is_str_list(notes)
+            and _is_str_list(raw_outputs)
+        ):
+            # Was a raw TypeError on every refine: a forged entry can pass the checksums.
+            self._miss(key, f"the cached structure {entry} has a malformed config")
+            return None
         doc = StructuredDocument(
-            text,
-            tree,
-            str(config.get("source", "model")),
-            title=str(config.get("title", "")),
-            notes=[str(n) for n in config.get("notes", [])],
-            raw_outputs=[str(r) for r in config.get("raw_outputs", [])],
+            text, tree, source, title=title, notes=list(notes), raw_outputs=list(raw_outputs)
         )
         try:
             # A forged entry can pass the checksums (they are recomputed with it): the tree is

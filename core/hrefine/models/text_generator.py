@@ -117,15 +117,30 @@ class TextGenerator:
         self.backoff = backoff
         self.retry_on = retry_on
         self.name = name or getattr(fn, "__name__", type(fn).__name__)
-        self._sem = threading.BoundedSemaphore(max_concurrency)
+        self._start_limits()
+
+    def _start_limits(self) -> None:
+        """The concurrency limit, the sync calls' pool and the per-loop async limits."""
+        self._sem = threading.BoundedSemaphore(self.max_concurrency)
         # Pool for sync calls with a timeout; extra workers absorb abandoned (timed-out) calls.
         self._pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=2 * max_concurrency, thread_name_prefix="hrefine-llm"
+            max_workers=2 * self.max_concurrency, thread_name_prefix="hrefine-llm"
         )
         # asyncio semaphores belong to one event loop; keep one per loop.
         self._async_sems: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, asyncio.Semaphore
         ] = weakref.WeakKeyDictionary()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Pickled (or deep-copied) as its callables and settings: the copy has its own limits.
+        state = dict(self.__dict__)
+        for name in ("_sem", "_pool", "_async_sems"):
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._start_limits()
 
     # -- sync -----------------------------------------------------------------------------
     def _try_once(self, fn: Callable[[Any], Any], arg: Any, *, is_async: bool) -> Any:

@@ -93,6 +93,10 @@ class RaptorTree:
         # What the last build and inserts did (not saved: it holds timings).
         self.stats: dict[str, Any] = {}
 
+    def __getstate__(self) -> dict[str, Any]:
+        # The summariser holds wrapped callables and is made again on first use, from the LLM.
+        return {**self.__dict__, "_summariser": None}
+
     # -- models (made on first use) ---------------------------------------------------------
     @functools.cached_property
     def embedder(self) -> Any:

@@ -26,7 +26,7 @@ from hrefine.garlic.options import SUMMARY_PROMPT
 from hrefine.garlic.points import parse_points
 from hrefine.garlic.summarise import LocalWriter, one_line, summary_prompt
 from hrefine.raptor.build import Source
-from hrefine.testing import ScriptedLM
+from hrefine.testing import KeywordEmbedder, ScriptedLM
 from hrefine.tree import NodeKind
 
 SHORT = (
@@ -354,6 +354,21 @@ def test_empty_documents_among_others_are_skipped(embedder: Any) -> None:
     meta = graph.tree[leaf].metadata
     assert (meta["hrefine_source"], meta[SOURCE_ID], meta["k"]) == (1, "hanley", 1)
     assert graph.tree.metadata["empty_sources"] == [0]
+
+
+@pytest.mark.parametrize("doc", ["\u200b\u200b", "--- *** ---", "\U0001f600\U0001f600 \U0001f44d"])
+def test_a_document_with_no_letter_builds_without_a_model(doc: str) -> None:
+    # Was a GenerationError telling to "use a model that follows the summary prompt".
+    graph = GarlicGraph.build([doc], embedder=KeywordEmbedder(), tokenizer="regex")
+    assert graph.stats["retries"] == 0
+    assert [graph.tree[i].text for i in graph.top_level()] == [doc]
+    assert graph.tree[graph.tree.at_level(0)[0]].text == doc
+
+
+def test_no_letter_points_from_an_llm_are_still_retried() -> None:
+    llm = ScriptedLM(["* \u200b", "* \u200b"])
+    with pytest.raises(GenerationError, match="no summary point"):
+        GarlicGraph.build(["\u200b"], lm=llm, embedder=KeywordEmbedder(), retries=1)
 
 
 def test_a_tampered_save_is_a_persistence_error(tmp_path: Path, embedder: Any) -> None:
