@@ -9,13 +9,14 @@ LongRefiner share: a core object rebuilt from the fields, and one core job per c
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import Sequence
 from typing import Any, Protocol, TypeVar
 
 from hrefine.results import ResultOptions
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
+from langchain_core.runnables.config import set_config_context
+from langchain_core.runnables.utils import coro_with_context
 from pydantic import ConfigDict
 
 from langchain_hrefine._convert import document_list
@@ -57,7 +58,9 @@ class CoreCompressor(BaseDocumentCompressor):
         query:
             The question the context is for.
         callbacks:
-            Accepted for the LangChain interface; an ``llm`` field is called with its own.
+            The callbacks of the caller's run (``CompressionRetriever`` passes its run's
+            children): the calls of an ``llm`` field report to them. None: those of the
+            context the call runs in, if any.
 
         Returns
         -------
@@ -72,7 +75,10 @@ class CoreCompressor(BaseDocumentCompressor):
         EmptyInputError
             The query is empty (or, with ``strict``, every document is).
         """
-        return self._compress(documents, query)
+        if callbacks is None:
+            return self._compress(documents, query)
+        with set_config_context({"callbacks": callbacks}) as context:
+            return context.run(self._compress, documents, query)
 
     async def acompress_documents(
         self,
@@ -82,7 +88,10 @@ class CoreCompressor(BaseDocumentCompressor):
     ) -> Sequence[Document]:
         """:meth:`compress_documents` without blocking the event loop; same parameters and
         result."""
-        return await self._acompress(documents, query)
+        if callbacks is None:
+            return await self._acompress(documents, query)
+        with set_config_context({"callbacks": callbacks}) as context:
+            return await coro_with_context(self._acompress(documents, query), context)
 
     def _compress(self, documents: Sequence[Document], query: str) -> list[Document]:
         raise NotImplementedError
@@ -90,8 +99,8 @@ class CoreCompressor(BaseDocumentCompressor):
     async def _acompress(self, documents: Sequence[Document], query: str) -> list[Document]:
         # No async path of its own: the sync call runs in the default executor.
         docs = document_list(documents)
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(None, functools.partial(self._compress, docs, query))
+        # to_thread carries the context over (the LLM calls' callbacks)
+        return await asyncio.to_thread(self._compress, docs, query)
 
 
 class JobCompressor(CoreCompressor):

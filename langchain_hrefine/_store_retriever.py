@@ -26,6 +26,8 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables.config import set_config_context
+from langchain_core.runnables.utils import coro_with_context
 from pydantic import ConfigDict, PrivateAttr
 
 from langchain_hrefine._convert import documents_to_sources, texts_to_sources
@@ -251,7 +253,9 @@ class StoreRetriever(BaseRetriever):
         settings = self._call_settings(kwargs)
         if self._store is None:
             return self._empty()
-        return self._retrieve(self._store, query, settings)
+        # The LLM calls of the search are this run's children (callbacks, tracing).
+        with set_config_context({"callbacks": run_manager.get_child()}) as context:
+            return context.run(self._retrieve, self._store, query, settings)
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
@@ -259,7 +263,8 @@ class StoreRetriever(BaseRetriever):
         settings = self._call_settings(kwargs)
         if self._store is None:
             return self._empty()
-        return await self._aretrieve(self._store, query, settings)
+        with set_config_context({"callbacks": run_manager.get_child()}) as context:
+            return await coro_with_context(self._aretrieve(self._store, query, settings), context)
 
     # -- persistence ------------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> Path:

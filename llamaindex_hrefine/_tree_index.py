@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar, cast
 
 import numpy as np
-from hrefine.errors import ConfigError, InputTypeError, PersistenceError
+from hrefine.errors import ConfigError, InputTypeError, NotSupportedError, PersistenceError
 from hrefine.tree import Tree
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.chat_engine.types import BaseChatEngine, ChatMode
@@ -69,6 +69,9 @@ __all__ = [
 
 #: Version of the stored layout.
 FORMAT = 1
+#: Retriever arguments of other indexes that narrow what may be returned: a tree index cannot
+#: honour them, and ignoring them would return what the caller meant to keep out.
+_NARROWING = ("filters", "doc_ids", "node_ids")
 
 
 @dataclass
@@ -425,6 +428,17 @@ class StoredTreeIndex(BaseIndex[_S], Generic[_S]):
         """The LLM that answers: ``llm``, else the index's own if it is a LlamaIndex LLM, else
         ``Settings.llm`` if set (a ConfigError otherwise: never a fallback to OpenAI)."""
         return answer_llm(llm, self._llm, self._callback_manager)
+
+    def _refuse_narrowing(self, kwargs: Mapping[str, Any]) -> None:
+        """NotSupportedError when ``kwargs`` ask to narrow the results (``_NARROWING``)."""
+        asked = [key for key in _NARROWING if kwargs.get(key) is not None]
+        if asked:
+            msg = (
+                f"{type(self).__name__} cannot narrow its results by {', '.join(asked)}: it "
+                "searches every node it holds; build an index over only the documents to "
+                "search instead"
+            )
+            raise NotSupportedError(msg)
 
     def as_chat_engine(
         self, chat_mode: ChatMode = ChatMode.BEST, llm: Any = None, **kwargs: Any

@@ -195,6 +195,7 @@ class GarlicIndex(StoredTreeIndex[GarlicIndexStruct]):
             ``max_tokens``, ``k``...); ``llm`` and ``embed_model`` default to the index's.
             ``similarity_top_k`` is taken as ``k``.
         """
+        self._refuse_narrowing(kwargs)
         unknown = sorted(set(kwargs) - {"llm", "embed_model", *_RETRIEVER_KEYS, *_LI_KEYS})
         if unknown:
             msg = (
@@ -234,9 +235,13 @@ class GarlicIndex(StoredTreeIndex[GarlicIndexStruct]):
         ------
         ConfigError
             No LLM to answer with.
+        NotSupportedError
+            ``filters``, ``doc_ids`` or ``node_ids`` were passed: a graph search reads every
+            node it is led to, and a filter ignored would return what it was to keep out.
         """
         from llama_index.core.query_engine.retriever_query_engine import RetrieverQueryEngine
 
+        self._refuse_narrowing(kwargs)
         limits = {key: kwargs.pop(key) for key in _RETRIEVER_KEYS if key in kwargs}
         if "search_llm" in kwargs:
             limits["llm"] = kwargs.pop("search_llm")

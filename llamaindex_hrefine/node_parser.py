@@ -63,7 +63,8 @@ class HtmlPageNodeParser(OneLineSettingErrors, NodeParser):
     -----
     Every field is a keyword of the constructor, as are ``NodeParser``'s own
     (``include_metadata``, ``include_prev_next_rel``, ``callback_manager``, ``id_func``).
-    Each node copies its document's metadata (and excluded metadata keys), has a SOURCE
+    Each node copies its document's metadata (none with ``include_metadata=False``) and
+    excluded metadata keys, has a SOURCE
     relationship to it and no embedding; documents are not changed. A document with no
     visible text gives no node (logged at INFO level). ``chunk_size`` counts the node's
     text, not the metadata an embed model may be shown with it.
@@ -139,5 +140,7 @@ class HtmlPageNodeParser(OneLineSettingErrors, NodeParser):
         out: list[BaseNode] = []
         for node in get_tqdm_iterable(nodes, show_progress, "Parsing HTML"):
             pieces = self.split_html(node.get_content(metadata_mode=MetadataMode.NONE))
-            out.extend(pieces_to_nodes(node, pieces, self.id_func))
+            out.extend(
+                pieces_to_nodes(node, pieces, self.id_func, include_metadata=self.include_metadata)
+            )
         return out

@@ -304,8 +304,11 @@ class RaptorIndex(RaptorStore[RaptorIndexStruct]):
             ``"off"`` (leaves only), ``"below"`` or ``"free"`` (summaries compete, as in the
             paper); default: the index's.
         **kwargs:
-            Ignored (query and chat engines pass their own arguments on here).
+            Ignored (query and chat engines pass their own arguments on here), but for
+            ``filters``, ``doc_ids`` and ``node_ids``, which raise ``NotSupportedError``: a
+            filter ignored would return what it was meant to keep out.
         """
+        self._refuse_narrowing(kwargs)
         if similarity_top_k is not None:
             if k != _DEFAULT:
                 msg = "pass k or similarity_top_k, not both"
@@ -332,9 +335,12 @@ class RaptorIndex(RaptorStore[RaptorIndexStruct]):
         ------
         ConfigError
             No LLM to answer with.
+        NotSupportedError
+            ``filters``, ``doc_ids`` or ``node_ids`` were passed (see :meth:`as_retriever`).
         """
         from llama_index.core.query_engine.retriever_query_engine import RetrieverQueryEngine
 
+        self._refuse_narrowing(kwargs)
         retriever = self.as_retriever(
             **{key: kwargs.pop(key) for key in _RETRIEVER_KEYS if key in kwargs}
         )

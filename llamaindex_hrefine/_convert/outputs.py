@@ -109,18 +109,23 @@ def _scored_copy(
 
 
 def pieces_to_nodes(
-    source: BaseNode, pieces: Sequence[str], id_func: Callable[[int, BaseNode], str]
+    source: BaseNode,
+    pieces: Sequence[str],
+    id_func: Callable[[int, BaseNode], str],
+    *,
+    include_metadata: bool = True,
 ) -> list[TextNode]:
     """New ``TextNode`` objects holding ``pieces`` of ``source``'s content, as a LlamaIndex node
-    parser makes them: each with a copy of ``source``'s metadata and its metadata settings
-    (excluded keys, templates), a SOURCE relationship to ``source``, no embedding, and an id
-    from ``id_func(i, source)``. ``source`` is not changed."""
+    parser makes them: each with a copy of ``source``'s metadata (none without
+    ``include_metadata``, the node parser setting) and its metadata settings (excluded keys,
+    templates), a SOURCE relationship to ``source``, no embedding, and an id from
+    ``id_func(i, source)``. ``source`` is not changed."""
     related = source.as_related_node_info()  # hashes the whole page: once for all pieces
     return [
         TextNode(
             id_=id_func(i, source),
             text=piece,
-            metadata=dict(source.metadata),
+            metadata=dict(source.metadata) if include_metadata else {},
             excluded_embed_metadata_keys=list(source.excluded_embed_metadata_keys),
             excluded_llm_metadata_keys=list(source.excluded_llm_metadata_keys),
             metadata_separator=source.metadata_separator,

@@ -12,13 +12,14 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
+from uuid import UUID
 
 import pytest
 from garlic_fakes import ANSWER, FACT, SMALL, garlic_llm, hotpot, hotpot_paragraphs
 from hrefine.errors import ConfigError, PersistenceError, TreeError
 from hrefine.garlic import GarlicSearcher
 from hrefine.testing import ScriptedLM
-from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.callbacks import BaseCallbackHandler, CallbackManagerForLLMRun
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
@@ -367,3 +368,73 @@ def test_a_langchain_chat_model_gets_llm_timeout(saved: Path, shared_data: Path)
             compressor.compress_documents(docs, "Who wrote it?")
     finally:
         release.set()
+
+
+class ChatEvents(BaseCallbackHandler):
+    """Records the runs it hears of: each chat model call with the run it belongs to (the
+    outermost run above it: the chain ``llm | StrOutputParser()`` stands between)."""
+
+    def __init__(self) -> None:
+        self.retrievers: list[UUID] = []
+        self.chats: list[UUID | None] = []
+        self.parents: dict[UUID, UUID | None] = {}
+
+    def on_retriever_start(
+        self, serialized: dict[str, Any], query: str, *, run_id: UUID, **kwargs: Any
+    ) -> None:
+        self.retrievers.append(run_id)
+
+    def on_chain_start(
+        self,
+        serialized: dict[str, Any] | None,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.parents[run_id] = parent_run_id
+
+    def root(self, run: UUID | None) -> UUID | None:
+        while run is not None and self.parents.get(run) is not None:
+            run = self.parents[run]
+        return run
+
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any],
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.chats.append(parent_run_id)
+
+
+async def test_the_search_s_llm_calls_are_children_of_the_retriever_run(
+    saved: Path, shared_data: Path, question: str
+) -> None:
+    # Was: run_manager was unused, so a caller's callbacks (tracing, cost) never heard the
+    # search's Yes/No calls, on either path.
+    from langchain_hrefine import GarlicCompressor
+
+    chat = GarlicChat()
+    retriever = GarlicRetriever.load(saved, llm=chat)
+    for path in ("sync", "async"):
+        events = ChatEvents()
+        before = chat.calls
+        if path == "sync":
+            retriever.invoke(question, config={"callbacks": [events]})
+        else:
+            await retriever.ainvoke(question, config={"callbacks": [events]})
+        assert chat.calls > before
+        roots = [events.root(parent) for parent in events.chats]
+        assert roots == [events.retrievers[0]] * (chat.calls - before)
+    compressor = GarlicCompressor(llm=chat, max_tokens=300, **SMALL)
+    docs = make_documents(shared_data)[:4]
+    events = ChatEvents()
+    before = chat.calls
+    await compressor.acompress_documents(docs, question, callbacks=[events])
+    compressor.compress_documents(docs, question, callbacks=[events])
+    assert len(events.chats) == chat.calls - before > 0

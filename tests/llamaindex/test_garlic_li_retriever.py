@@ -301,3 +301,18 @@ def test_a_chunk_keeps_what_its_document_hides_from_the_llm(
                 assert blob not in n.node.get_content(metadata_mode=mode)
         for n in chunks:
             assert f"<title>{n.node.metadata['title']}" in n.node.get_content(MetadataMode.LLM)
+
+
+def test_filters_are_refused_rather_than_ignored(shared_data: Path) -> None:
+    # Was: as_query_engine handed filters to RetrieverQueryEngine.from_args, which dropped them.
+    from llama_index.core.llms import MockLLM
+    from llama_index.core.vector_stores import MetadataFilters
+
+    index = GarlicIndex.from_documents(
+        make_documents(shared_data)[:2], llm=ScriptedLM(garlic_llm), **SMALL
+    )
+    filters = MetadataFilters.from_dict({"title": ANSWER})
+    with pytest.raises(NotSupportedError, match="cannot narrow its results by filters"):
+        index.as_query_engine(llm=MockLLM(), filters=filters)
+    with pytest.raises(NotSupportedError, match="cannot narrow its results by filters"):
+        index.as_retriever(filters=filters)

@@ -97,6 +97,22 @@ def test_index_nodes_are_whole_html_and_lose_nothing(wtq_page: str) -> None:
     assert doc.model_dump() == before  # the document is not changed
 
 
+def test_include_metadata_false_gives_nodes_without_metadata(wtq_page: str) -> None:
+    # Was: the setting was taken and had no effect (every node carried the page's metadata, a
+    # blob included, into embeddings and prompts), unlike LlamaIndex's own parsers.
+    from llama_index.core.node_parser import SentenceSplitter
+
+    doc = Document(text=wtq_page, metadata={"url": "wiki/Catherine_Deneuve", "raw": "R" * 100})
+    for parser in (
+        HtmlPageNodeParser(chunk_size=256, include_metadata=False),
+        SentenceSplitter(chunk_size=512, include_metadata=False),
+    ):
+        nodes = parser.get_nodes_from_documents([doc])
+        assert nodes and all(node.metadata == {} for node in nodes), type(parser).__name__
+    with_metadata = HtmlPageNodeParser(chunk_size=256).get_nodes_from_documents([doc])
+    assert all(node.metadata == doc.metadata for node in with_metadata)
+
+
 def test_pieces_inside_a_table_repeat_its_header_and_heading(wtq_page: str) -> None:
     pieces = HtmlPageNodeParser(chunk_size=200, tokenizer="regex").split_html(wtq_page)
     header = "<tr><th>Year</th><th>Title</th><th>Role</th>"

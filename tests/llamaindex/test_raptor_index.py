@@ -250,6 +250,27 @@ def test_bad_retriever_settings_fail_at_construction(index: RaptorIndex) -> None
         RaptorRetriever("not a tree")  # type: ignore[arg-type]
 
 
+def test_filters_are_refused_rather_than_ignored(index: RaptorIndex) -> None:
+    # Was: as_retriever(filters=...) and as_query_engine(filters=...) returned nodes of every
+    # document, the ones the filter was to keep out included.
+    from llama_index.core.vector_stores import MetadataFilters
+
+    narrow = {
+        "filters": MetadataFilters.from_dict({"topic": "comet"}),
+        "doc_ids": ["doc-comet"],
+        "node_ids": ["n"],
+    }
+    for key, value in narrow.items():
+        with pytest.raises(RaptorNotSupportedError, match=f"cannot narrow its results by {key}"):
+            index.as_retriever(**{key: value})
+        with pytest.raises(RaptorNotSupportedError, match=key):
+            index.as_query_engine(llm=MockLLM(), **{key: value})
+        with pytest.raises(RaptorNotSupportedError, match=key):
+            index.as_chat_engine(llm=MockLLM(), chat_mode="context", **{key: value})
+    # what query and chat engines pass on is still taken
+    assert index.as_query_engine(llm=MockLLM(), response_mode="compact", filters=None)
+
+
 def test_retriever_over_a_core_tree(index: RaptorIndex) -> None:
     tree = RaptorTree.build(
         list(TEXTS.values()), llm=Summariser(), embedder=KeywordEmbedder(), **SETTINGS
