@@ -15,7 +15,7 @@ from typing import Any, Protocol, TypeVar
 from hrefine.results import ResultOptions
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
-from langchain_core.runnables.config import set_config_context
+from langchain_core.runnables.config import RunnableConfig, ensure_config, set_config_context
 from langchain_core.runnables.utils import coro_with_context
 from pydantic import ConfigDict
 
@@ -24,6 +24,17 @@ from langchain_hrefine._convert import document_list
 __all__ = ["CoreCompressor", "CoreJob", "JobCompressor"]
 
 _J = TypeVar("_J", bound="JobCompressor")
+
+
+def _with_callbacks(callbacks: Callbacks) -> RunnableConfig:
+    """The config of the run around the call (configurable fields, recursion limit...) with
+    ``callbacks``, so that the LLM calls report to them; without that run's name and id, which
+    are not the LLM calls'."""
+    config = ensure_config()
+    config["callbacks"] = callbacks
+    config.pop("run_name", None)
+    config.pop("run_id", None)
+    return config
 
 
 class CoreJob(Protocol):
@@ -77,7 +88,7 @@ class CoreCompressor(BaseDocumentCompressor):
         """
         if callbacks is None:
             return self._compress(documents, query)
-        with set_config_context({"callbacks": callbacks}) as context:
+        with set_config_context(_with_callbacks(callbacks)) as context:
             return context.run(self._compress, documents, query)
 
     async def acompress_documents(
@@ -90,7 +101,7 @@ class CoreCompressor(BaseDocumentCompressor):
         result."""
         if callbacks is None:
             return await self._acompress(documents, query)
-        with set_config_context({"callbacks": callbacks}) as context:
+        with set_config_context(_with_callbacks(callbacks)) as context:
             return await coro_with_context(self._acompress(documents, query), context)
 
     def _compress(self, documents: Sequence[Document], query: str) -> list[Document]:

@@ -26,7 +26,7 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables.config import set_config_context
+from langchain_core.runnables.config import ensure_config, patch_config, set_config_context
 from langchain_core.runnables.utils import coro_with_context
 from pydantic import ConfigDict, PrivateAttr
 
@@ -254,7 +254,9 @@ class StoreRetriever(BaseRetriever):
         if self._store is None:
             return self._empty()
         # The LLM calls of the search are this run's children (callbacks, tracing).
-        with set_config_context({"callbacks": run_manager.get_child()}) as context:
+        with set_config_context(
+            patch_config(ensure_config(), callbacks=run_manager.get_child())
+        ) as context:
             return context.run(self._retrieve, self._store, query, settings)
 
     async def _aget_relevant_documents(
@@ -263,7 +265,9 @@ class StoreRetriever(BaseRetriever):
         settings = self._call_settings(kwargs)
         if self._store is None:
             return self._empty()
-        with set_config_context({"callbacks": run_manager.get_child()}) as context:
+        with set_config_context(
+            patch_config(ensure_config(), callbacks=run_manager.get_child())
+        ) as context:
             return await coro_with_context(self._aretrieve(self._store, query, settings), context)
 
     # -- persistence ------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from llama_index.core.storage.storage_context import StorageContext
 
 from llamaindex_hrefine._convert import (
     QueryCheckedRetriever,
+    node_list,
     raptor_nodes,
     to_embedder,
     to_garlic_llm,
@@ -400,6 +401,7 @@ class GarlicRetriever(QueryCheckedRetriever):
         InputTypeError, ConfigError
             An input or a setting is not valid.
         """
+        documents = node_list(documents)  # read twice below: an iterator would be spent
         llm = one_llm(settings.pop("lm", None), llm)  # lm=: GARLIC's earlier name of llm=
         limits = {"patience": patience, "max_steps": max_steps, "max_tokens": max_tokens}
         given = {name: value for name, value in limits.items() if value is not None}

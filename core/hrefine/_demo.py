@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
@@ -71,13 +72,15 @@ def run_htmlrag_demo(
     try:
         items = load_dataset("wtq", data_dir=data)
     except DatasetUnavailableError as exc:
-        console.print(f"[red]{exc}[/red]: put ../shared beside the repo or set HREFINE_DATA.")
+        console.print(
+            f"[red]{escape(str(exc))}[/red]: put ../shared beside the repo or set HREFINE_DATA."
+        )
         raise SystemExit(2) from exc
     strict = [it for it in items if it.extra.get("strict")]
     if page:
         strict = [it for it in strict if it.doc_id == page]
         if not strict:
-            console.print(f"[red]no strict question on page {page}[/red]")
+            console.print(f"[red]no strict question on page {escape(page)}[/red]")
             raise SystemExit(2)
     # One question per page, first pages in file order: a fixed, content-independent pick.
     picked: list[EvalItem] = []
@@ -166,7 +169,7 @@ def run_longrefiner_demo(*, data: Path | None, console: Console) -> dict[str, An
     try:
         items = load_dataset("leval-cuad", data_dir=data)
     except DatasetUnavailableError as exc:
-        console.print(f"[yellow]LongRefiner part skipped: {exc}[/yellow]")
+        console.print(f"[yellow]LongRefiner part skipped: {escape(str(exc))}[/yellow]")
         return {}
     # A fixed pick: the first contract's question on its expiration date.
     item = next((it for it in items if "Expiration Date" in it.question), items[0])
@@ -223,7 +226,7 @@ def run_raptor_demo(*, data: Path | None, console: Console, llm: Any = None) -> 
     try:
         items = load_dataset("quality", data_dir=data)
     except DatasetUnavailableError as exc:
-        console.print(f"[yellow]RAPTOR part skipped: {exc}[/yellow]")
+        console.print(f"[yellow]RAPTOR part skipped: {escape(str(exc))}[/yellow]")
         return {}
     by_doc: dict[str, list[EvalItem]] = {}
     for it in items:

@@ -111,6 +111,15 @@ class EncodeCounter:
         # three times faster (see hrefine._pieces), for the texts that allows.
         self._pieces = PieceCounts.for_tokenizer(self._tok) if self._kwargs else None
 
+    #: How to make this counter again from what made it (the default, a file), so that a
+    #: copy or pickle holds that recipe instead of the whole vocabulary (7 MB for Llama-3.2's).
+    _remake: tuple[Any, tuple[Any, ...]] | None = None
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        if self._remake is not None:
+            return self._remake
+        return super().__reduce_ex__(protocol)
+
     def __getstate__(self) -> dict[str, Any]:
         # The piece counts hold a lock and a compiled pattern: a copy makes its own.
         return {**self.__dict__, "_pieces": None}
@@ -289,7 +298,9 @@ def default_counter() -> TokenCounter:
     if path is not None and available("tokenizers"):
         from tokenizers import Tokenizer
 
-        return EncodeCounter(Tokenizer.from_file(str(path)), name="llama-3.2")
+        counter = EncodeCounter(Tokenizer.from_file(str(path)), name="llama-3.2")
+        counter._remake = (default_counter, ())
+        return counter
     logger.info("Llama-3.2 tokenizer not installed; counting tokens with RegexCounter")
     return RegexCounter()
 
@@ -346,20 +357,26 @@ def get_counter(tokenizer: Any = None) -> TokenCounter:
 
 def _counter_from_path(name: str) -> TokenCounter:
     path = Path(name).expanduser()
-    if path.is_file():
+    file = path / "tokenizer.json" if path.is_dir() else path
+    if file.is_file():
         from tokenizers import Tokenizer
 
-        return EncodeCounter(Tokenizer.from_file(str(path)), name=path.name)
-    if path.is_dir() and (path / "tokenizer.json").is_file():
-        from tokenizers import Tokenizer
+        from hrefine.errors import ModelNotFoundError
 
-        return EncodeCounter(Tokenizer.from_file(str(path / "tokenizer.json")), name=path.name)
+        try:
+            tokenizer = Tokenizer.from_file(str(file))
+        except Exception as exc:  # the tokenizers library raises a bare Exception
+            msg = f"tokenizer file {str(file)!r} could not be read as a tokenizer.json: {exc}"
+            raise ModelNotFoundError(msg) from exc
+        counter = EncodeCounter(tokenizer, name=path.name)
+        counter._remake = (_counter_from_path, (name,))
+        return counter
     if available("transformers"):
         from transformers import AutoTokenizer
 
         try:
             tok = AutoTokenizer.from_pretrained(name, local_files_only=True)
-        except OSError as exc:
+        except (OSError, ValueError) as exc:  # ValueError: a folder with no tokenizer in it
             from hrefine.errors import ModelNotFoundError
 
             msg = (

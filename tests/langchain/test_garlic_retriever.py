@@ -438,3 +438,34 @@ async def test_the_search_s_llm_calls_are_children_of_the_retriever_run(
     await compressor.acompress_documents(docs, question, callbacks=[events])
     compressor.compress_documents(docs, question, callbacks=[events])
     assert len(events.chats) == chat.calls - before > 0
+
+
+async def test_the_llm_runs_in_the_config_of_the_chain_around_it(
+    saved: Path, shared_data: Path, question: str
+) -> None:
+    # The callbacks above were first set as a config of their own, which dropped the chain's
+    # configurable fields and recursion limit for the LLM calls (a model chosen per request by
+    # a configurable field fell back to its default).
+    from langchain_core.runnables import RunnableLambda
+    from langchain_core.runnables.config import RunnableConfig
+
+    from langchain_hrefine import CompressionRetriever, GarlicCompressor
+
+    seen: list[tuple[Any, Any]] = []
+
+    def llm(prompt: str, config: RunnableConfig) -> str:
+        seen.append((config.get("configurable", {}).get("user"), config.get("recursion_limit")))
+        return garlic_llm(prompt)
+
+    config: RunnableConfig = {"configurable": {"user": "u-42"}, "recursion_limit": 99}
+    retriever = GarlicRetriever.load(saved, llm=RunnableLambda(llm))
+    chain = RunnableLambda(lambda q: q) | retriever
+    chain.invoke(question, config=config)
+    await chain.ainvoke(question, config=config)
+    docs = make_documents(shared_data)[:4]
+    compressor = GarlicCompressor(llm=RunnableLambda(llm), max_tokens=300, **SMALL)
+    outer = CompressionRetriever(base_retriever=retriever, base_compressor=compressor)
+    (RunnableLambda(lambda q: q) | outer).invoke(question, config=config)
+    compressor.compress_documents(docs, question, callbacks=[ChatEvents()])
+    assert seen and set(seen) == {("u-42", 99), (None, 25)}
+    assert seen[-1] == (None, 25)  # called outside any chain: the defaults

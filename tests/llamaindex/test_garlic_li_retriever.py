@@ -285,7 +285,8 @@ def test_a_chunk_keeps_what_its_document_hides_from_the_llm(
         )
         for d in make_documents(shared_data)
     ]
-    retriever = GarlicRetriever.from_documents(docs, llm=ScriptedLM(garlic_llm), **SMALL)
+    # given as an iterator, read once (the first fix built the templates from it twice)
+    retriever = GarlicRetriever.from_documents(iter(docs), llm=ScriptedLM(garlic_llm), **SMALL)
     index = GarlicIndex.from_documents(docs, llm=ScriptedLM(garlic_llm), **SMALL)
     index.storage_context.persist(persist_dir=str(tmp_path))
     loaded = load_index_from_storage(

@@ -384,3 +384,56 @@ def test_eval_loading_line_follows_the_llm_option(
 
     _loading(methods, options, None)
     assert capsys.readouterr().err.startswith(expected)
+
+
+def test_a_tokenizer_path_that_is_not_a_tokenizer_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # Was: a 60-190 line traceback and exit 1 (the tokenizers library's bare Exception, or
+    # transformers' ValueError for a folder with no tokenizer in it).
+    bad = tmp_path / "tok.json"
+    bad.write_text('{"not": "a tokenizer"}', encoding="utf-8")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    page = tmp_path / "p.html"
+    page.write_text("<p>Paris is the capital of France.</p>", encoding="utf-8")
+    prune = ["html", "prune", str(page), "-q", "capital", "--scorer", "bm25"]
+    line = _one_line_error(capsys, [*prune, "--tokenizer", str(bad)])
+    assert "could not be read as a tokenizer.json" in line
+    assert "is neither a file" in _one_line_error(capsys, [*prune, "--tokenizer", str(empty)])
+    assert main([*prune, "--tokenizer", "regex", "--lm", str(empty)]) == 2
+    err = capsys.readouterr().err  # the loading line, then the error
+    assert "Traceback" not in err
+    assert err.splitlines()[-1].startswith("hrefine: error: could not load the model")
+
+
+def test_eval_checks_its_output_folder_first_and_keeps_stdout_for_the_table(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # Was: an --out that could not be a folder failed with a traceback after the whole run;
+    # the progress bar went to stdout, into the Markdown table; the data's fingerprint hashed
+    # the JSONL's whole folder, the report written into it included, so it changed every run.
+    data = tmp_path / "my.jsonl"
+    row = {"id": "q1", "question": "Who?", "answers": ["Friedkin"], "document": "Friedkin did."}
+    data.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    argv = ["eval", "-m", "lead-text", "-d", str(data), "-b", "16", "--tokenizer", "regex"]
+    line = _one_line_error(capsys, [*argv, "--out", str(data)])
+    assert "could not save the evaluation report" in line
+    digests: list[list[str]] = []
+    for _ in range(2):
+        assert main([*argv, "--out", str(tmp_path / "out")]) == 0
+        out = capsys.readouterr().out
+        assert out.startswith("### ") and "━" not in out
+        report = json.loads((tmp_path / "out" / "eval.json").read_text(encoding="utf-8"))
+        digests.append(_data_digests(report))
+    assert digests[0] == digests[1] and digests[0]
+
+
+def _data_digests(report: object) -> list[str]:
+    """Every ``data_sha256`` value in a report."""
+    if isinstance(report, dict):
+        found = [str(report["data_sha256"])] if "data_sha256" in report else []
+        return found + [d for v in report.values() for d in _data_digests(v)]
+    if isinstance(report, list):
+        return [d for v in report for d in _data_digests(v)]
+    return []

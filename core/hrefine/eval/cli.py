@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from hrefine._cli_support import announce_loading, say
+from hrefine._cli_support import announce_loading, check_output_folder, say
 from hrefine.errors import ConfigError, DatasetUnavailableError
 from hrefine.eval.methods import RENAMED_METHODS, available_methods
 
@@ -209,6 +209,7 @@ def eval_command(
     budget_list = _budgets(budgets)
     methods = _methods(methods)
     _check_datasets(datasets, data_dir)
+    check_output_folder(out, "evaluation report")  # before the run, not after it
     options = _parse_options(option or [])
     if half not in ("all", "tune", "check"):
         msg = f"--half must be all, tune or check, got {half!r}"
@@ -238,6 +239,10 @@ def eval_command(
     if all(r.skipped for r in results):
         typer.echo("nothing was evaluated", err=True)
         raise typer.Exit(1)
-    paths = write_report(results, out, name=name)
+    try:
+        paths = write_report(results, out, name=name)
+    except OSError as exc:
+        msg = f"could not save the evaluation report to {out}: {exc.strerror or exc}"
+        raise ConfigError(msg) from exc
     typer.echo(markdown_tables(results_to_json(results)))
     typer.echo("wrote " + ", ".join(str(p) for p in paths.values()))

@@ -345,7 +345,8 @@ def data_sha256(name: str, data_dir: str | os.PathLike[str] | None = None) -> st
     Parameters
     ----------
     name:
-        Registered dataset name or a ``.jsonl`` path (then its folder is hashed).
+        Registered dataset name or a ``.jsonl`` path (then the file and the ``doc`` files its
+        rows name are hashed).
     data_dir:
         Data root.
 
@@ -355,16 +356,34 @@ def data_sha256(name: str, data_dir: str | os.PathLike[str] | None = None) -> st
         Hex digest, or None when the dataset is missing.
     """
     if name.endswith(".jsonl"):
-        folder = Path(name).expanduser().parent
+        # The file and the documents its rows name, not its whole folder (which may hold the
+        # report being written, or anything else).
+        jsonl = Path(name).expanduser()
+        if not jsonl.is_file():
+            return None
+        folder = jsonl.parent
+        named = {r["doc"] for r in jsonl_rows(jsonl) if isinstance(r.get("doc"), str)}
+        files = [jsonl, *sorted(folder / d for d in named if (folder / d).is_file())]
     else:
         spec = DATASETS.get(resolve_dataset_name(name))
         if spec is None:
             return None
         folder = default_data_dir(data_dir) / spec.folder
-    if not folder.is_dir():
-        return None
+        if not folder.is_dir():
+            return None
+        files = sorted(p for p in folder.rglob("*") if p.is_file())
     digest = hashlib.sha256()
-    for file in sorted(p for p in folder.rglob("*") if p.is_file()):
-        digest.update(file.relative_to(folder).as_posix().encode("utf-8") + b"\0")
-        digest.update(hashlib.sha256(file.read_bytes()).digest())
+    for file in files:
+        where = os.path.relpath(file, folder).replace(os.sep, "/")
+        digest.update(where.encode("utf-8", "surrogateescape") + b"\0")
+        digest.update(_file_sha256(file))
     return digest.hexdigest()
+
+
+def _file_sha256(path: Path) -> bytes:
+    """SHA-256 of a file's bytes, read a megabyte at a time."""
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.digest()

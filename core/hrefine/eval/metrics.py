@@ -143,8 +143,10 @@ def scorable_answers(answers: Sequence[str]) -> list[str]:
     """
     out = []
     for a in answers:
-        norm = normalize_answer(a) or normalize_answer(a, drop_articles=False)
-        if norm and norm not in UNSCORABLE_ANSWERS:
+        whole = normalize_answer(a, drop_articles=False)
+        norm = normalize_answer(a) or whole
+        # "N/A" is read as "n a" before the articles go ("a" is one): both forms are checked.
+        if norm and norm not in UNSCORABLE_ANSWERS and whole not in UNSCORABLE_ANSWERS:
             out.append(a)
     return out
 

@@ -72,6 +72,7 @@ class _Progress:
         if not self.enabled:
             yield self
             return
+        from rich.console import Console
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -81,13 +82,15 @@ class _Progress:
             TimeRemainingColumn,
         )
 
+        # On stderr: stdout carries the Markdown tables (``hrefine eval ... > table.md``).
         with Progress(
-            TextColumn("{task.description}"),
+            TextColumn("{task.description}", markup=False),
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
             TimeRemainingColumn(),
             transient=False,
+            console=Console(stderr=True),
         ) as bar:
             self._bar = bar
             try:

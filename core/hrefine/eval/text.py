@@ -17,7 +17,7 @@ import numpy as np
 
 from hrefine._optional import require
 from hrefine.budget import JOIN_SLACK, TokenCounter, fill
-from hrefine.html.tags import BLOCK_TAGS, CELL_TAGS, UNSHOWN_TAGS
+from hrefine.html.tags import BLOCK_TAGS, CELL_TAGS, HIDDEN_CLASSES, UNSHOWN_TAGS
 
 __all__ = [
     "SEPARATOR",
@@ -54,7 +54,11 @@ def _hidden(el: object) -> bool:
     if get("hidden") is not None or get("aria-hidden") == "true":
         return True
     style = (get("style") or "").replace(" ", "").lower()
-    return "display:none" in style or "visibility:hidden" in style
+    if "display:none" in style or "visibility:hidden" in style:
+        return True
+    # Was: sort keys kept (only inline styles were read), so a WTQ name carried its sort key
+    # glued on and a whole-word match never found it; clean_html drops them the same way.
+    return not HIDDEN_CLASSES.isdisjoint((get("class") or "").split())
 
 
 def html_to_text(markup: str) -> str:

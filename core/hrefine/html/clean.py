@@ -25,7 +25,7 @@ from hrefine.html._load import (
 from hrefine.html._text import cell_span, collapse_space
 from hrefine.html._unwrap import crowded, unwrap_leaves
 from hrefine.html.boilerplate import remove_boilerplate
-from hrefine.html.tags import BLOCK_TAGS, GENERIC_TAGS, HEADING_TAGS, JUNK_TAGS
+from hrefine.html.tags import BLOCK_TAGS, GENERIC_TAGS, HEADING_TAGS, HIDDEN_CLASSES, JUNK_TAGS
 
 __all__ = ["DEFAULT_KEEP_ATTRS", "clean_document", "clean_html"]
 
@@ -57,10 +57,6 @@ _P_CLOSES = frozenset({"b", "big", "i", "s", "small", "strike", "tt", "u", *HEAD
 # ... and these close an open <p> (a few obsolete tags besides the blocks).
 _P_BREAKERS = BLOCK_TAGS | {"dir", "listing", "xmp"}
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
-# MediaWiki's sort keys (``<span class="sortkey">Romano, Yossef</span>Yossef Romano``): its
-# stylesheet hides them, so the text a reader sees never has them; kept, they glue a second
-# spelling onto the cell's name.
-_HIDDEN_CLASSES = frozenset(["sortkey"])
 
 # Natural Questions' tokenised HTML glues a cell's span to its tag name (``<Th_colspan="2">``),
 # which a parser reads as an unknown element that its ``</Th>`` does not close.
@@ -178,7 +174,7 @@ def _is_hidden(el: Any) -> bool:
     if style and _HIDDEN_STYLE.search(style):
         return True
     classes = get("class")
-    return bool(classes and not _HIDDEN_CLASSES.isdisjoint(classes.split()))
+    return bool(classes and not HIDDEN_CLASSES.isdisjoint(classes.split()))
 
 
 class _Queries(NamedTuple):

@@ -10,6 +10,7 @@ __all__ = [
     "GROUP_TAGS",
     "HEADING_LEVELS",
     "HEADING_TAGS",
+    "HIDDEN_CLASSES",
     "INLINE_TAGS",
     "JUNK_TAGS",
     "TABLE_SECTION_TAGS",
@@ -17,6 +18,12 @@ __all__ = [
     "UNSHOWN_TAGS",
     "WRAPPER_TAGS",
 ]
+
+
+#: Classes whose elements a page's own stylesheet hides: MediaWiki's sort keys
+#: (``<span class="sortkey">Romano, Yossef</span>Yossef Romano``); the text a reader sees never
+#: has them, and kept they glue a second spelling onto a cell's name.
+HIDDEN_CLASSES = frozenset({"sortkey"})
 
 #: Section headings, with their level (1 is the top).
 HEADING_LEVELS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}

@@ -96,7 +96,7 @@ def load_pretrained(
     try:
         tokenizer: Any = AutoTokenizer.from_pretrained(path, **common)
         model: Any = AutoModelForCausalLM.from_pretrained(path, **model_kwargs)
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # ValueError: a folder with no model or tokenizer
         msg = (
             f"could not load the model {path!r}{f' / {gguf_file!r}' if gguf_file else ''} "
             f"from local files (hrefine never downloads; give a local folder or a name already "

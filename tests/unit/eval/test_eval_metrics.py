@@ -77,6 +77,9 @@ def test_answer_made_only_of_an_article_is_still_matched() -> None:
 
 def test_yes_no_and_empty_answers_are_not_scorable() -> None:
     assert scorable_answers(["Yes", "Unanswerable", "  ", "!!", "Paris"]) == ["Paris"]
+    # Was: "N/A" normalised to "n" (the article "a" dropped), so it was scored, and found in
+    # nearly every context ("n = 40").
+    assert scorable_answers(["N/A", "n/a", "N.A.", "A/N"]) == ["A/N"]
     assert answer_containment("yes it is", ["Yes"]) is None
     assert answer_recall("anything", ["No"]) is None
 

@@ -119,3 +119,21 @@ def test_html_to_text_ends_every_block_line_after_skipped_elements() -> None:
     lines = html_to_text(f"<html><body>{page}</body></html>").split("\n")
     assert len(lines) == 4000
     assert not [line for line in lines if "line" in line and "tail" in line]
+
+
+def test_html_to_text_drops_sort_keys_as_the_cleaner_does() -> None:
+    # Was: MediaWiki's sort keys were kept (only inline styles were read): "Slavin, MarkMark
+    # Slavin", where a whole-word match of "Mark Slavin" failed; 7 strict WTQ questions could
+    # not be answered from any text baseline's page.
+    from hrefine.eval.metrics import answer_containment
+    from hrefine.html.clean import clean_html
+
+    page = (
+        "<table><tr><th>Athlete</th><th>Event</th></tr><tr><td>"
+        '<span class="sortkey">Slavin, Mark</span><span class="vcard">Mark Slavin</span>'
+        "</td><td>Wrestling</td></tr></table>"
+    )
+    text = html_to_text(page)
+    assert "Slavin, Mark" not in text and "Mark Slavin | Wrestling" in text
+    assert answer_containment(text, ["Mark Slavin"]) == 1.0
+    assert html_to_text(clean_html(page)) == text
