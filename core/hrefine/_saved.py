@@ -30,6 +30,7 @@ __all__ = [
     "MAX_SAVED_INT",
     "Manifest",
     "content_digest",
+    "file_sha256",
     "first_unsaveable_int",
     "is_count",
     "read_array",
@@ -342,6 +343,12 @@ def _sha256(fh: IO[bytes]) -> str:
         digest.update(chunk)
     fh.seek(0)
     return digest.hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    """The hex SHA-256 of a file's bytes, read a megabyte at a time."""
+    with path.open("rb") as fh:
+        return _sha256(fh)
 
 
 def _header(fh: IO[bytes], file: Path) -> tuple[tuple[int, ...], bool, np.dtype[Any]]:

@@ -26,7 +26,6 @@ and, when it has embeddings, every row set.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Mapping
@@ -41,6 +40,7 @@ from hrefine._saved import MASK as _MASK
 from hrefine._saved import (
     MAX_SAVED_INT,
     content_digest,
+    file_sha256,
     first_unsaveable_int,
     read_array,
     read_manifest,
@@ -53,14 +53,6 @@ __all__ = ["FORMAT", "FORMAT_VERSION", "load_tree", "save_tree"]
 FORMAT = "hrefine.tree"
 FORMAT_VERSION = 2
 _MANIFEST = "tree.json"
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def save_tree(
@@ -118,7 +110,7 @@ def save_tree(
             with tmp.open("wb") as fh:
                 np.save(fh, arr, allow_pickle=False)
                 _sync(fh)
-            sums[name] = _sha256(tmp)
+            sums[name] = file_sha256(tmp)
         manifest = {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from hrefine._saved import file_sha256
 from hrefine.errors import ConfigError, DatasetUnavailableError
 from hrefine.eval.dataset_readers import (
     doc_format_of,
@@ -376,14 +377,5 @@ def data_sha256(name: str, data_dir: str | os.PathLike[str] | None = None) -> st
     for file in files:
         where = os.path.relpath(file, folder).replace(os.sep, "/")
         digest.update(where.encode("utf-8", "surrogateescape") + b"\0")
-        digest.update(_file_sha256(file))
+        digest.update(bytes.fromhex(file_sha256(file)))
     return digest.hexdigest()
-
-
-def _file_sha256(path: Path) -> bytes:
-    """SHA-256 of a file's bytes, read a megabyte at a time."""
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.digest()
