@@ -15,26 +15,14 @@ from typing import Any, Protocol, TypeVar
 from hrefine.results import ResultOptions
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
-from langchain_core.runnables.config import RunnableConfig, ensure_config, set_config_context
-from langchain_core.runnables.utils import coro_with_context
 from pydantic import ConfigDict
 
 from langchain_hrefine._convert import document_list
+from langchain_hrefine._runs import arun_in, run_in
 
 __all__ = ["CoreCompressor", "CoreJob", "JobCompressor"]
 
 _J = TypeVar("_J", bound="JobCompressor")
-
-
-def _with_callbacks(callbacks: Callbacks) -> RunnableConfig:
-    """The config of the run around the call (configurable fields, recursion limit...) with
-    ``callbacks``, so that the LLM calls report to them; without that run's name and id, which
-    are not the LLM calls'."""
-    config = ensure_config()
-    config["callbacks"] = callbacks
-    config.pop("run_name", None)
-    config.pop("run_id", None)
-    return config
 
 
 class CoreJob(Protocol):
@@ -86,10 +74,7 @@ class CoreCompressor(BaseDocumentCompressor):
         EmptyInputError
             The query is empty (or, with ``strict``, every document is).
         """
-        if callbacks is None:
-            return self._compress(documents, query)
-        with set_config_context(_with_callbacks(callbacks)) as context:
-            return context.run(self._compress, documents, query)
+        return run_in(callbacks, self._compress, documents, query)
 
     async def acompress_documents(
         self,
@@ -99,10 +84,7 @@ class CoreCompressor(BaseDocumentCompressor):
     ) -> Sequence[Document]:
         """:meth:`compress_documents` without blocking the event loop; same parameters and
         result."""
-        if callbacks is None:
-            return await self._acompress(documents, query)
-        with set_config_context(_with_callbacks(callbacks)) as context:
-            return await coro_with_context(self._acompress(documents, query), context)
+        return await arun_in(callbacks, self._acompress(documents, query))
 
     def _compress(self, documents: Sequence[Document], query: str) -> list[Document]:
         raise NotImplementedError

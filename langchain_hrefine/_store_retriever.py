@@ -26,12 +26,11 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables.config import ensure_config, patch_config, set_config_context
-from langchain_core.runnables.utils import coro_with_context
 from pydantic import ConfigDict, PrivateAttr
 
 from langchain_hrefine._convert import documents_to_sources, texts_to_sources
 from langchain_hrefine._fields import field_settings, options_of
+from langchain_hrefine._runs import arun_in, run_in
 
 __all__ = ["LoadArgs", "StoreRetriever"]
 
@@ -254,10 +253,7 @@ class StoreRetriever(BaseRetriever):
         if self._store is None:
             return self._empty()
         # The LLM calls of the search are this run's children (callbacks, tracing).
-        with set_config_context(
-            patch_config(ensure_config(), callbacks=run_manager.get_child())
-        ) as context:
-            return context.run(self._retrieve, self._store, query, settings)
+        return run_in(run_manager.get_child(), self._retrieve, self._store, query, settings)
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
@@ -265,10 +261,8 @@ class StoreRetriever(BaseRetriever):
         settings = self._call_settings(kwargs)
         if self._store is None:
             return self._empty()
-        with set_config_context(
-            patch_config(ensure_config(), callbacks=run_manager.get_child())
-        ) as context:
-            return await coro_with_context(self._aretrieve(self._store, query, settings), context)
+        search = self._aretrieve(self._store, query, settings)
+        return await arun_in(run_manager.get_child(), search)
 
     # -- persistence ------------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> Path:

@@ -17,7 +17,7 @@ import numpy as np
 
 from hrefine._optional import require
 from hrefine.budget import JOIN_SLACK, TokenCounter, fill
-from hrefine.html.tags import BLOCK_TAGS, CELL_TAGS, HIDDEN_CLASSES, UNSHOWN_TAGS
+from hrefine.html.tags import BLOCK_TAGS, CELL_TAGS, UNSHOWN_TAGS, is_hidden
 
 __all__ = [
     "SEPARATOR",
@@ -45,20 +45,6 @@ def looks_like_html(text: str) -> bool:
 def _base_tag(tag: str) -> str:
     # NQ's tokenised HTML merges attributes into tag names (``th_colspan="2"``).
     return tag.lower().split("_", 1)[0]
-
-
-def _hidden(el: object) -> bool:
-    get = getattr(el, "get", None)
-    if get is None:
-        return False
-    if get("hidden") is not None or get("aria-hidden") == "true":
-        return True
-    style = (get("style") or "").replace(" ", "").lower()
-    if "display:none" in style or "visibility:hidden" in style:
-        return True
-    # Was: sort keys kept (only inline styles were read), so a WTQ name carried its sort key
-    # glued on and a whole-word match never found it; clean_html drops them the same way.
-    return not HIDDEN_CLASSES.isdisjoint((get("class") or "").split())
 
 
 def html_to_text(markup: str) -> str:
@@ -93,7 +79,7 @@ def html_to_text(markup: str) -> str:
         tag = el.tag if isinstance(el.tag, str) else ""
         base = _base_tag(tag)
         if event == "start":
-            if not tag or base in UNSHOWN_TAGS or _hidden(el):
+            if not tag or base in UNSHOWN_TAGS or is_hidden(el):
                 skipped.add(el)
                 walker.skip_subtree()
                 continue

@@ -25,7 +25,7 @@ from hrefine._saved import is_count
 from hrefine.budget import TokenCounter, get_counter
 from hrefine.errors import InputTypeError, PersistenceError
 from hrefine.garlic.extractive import ExtractiveGarlicLM
-from hrefine.garlic.options import GarlicOptions, one_llm
+from hrefine.garlic.options import EDGE_MODES, GarlicOptions, one_llm
 from hrefine.garlic.summarise import (
     Batch,
     LocalWriter,
@@ -56,7 +56,7 @@ BATCH = "hrefine_batch"
 # How far a summary point's edge weights may sum away from 1 in a loaded graph.
 _WEIGHT_TOLERANCE = 1e-4
 # The edge modes a built graph records ("auto" is resolved to one of them).
-_EDGE_MODES = ("attention", "embedding")
+_EDGE_MODES = tuple(mode for mode in EDGE_MODES if mode != "auto")
 
 
 class GarlicGraph:

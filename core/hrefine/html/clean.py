@@ -25,7 +25,7 @@ from hrefine.html._load import (
 from hrefine.html._text import cell_span, collapse_space
 from hrefine.html._unwrap import crowded, unwrap_leaves
 from hrefine.html.boilerplate import remove_boilerplate
-from hrefine.html.tags import BLOCK_TAGS, GENERIC_TAGS, HEADING_TAGS, HIDDEN_CLASSES, JUNK_TAGS
+from hrefine.html.tags import BLOCK_TAGS, GENERIC_TAGS, HEADING_TAGS, JUNK_TAGS, is_hidden
 
 __all__ = ["DEFAULT_KEEP_ATTRS", "clean_document", "clean_html"]
 
@@ -56,7 +56,6 @@ _COMMON_ATTRS = frozenset(
 _P_CLOSES = frozenset({"b", "big", "i", "s", "small", "strike", "tt", "u", *HEADING_TAGS})
 # ... and these close an open <p> (a few obsolete tags besides the blocks).
 _P_BREAKERS = BLOCK_TAGS | {"dir", "listing", "xmp"}
-_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 
 # Natural Questions' tokenised HTML glues a cell's span to its tag name (``<Th_colspan="2">``),
 # which a parser reads as an unknown element that its ``</Th>`` does not close.
@@ -166,17 +165,6 @@ def unglue_cell_spans(html: Any) -> Any:
     return html
 
 
-def _is_hidden(el: Any) -> bool:
-    get = el.get  # el.get reads one attribute without building el.attrib
-    if get("hidden") is not None or (get("aria-hidden") or "").lower() == "true":
-        return True
-    style = get("style")
-    if style and _HIDDEN_STYLE.search(style):
-        return True
-    classes = get("class")
-    return bool(classes and not HIDDEN_CLASSES.isdisjoint(classes.split()))
-
-
 class _Queries(NamedTuple):
     """Compiled XPath queries (``lxml.etree.XPath``) that pick each pass's candidates in C."""
 
@@ -227,7 +215,7 @@ def _remove_junk(root: Any) -> None:
     doomed.extend(queries.head_junk(root))
     # An element may be doomed twice (two hiding attributes): the second drop finds it gone.
     hiding = [el for query in queries.hiding for el in _owners(query, root)]
-    doomed.extend(el for el in [*hiding, *queries.sortkeys(root)] if _is_hidden(el))
+    doomed.extend(el for el in [*hiding, *queries.sortkeys(root)] if is_hidden(el))
     for el in doomed:  # an element inside a removed one goes with it; removing it first is harmless
         drop_tree(el)
 

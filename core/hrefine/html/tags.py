@@ -1,7 +1,10 @@
 """Named sets of HTML tags, each defined once for cleaning, block building, pruning, reports and
-the evaluation's plain-text view."""
+the evaluation's plain-text view, and what marks an element hidden (:func:`is_hidden`)."""
 
 from __future__ import annotations
+
+import re
+from typing import Any
 
 __all__ = [
     "BLOCK_TAGS",
@@ -17,6 +20,7 @@ __all__ = [
     "TEXT_UNIT_TAGS",
     "UNSHOWN_TAGS",
     "WRAPPER_TAGS",
+    "is_hidden",
 ]
 
 
@@ -24,6 +28,23 @@ __all__ = [
 #: (``<span class="sortkey">Romano, Yossef</span>Yossef Romano``); the text a reader sees never
 #: has them, and kept they glue a second spelling onto a cell's name.
 HIDDEN_CLASSES = frozenset({"sortkey"})
+_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
+
+
+def is_hidden(el: Any) -> bool:
+    """Whether the element ``el`` (lxml) is hidden from a reader: the ``hidden`` attribute,
+    ``aria-hidden="true"``, an inline ``display: none``/``visibility: hidden``, or a class of
+    :data:`HIDDEN_CLASSES`. The cleaner and the evaluation's plain-text view both drop what it
+    says is hidden."""
+    get = el.get  # el.get reads one attribute without building el.attrib
+    if get("hidden") is not None or (get("aria-hidden") or "").lower() == "true":
+        return True
+    style = get("style")
+    if style and _HIDDEN_STYLE.search(style):
+        return True
+    classes = get("class")
+    return bool(classes and not HIDDEN_CLASSES.isdisjoint(classes.split()))
+
 
 #: Section headings, with their level (1 is the top).
 HEADING_LEVELS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
