@@ -12,10 +12,13 @@ tokens, in one run on the same questions:
 - any variant given on the command line (``--variant NAME=METHOD:JSON`` settings).
 
 Documents split into the tuning and checking halves by :func:`hrefine.eval.loaders.half_of`;
-every figure comes with a bootstrap 95% interval over the half's questions (2,000 resamples,
-seeded). Per-question hits are cached in ``benchmarks/.cache/never_behind`` under a key that
-holds the method, its settings and a digest of hrefine's source, so a code change measures
-again and a second table costs nothing.
+every figure comes with a bootstrap 95% interval that resamples the half's documents whole
+(2,000 resamples, seeded): questions on one page succeed or fail together, so resampling them
+one at a time made the intervals too narrow where a half has few pages. The summary compares
+each method with the best chunk baseline by a paired bootstrap of the per-question difference,
+again over whole documents. Per-question hits are cached in ``benchmarks/.cache/never_behind``
+under a key that holds the method, its settings and a digest of hrefine's source, so a code
+change measures again and a second table costs nothing.
 
 HotpotQA (``--datasets hotpotqa``, GARLIC's dataset) is scored by whether both supporting
 paragraphs are kept whole (the GARLIC target), not by answer containment; ``--limit N`` keeps
@@ -155,6 +158,12 @@ def _code() -> str:
     return os.environ.get("NEVER_BEHIND_CODE") or code_digest()
 
 
+def _cached(ds: str, name: str, described: list[Any]) -> Path:
+    """The cache file of a run described by ``described`` (method, settings, ...)."""
+    key = hashlib.sha1(json.dumps(described, sort_keys=True).encode()).hexdigest()[:10]
+    return CACHE / f"{ds}-{name}-{key}-{_code()}.json"
+
+
 def hits(ds: str, name: str, method: str, settings: dict[str, Any]) -> dict[str, Any]:
     """``{item id: {budget: score}}`` of one method on one dataset (cached; see ``score``)."""
     described: list[Any] = [method, settings, CHUNK_TOKENS, ONLY_HALF]
@@ -164,10 +173,13 @@ def hits(ds: str, name: str, method: str, settings: dict[str, Any]) -> dict[str,
         described.append(f"html-text-{HTML_TEXT_VERSION}")
     if LIMIT is not None:  # unlimited runs keep the keys of their cached hits
         described.append(LIMIT)
-    key = hashlib.sha1(json.dumps(described, sort_keys=True).encode()).hexdigest()[:10]
-    path = CACHE / f"{ds}-{name}-{key}-{_code()}.json"
+    path = _cached(ds, name, described)
     if path.is_file():
         return json.loads(path.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+    whole = _cached(ds, name, [None if i == 3 else d for i, d in enumerate(described)])
+    if ONLY_HALF is not None and whole.is_file():  # a run over both halves holds this half's
+        both = json.loads(whole.read_text(encoding="utf-8"))
+        return {it.id: both[it.id] for it in items(ds) if it.id in both}
     comp = _build(method, settings)
     # Each finished question is kept as it ends, so a slow variant (a 1.5B LM: minutes a
     # question) resumes where it stopped instead of starting over.
@@ -195,23 +207,44 @@ def hits(ds: str, name: str, method: str, settings: dict[str, Any]) -> dict[str,
     return out
 
 
-def interval(values: Sequence[float], seed: int = 0) -> tuple[float, float, float]:
-    """Mean and bootstrap 95% interval (percentile, ``RESAMPLES`` resamples of the questions)."""
+def _resampled(docs: Sequence[str], seed: int = 0) -> np.ndarray:
+    """``RESAMPLES`` x questions weights: how often each question is drawn when a half's
+    documents are drawn whole, with replacement (a question counts as often as its document)."""
+    names, of = np.unique(np.asarray(docs, dtype=object).astype(str), return_inverse=True)
+    rng = np.random.default_rng(seed)
+    drawn = rng.integers(0, names.size, size=(RESAMPLES, names.size))
+    per_doc = np.zeros((RESAMPLES, names.size))
+    np.add.at(per_doc, (np.arange(RESAMPLES)[:, None], drawn), 1.0)
+    return per_doc[:, of]  # type: ignore[no-any-return]
+
+
+def interval(
+    values: Sequence[float], docs: Sequence[str] | None = None, seed: int = 0
+) -> tuple[float, float, float]:
+    """Mean and bootstrap 95% interval (percentile, ``RESAMPLES`` resamples) of ``values``,
+    drawing whole documents (``docs``: each value's document) or, without ``docs``, single
+    values."""
     arr = np.asarray(values, dtype=np.float64)
     if arr.size == 0:
         return (float("nan"),) * 3  # type: ignore[return-value]
-    rng = np.random.default_rng(seed)
-    means = arr[rng.integers(0, arr.size, size=(RESAMPLES, arr.size))].mean(axis=1)
+    weights = _resampled(docs if docs is not None else [str(i) for i in range(arr.size)], seed)
+    means = (weights @ arr) / weights.sum(axis=1)
     lo, hi = np.percentile(means, [2.5, 97.5])
     return float(arr.mean()), float(lo), float(hi)
 
 
-def table(ds: str, runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """``{half: {method: {budget: [mean, lo, hi, n]}}}`` over questions every run scored."""
+CHUNKS = ("chunks-bm25", "chunks-embedding")
+
+
+def table(ds: str, runs: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Over the questions every run scored, per half: ``{method: {budget: [mean, lo, hi, n,
+    documents]}}`` (intervals over whole documents), and each method's paired difference from
+    the best chunk baseline ``{method: {budget: [difference, lo, hi, n, baseline]}}``."""
     from hrefine.eval.loaders import half_of
 
     by_id = {it.id: it for it in items(ds)}
-    out: dict[str, Any] = {}
+    cells: dict[str, Any] = {}
+    paired: dict[str, Any] = {}
     for half in HALVES:
         if ONLY_HALF is not None and half != ONLY_HALF:
             continue
@@ -221,11 +254,27 @@ def table(ds: str, runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
             if half_of(it.doc_id) == half
             and all(r.get(i, {}).get("1024") is not None for r in runs.values())
         ]
-        out[half] = {
-            name: {str(b): [*interval([r[i][str(b)] for i in ids]), len(ids)] for b in BUDGETS}
+        if not ids:
+            continue
+        docs = [by_id[i].doc_id for i in ids]
+        got = {
+            name: {str(b): np.array([r[i][str(b)] for i in ids], dtype=np.float64) for b in BUDGETS}
             for name, r in runs.items()
         }
-    return out
+        cells[half] = {
+            name: {b: [*interval(v, docs), len(ids), len(set(docs))] for b, v in row.items()}
+            for name, row in got.items()
+        }
+        paired[half] = {}
+        for name, row in got.items():
+            if name in BASELINES or not any(c in got for c in CHUNKS):
+                continue
+            paired[half][name] = {}
+            for b, v in row.items():
+                best = max((c for c in CHUNKS if c in got), key=lambda c: got[c][b].mean())
+                diff = interval(v - got[best][b], docs)
+                paired[half][name][b] = [*diff, len(ids), best]
+    return cells, paired
 
 
 def _metric_line(res: dict[str, Any]) -> str:
@@ -238,43 +287,88 @@ def _metric_line(res: dict[str, Any]) -> str:
 
 
 def verdict(cells: list[float], best: list[float]) -> str:
-    """One cell of the summary: how a method's ``[mean, lo, hi, n]`` stands against the best
-    baseline's at that budget: ahead, level, behind inside the method's interval (the best
-    baseline's mean is under its upper bound), or behind outside it."""
-    mean, _, hi, n = cells
+    """One cell of an unpaired summary (a result written before the paired one): how a method's
+    ``[mean, lo, hi, n]`` stands against the best baseline's at that budget: ahead, level,
+    behind inside the method's interval (the best baseline's mean is under its upper bound), or
+    behind outside it."""
+    mean, _, hi, n = cells[:4]
     if abs(mean - best[0]) < 1e-9:
         return "level"
-    # In questions where scores are 0 or 1; a share's gap under one question in its mean.
-    diff = round((mean - best[0]) * n)
-    gap = f"{diff:+d}" if diff else f"{mean - best[0]:+.3f}"
+    gap = _gap(mean - best[0], n)
     if mean > best[0]:
         return f"ahead ({gap})"
     return f"behind ({gap}), inside" if best[0] <= hi else f"BEHIND ({gap})"
 
 
+def _gap(diff: float, n: float) -> str:
+    """A difference of shares in questions where scores are 0 or 1; a gap under one question
+    (a share metric such as QuALITY's option words) as the share itself."""
+    count = round(diff * n)
+    return f"{count:+d}" if count else f"{diff:+.3f}"
+
+
+def _questions(x: float) -> str:
+    """An interval's end in questions: whole, unless rounding would hide which side of zero
+    it is on."""
+    whole = round(x)
+    return f"{whole:+d}" if whole or x == 0 else f"{x:+.1f}"
+
+
+def paired_verdict(cell: list[Any]) -> str:
+    """One cell of the summary from the paired difference ``[diff, lo, hi, n, baseline]``:
+    ahead, level or behind by so many questions with the difference's 95% interval; BEHIND in
+    capitals where the whole interval is below zero (behind beyond chance)."""
+    diff, lo, hi, n = cell[:4]
+    if abs(diff) < 1e-9:
+        return "level"
+    if round(diff * n) and round(lo * n) != round(hi * n):
+        span = f"[{_questions(lo * n)}, {_questions(hi * n)}]"
+    else:
+        span = f"[{lo:+.3f}, {hi:+.3f}]"
+    word = "ahead" if diff > 0 else ("BEHIND" if hi < 0 else "behind")
+    return f"{word} ({_gap(diff, n)} {span})"
+
+
 def summary(res: dict[str, Any]) -> list[str]:
     """Markdown: each method against the best chunk baseline (BM25 or embedding chunks) of
-    every dataset, half and budget, in questions, with whether it is inside the interval."""
+    every dataset, half and budget, in questions (paired, where the result has the pairs)."""
+    paired = res.get("paired")
+    if paired:
+        said = (
+            "Per budget, the method against the higher of BM25 and embedding chunks on the same "
+            "questions, in questions, with the 95% interval of the difference (a paired "
+            "bootstrap that resamples whole documents). BEHIND in capitals: the whole interval "
+            "is below zero."
+        )
+    else:
+        said = (
+            "Per budget, the method's score against the higher of BM25 and embedding chunks on "
+            "the same questions: ahead or level, or behind by so many questions and whether the "
+            "baseline is inside the method's 95% interval."
+        )
     lines = [
         "## Each method against the best chunk baseline",
         "",
-        "Per budget, the method's score against the higher of BM25 and embedding chunks on the "
-        "same questions: ahead or level, or behind by so many questions and whether the "
-        "baseline is inside the method's 95% interval.",
+        said,
         "",
         "| data, half | method | " + " | ".join(str(b) for b in BUDGETS) + " |",
         "|---|---|" + "---|" * len(BUDGETS),
     ]
-    chunks = ("chunks-bm25", "chunks-embedding")
     for ds, halves in res["tables"].items():
         for half, rows in halves.items():
             for name, cells in rows.items():
                 if name in BASELINES:
                     continue
-                marks = []
-                for b in BUDGETS:
-                    best = max((rows[c][str(b)] for c in chunks if c in rows), key=lambda r: r[0])
-                    marks.append(verdict(cells[str(b)], best))
+                if paired:
+                    pairs = paired[ds][half][name]
+                    marks = [paired_verdict(pairs[str(b)]) for b in BUDGETS]
+                else:
+                    marks = []
+                    for b in BUDGETS:
+                        best = max(
+                            (rows[c][str(b)] for c in CHUNKS if c in rows), key=lambda r: r[0]
+                        )
+                        marks.append(verdict(cells[str(b)], best))
                 lines += [f"| {ds}, {half} | {name} | " + " | ".join(marks) + " |"]
     return [*lines, ""]
 
@@ -291,11 +385,17 @@ def merged(stems: Sequence[str]) -> dict[str, Any]:
     for field in ("source", "versions"):
         if field in runs[0]:
             res[field] = runs[0][field]
-    for run in runs:
-        for ds, halves in run["tables"].items():
-            res["tables"].setdefault(ds, {}).update(halves)
-    for ds, halves in res["tables"].items():  # the tuning half first, as a single run writes
-        res["tables"][ds] = {h: halves[h] for h in HALVES if h in halves}
+    paired = {"paired" in r for r in runs}
+    if len(paired) != 1:  # intervals over documents and over questions do not share a table
+        raise SystemExit("runs with and without paired differences cannot be merged")
+    parts = ("tables", "paired") if paired == {True} else ("tables",)
+    for part in parts:
+        res[part] = {}
+        for run in runs:
+            for ds, halves in run[part].items():
+                res[part].setdefault(ds, {}).update(halves)
+        for ds, halves in res[part].items():  # the tuning half first, as a single run writes
+            res[part][ds] = {h: halves[h] for h in HALVES if h in halves}
     return res
 
 
@@ -309,28 +409,36 @@ def _pinned(res: dict[str, Any]) -> str:
     return f" (cache key pinned; run with code {source}, output versions {versions})"
 
 
+def _resampled_what(res: dict[str, Any]) -> str:
+    """What a result's intervals resample: whole documents since the paired summary; single
+    questions in results written before it."""
+    return "documents, each with all its questions" if "paired" in res else "questions"
+
+
 def render(res: dict[str, Any]) -> str:
     """Markdown tables: per dataset and half, every method with its interval."""
     lines = [
         "## Each method against chunk retrieval, every dev document, per half",
         "",
         f"{_metric_line(res)}; budgets in Llama-3.2 tokens; chunks of {CHUNK_TOKENS} tokens; "
-        f"bootstrap 95% intervals over the half's questions ({RESAMPLES} resamples). "
+        f"bootstrap 95% intervals over the half's {_resampled_what(res)} ({RESAMPLES} "
+        "resamples). "
         f"Code {res['code']}{_pinned(res)}; {res['hardware'].get('cpu', '')}.",
         "",
     ]
     for ds, halves in res["tables"].items():
         for half, rows in halves.items():
-            n = next(iter(next(iter(rows.values())).values()))[3]
+            first = next(iter(next(iter(rows.values())).values()))
             scored = METRICS.get(ds, METRIC)
             what = "" if scored == METRIC else f"; {METRIC_NAMES[scored]}"
-            lines += [f"### {ds}, {half} half ({n} questions{what})", ""]
+            docs = f" on {first[4]} documents" if len(first) > 4 else ""
+            lines += [f"### {ds}, {half} half ({first[3]} questions{docs}{what})", ""]
             lines += ["| method | " + " | ".join(str(b) for b in BUDGETS) + " |"]
             lines += ["|---|" + "---:|" * len(BUDGETS)]
             for name, cells in rows.items():
                 fmt = [
                     f"{m:.3f} [{lo:.2f}, {hi:.2f}]"
-                    for m, lo, hi, _ in (cells[str(b)] for b in BUDGETS)
+                    for m, lo, hi, *_ in (cells[str(b)] for b in BUDGETS)
                 ]
                 lines += [f"| {name} | " + " | ".join(fmt) + " |"]
             lines += [""]
@@ -371,6 +479,7 @@ def main(argv: list[str] | None = None) -> int:
         "versions": dict(OUTPUT_VERSION),
         "hardware": hardware(),
         "tables": {},
+        "paired": {},
     }
     for ds in args.datasets.split(","):
         html = items(ds)[0].doc_format == "html"
@@ -380,7 +489,7 @@ def main(argv: list[str] | None = None) -> int:
             if (html or not html_only(method))
             and (ds not in HTML_DATASETS or html_only(method) or name in BASELINES)
         }
-        res["tables"][ds] = table(ds, runs)
+        res["tables"][ds], res["paired"][ds] = table(ds, runs)
     return _report(res, args.out, save=not args.no_save)
 
 
