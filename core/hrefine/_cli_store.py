@@ -19,7 +19,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from hrefine._cli_outputs import write_report_page
-from hrefine._cli_support import check_folder, check_output_folder, read_files, say
+from hrefine._cli_support import (
+    check_folder,
+    check_output_folder,
+    make_folders,
+    read_files,
+    say,
+)
 from hrefine._cli_verbs import Shared, option, verb
 from hrefine._encodable import encodable
 from hrefine.errors import ConfigError, EmptyInputError
@@ -41,6 +47,9 @@ __all__ = [
 _HTML_SUFFIXES = frozenset({".html", ".htm", ".xhtml"})
 #: What a saved kind is called in messages.
 _SAVED_NAMES = {"raptor": "RAPTOR tree", "garlic": "GARLIC graph"}
+#: The name both methods give their no-model summariser (RAPTOR's ``ExtractiveSummariser``,
+#: GARLIC's ``ExtractiveGarlicLM``).
+_NO_MODEL = "extractive"
 
 _Docs = Annotated[
     list[str],
@@ -124,17 +133,20 @@ def built_line(
     unit: str,
     *,
     calls: str,
+    llm: str,
     edges: str | None = None,
     output: Path | None = None,
 ) -> str:
     """The closing line of a build: leaves, ``height`` summary layers or levels (``unit``), the
-    nodes per ``unit``, ``edges`` (when given), LLM calls (``stats[calls]``), seconds, and the
-    folder it was saved to."""
+    nodes per ``unit``, ``edges`` (when given), LLM calls (``stats[calls]``; 0 when ``llm``, the
+    summariser's name, is the no-model stand-in's), seconds, and the folder it was saved to."""
     per_unit = " / ".join(str(n) for n in stats.get(f"nodes_per_{unit}", []))
+    # The build statistics count the stand-in's extracts as calls; no LLM made them.
+    made = 0 if llm == _NO_MODEL else stats.get(calls, 0)
     line = (
         f"built {stats.get('leaves', 0)} leaves, {height} summary {unit}s "
         f"(nodes per {unit} {per_unit}), {'' if edges is None else f'{edges} edges, '}"
-        f"{stats.get(calls, 0)} LLM calls, in {float(stats.get('build_seconds', 0.0)):.1f} s"
+        f"{made} LLM calls, in {float(stats.get('build_seconds', 0.0)):.1f} s"
     )
     return line + ("" if output is None else encodable(f"; saved to {output}"))
 
@@ -239,6 +251,12 @@ class StoreVerbs:
             check_no_other_save(output, self.kind)
             request = BuildRequest(read_sources(shared["docs"]), shared["quiet"], self.noun)
             built = own(request, **values)
+            try:
+                # Made here, not by the save, so that a failed save leaves no empty folders.
+                make_folders(output)
+            except OSError as exc:
+                msg = f"could not save the {self.noun} to {output}: {exc.strerror or exc}"
+                raise ConfigError(msg) from exc
             say(summary(built, built.save(output)))
 
         def register(own: Callable[..., Any]) -> Callable[..., Any]:

@@ -6,6 +6,7 @@ verbosity), so only the command line calls them: the library itself never does.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import warnings
@@ -26,11 +27,13 @@ __all__ = [
     "OneLineErrors",
     "announce_loading",
     "loading_line",
+    "make_folders",
     "one_line",
     "plain_flags",
     "quiet_model_loading",
     "read_files",
     "read_input",
+    "removed_if_failed",
     "say",
 ]
 
@@ -41,6 +44,10 @@ DEBUG_ENV = "HREFINE_DEBUG"
 _EMBEDDER = "all-MiniLM-L6-v2"
 _LM = "SmolLM2-135M-Instruct"
 _TOKENIZER = "the Llama-3.2 tokenizer"
+
+# The folders each running command made (one list per command, the innermost last); none
+# outside a command, so the library and direct calls note nothing.
+_MADE: list[list[Path]] = []
 
 
 def one_line(exc: BaseException) -> str:
@@ -79,14 +86,56 @@ class OneLineErrors(TyperGroup):
         plain_flags(self)
 
     def invoke(self, ctx: Any) -> Any:  # typer's own click.Context (typer vendors click)
-        """Run the command line, turning a user's mistake into one line on stderr."""
-        try:
-            return super().invoke(ctx)
-        except HrefineError as exc:
-            if ctx.params.get("debug"):
-                raise
-            say(f"hrefine: error: {one_line(exc)}")
-            raise typer.Exit(2) from exc
+        """Run the command line, turning a user's mistake into one line on stderr; a command
+        that fails leaves none of the empty folders it made (:func:`removed_if_failed`)."""
+        with removed_if_failed():
+            try:
+                return super().invoke(ctx)
+            except HrefineError as exc:
+                if ctx.params.get("debug"):
+                    raise
+                say(f"hrefine: error: {one_line(exc)}")
+                raise typer.Exit(2) from exc
+
+
+@contextlib.contextmanager
+def removed_if_failed() -> Iterator[None]:
+    """Run a command; when it fails (an exception, or an exit status other than 0), remove the
+    folders it made with :func:`make_folders` that are still empty, deepest first.
+
+    A folder that existed before, or that holds anything now, is never removed (nor, then, the
+    folders above it).
+    """
+    made: list[Path] = []
+    _MADE.append(made)
+    try:
+        yield
+    except BaseException as exc:
+        # typer.Exit(0) (``eval --list``) is a success; anything without a status is a failure.
+        if getattr(exc, "exit_code", 1) != 0:
+            for folder in reversed(made):
+                with contextlib.suppress(OSError):  # not empty (or gone): it stays
+                    folder.rmdir()
+        raise
+    finally:
+        _MADE.pop()
+
+
+def make_folders(folder: Path) -> None:
+    """Make ``folder`` with its missing parents (as ``mkdir -p``), noting each folder made, so
+    that a failed command removes them again (:func:`removed_if_failed`).
+
+    Raises
+    ------
+    OSError
+        A folder could not be made (those made before it are noted).
+    """
+    missing = [p for p in (folder, *folder.parents) if not p.exists()]
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    finally:
+        if _MADE:  # outermost first: removed deepest first
+            _MADE[-1].extend(p for p in reversed(missing) if p.is_dir())
 
 
 def quiet_model_loading() -> None:
@@ -242,7 +291,7 @@ def check_folder(path: Path | None, what: str) -> None:
         problem = folder_problem(path.parent)
         if not problem:
             try:
-                path.parent.mkdir(parents=True, exist_ok=True)
+                make_folders(path.parent)
             except OSError as exc:
                 problem = exc.strerror or str(exc)
     elif not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
@@ -258,7 +307,7 @@ def write_output(path: Path, text: str, what: str) -> None:
     from hrefine._atomic import write_text
 
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_folders(path.parent)
         write_text(path, text)
     except OSError as exc:
         msg = f"could not write the {what} to {path}: {exc.strerror or exc}"

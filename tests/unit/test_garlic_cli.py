@@ -120,6 +120,8 @@ def test_build_without_an_llm_uses_no_model(docs: list[Path], tmp_path: Path) ->
     assert "loading no LLM, all-MiniLM-L6-v2" in res.stderr
     graph = GarlicGraph.load(folder)
     assert graph.edge_mode == "embedding" and graph.levels >= 1
+    # The stand-in wrote the levels' points; no LLM call made them (was "1 LLM calls").
+    assert "embedding edges, 0 LLM calls" in res.stderr
 
 
 def test_query_prints_the_library_search(runner: CliRunner, saved: Path, item: Any) -> None:

@@ -173,6 +173,27 @@ def test_build_reads_files_and_stdin_and_saves_a_queryable_tree(
     assert RaptorTree.load(out).options.chunk_tokens == 50
 
 
+def test_a_build_with_no_model_reports_no_llm_calls(runner: CliRunner, tmp_path: Path) -> None:
+    # Was "1 LLM calls": the extractive stand-in's extract was counted as an LLM call.
+    text = tmp_path / "tides.txt"
+    text.write_text(
+        "Tides are the rise and fall of sea levels caused by the gravity of the Moon and the "
+        "Sun. Most coasts see two high tides and two low tides each day.\n\n"
+        "Spring tides happen at new and full moon, when the Sun and Moon pull in line, and "
+        "their range is largest. Neap tides happen at the quarter moons.\n\n"
+        "Tidal power stations, such as La Rance in France, turn the flow of the tide into "
+        "electricity with turbines in a barrage across an estuary.",
+        encoding="utf-8",
+    )
+    out = tmp_path / "tree"
+    build = ["raptor", "build", str(text), "-o", str(out), "--chunk-tokens", "40", "--quiet"]
+    res = runner.invoke(app, build)
+    assert res.exit_code == 0, res.output
+    summaries = [n for n in RaptorTree.load(out).tree if n.level >= 1]
+    assert summaries  # the stand-in wrote summaries, and no LLM was called for them
+    assert f"summary layers (nodes per layer 3 / {len(summaries)}), 0 LLM calls" in res.stderr
+
+
 def test_read_sources_decodes_and_converts(tmp_path: Path) -> None:
     utf16 = tmp_path / "notes.txt"
     utf16.write_text("Caf\u00e9 au lait, na\u00efve r\u00e9sum\u00e9.", encoding="utf-16")

@@ -91,7 +91,13 @@ def _models(lm: str | None, *, attention_graph: bool = False) -> str:
 def build_summary(graph: GarlicGraph, output: Path | None = None) -> str:
     """The closing line of a build: leaves, levels, nodes per level, LLM calls, seconds."""
     return built_line(
-        graph.stats, graph.levels, "level", calls="calls", edges=graph.edge_mode, output=output
+        graph.stats,
+        graph.levels,
+        "level",
+        calls="calls",
+        llm=str(graph.stats.get("llm", "")),
+        edges=graph.edge_mode,
+        output=output,
     )
 
 
