@@ -20,12 +20,8 @@ from llama_index.core.ingestion import run_transformations
 from llama_index.core.schema import BaseNode, Document, TransformComponent
 
 from llamaindex_hrefine._convert import raptor_nodes, to_raptor_llm, to_sources
-from llamaindex_hrefine._tree_index import (
-    StoredTreeIndex,
-    TreeIndexStruct,
-    fill_struct,
-    progress_bar,
-)
+from llamaindex_hrefine._tree_index import StoredTreeIndex, progress_bar
+from llamaindex_hrefine._tree_storage import TreeIndexStruct, fill_struct
 
 __all__ = ["RaptorStore"]
 

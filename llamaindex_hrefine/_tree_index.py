@@ -1,37 +1,37 @@
-"""What the RAPTOR and GARLIC indexes share: the stored layout of a built tree or graph (nodes in
-the docstore, its shape in the index store, checked by a checksum) and the parts of a LlamaIndex
-``BaseIndex`` that do not depend on the method."""
+"""What the RAPTOR and GARLIC indexes share: the parts of a LlamaIndex ``BaseIndex`` that do not
+depend on the method (building, loading, answering through query and chat engines). How a built
+tree or graph is stored lives in :mod:`llamaindex_hrefine._tree_storage`."""
 
 from __future__ import annotations
 
-import copy
-import hashlib
-import json
 import sys
 from abc import abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, TypeVar, cast
+from typing import Any, ClassVar, Generic, TypeVar
 
-import numpy as np
 from hrefine.errors import ConfigError, InputTypeError, NotSupportedError, PersistenceError
 from hrefine.tree import Tree
+from llama_index.core.base.base_query_engine import BaseQueryEngine
+from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.chat_engine.types import BaseChatEngine, ChatMode
-from llama_index.core.data_structs.data_structs import IndexStruct
-from llama_index.core.data_structs.registry import INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS
 from llama_index.core.indices.base import BaseIndex
-from llama_index.core.indices.registry import INDEX_STRUCT_TYPE_TO_INDEX_CLASS
 from llama_index.core.ingestion import run_transformations
 from llama_index.core.llms import LLM
 from llama_index.core.schema import BaseNode, Document, TransformComponent
 from llama_index.core.settings import Settings
-from llama_index.core.storage.docstore.simple_docstore import SimpleDocumentStore
 from llama_index.core.storage.docstore.types import RefDocInfo
-from llama_index.core.storage.storage_context import DEFAULT_PERSIST_DIR, StorageContext
+from llama_index.core.storage.storage_context import StorageContext
 
 from llamaindex_hrefine._convert import answer_llm, json_problem, node_list, nodes_to_raptor_tree
+from llamaindex_hrefine._tree_storage import (
+    CheckedStorageContext,
+    TreeIndexStruct,
+    check_struct,
+    digest,
+    own_storage,
+)
 
 
 @contextmanager
@@ -56,163 +56,14 @@ def progress_bar(show: bool, what: str) -> Iterator[Callable[[str], None] | bool
         bar.close()
 
 
-__all__ = [
-    "FORMAT",
-    "CheckedStorageContext",
-    "StoredTreeIndex",
-    "TreeIndexStruct",
-    "check_struct",
-    "digest",
-    "fill_struct",
-    "register",
-]
+__all__ = ["StoredTreeIndex", "progress_bar"]
 
-#: Version of the stored layout.
-FORMAT = 1
 #: Retriever arguments of other indexes that narrow what may be returned: a tree index cannot
 #: honour them, and ignoring them would return what the caller meant to keep out.
 _NARROWING = ("filters", "doc_ids", "node_ids")
 
-
-@dataclass
-class TreeIndexStruct(IndexStruct):
-    """The shape of a built tree or graph, kept in LlamaIndex's index store (each method's
-    struct subclasses it and names its own type).
-
-    The nodes themselves (text, metadata, embedding) are in the docstore under ``node_ids``.
-
-    Attributes
-    ----------
-    node_ids:
-        Docstore id of node ``i`` at position ``i``.
-    layout:
-        ``[kind, level, order, order_derived]`` of each node.
-    edges:
-        ``[parent, child, weight]`` of each edge (node positions).
-    tree_metadata:
-        The tree's own metadata (document ids, empty documents, build statistics).
-    options:
-        The method's options it was built with (plain values).
-    digest:
-        SHA-256 of the tree and options, to tell an edited or truncated store.
-    format:
-        Version of this layout.
-    """
-
-    node_ids: list[str] = field(default_factory=list)
-    layout: list[list[Any]] = field(default_factory=list)
-    edges: list[list[Any]] = field(default_factory=list)
-    tree_metadata: dict[str, Any] = field(default_factory=dict)
-    options: dict[str, Any] = field(default_factory=dict)
-    digest: str = ""
-    format: int = FORMAT
-
-
-def digest(tree: Tree, options: Mapping[str, Any]) -> str:
-    """SHA-256 of ``tree`` (graph, texts, metadata, embeddings) and ``options``."""
-    body = json.dumps(
-        {"tree": tree.to_dict(), "options": dict(options)},
-        sort_keys=True,
-        ensure_ascii=False,
-        default=str,
-    )
-    h = hashlib.sha256(body.encode("utf-8"))
-    if tree.embeddings is not None:
-        h.update(np.ascontiguousarray(tree.embeddings, dtype=np.float32).tobytes())
-    return h.hexdigest()
-
-
-def fill_struct(
-    struct: TreeIndexStruct, tree: Tree, node_ids: Sequence[str], options: Mapping[str, Any]
-) -> None:
-    """Write ``tree``'s shape, its docstore ids, ``options`` and their checksum into
-    ``struct``."""
-    data = tree.to_dict()
-    struct.node_ids = list(node_ids)
-    struct.layout = [[n["kind"], n["level"], n["order"], n["order_derived"]] for n in data["nodes"]]
-    struct.edges = [list(e) for e in data["edges"]]
-    struct.tree_metadata = copy.deepcopy(data["metadata"])
-    struct.options = dict(options)
-    struct.digest = digest(tree, options)
-    struct.format = FORMAT
-
-
-def check_struct(struct: TreeIndexStruct, where: str) -> None:
-    """Raise PersistenceError unless ``struct``'s fields have the stored layout's shape."""
-    problem = ""
-    if struct.format != FORMAT:
-        problem = f"it is in format {struct.format!r}; this hrefine reads format {FORMAT}"
-    elif not struct.node_ids or not all(isinstance(i, str) for i in struct.node_ids):
-        problem = "its node ids are missing"
-    elif len(struct.layout) != len(struct.node_ids) or not all(
-        isinstance(row, list) and len(row) == 4 for row in struct.layout
-    ):
-        problem = "its node layout does not match its node ids"
-    elif not all(isinstance(e, list) and len(e) == 3 for e in struct.edges):
-        problem = "its edges are malformed"
-    elif not isinstance(struct.tree_metadata, dict) or not isinstance(struct.options, dict):
-        problem = "its tree metadata or settings are malformed"
-    elif not isinstance(struct.digest, str) or not struct.digest:
-        problem = "it has no checksum"
-    if problem:
-        msg = f"{where} cannot be loaded: {problem}"
-        raise PersistenceError(msg)
-
-
 _S = TypeVar("_S", bound=TreeIndexStruct)
 _I = TypeVar("_I", bound="StoredTreeIndex[Any]")
-
-
-class CheckedStorageContext(StorageContext):
-    """A ``StorageContext`` whose ``persist`` refuses, before writing anything, a docstore that
-    JSON cannot store.
-
-    LlamaIndex's writer opens ``docstore.json`` for writing and then serialises: a node whose
-    metadata holds a datetime or a set raises a raw ``TypeError`` and leaves the file empty.
-    The RAPTOR and GARLIC indexes make their stores with this class (when the caller gives no
-    ``storage_context``, and on ``from_persist_dir``), so ``index.storage_context.persist``
-    refuses as ``index.persist`` does. A context the caller made is not replaced (it is the
-    caller's object): ``index.persist(folder)`` checks it.
-    """
-
-    def persist(self, persist_dir: Any = DEFAULT_PERSIST_DIR, *args: Any, **kwargs: Any) -> None:
-        """``StorageContext.persist``, once the docstore is known to be JSON.
-
-        Raises
-        ------
-        PersistenceError
-            A node's metadata holds a value JSON cannot store; nothing is written.
-        """
-        problem = docstore_json_problem(self.docstore)
-        if problem:
-            msg = (
-                f"cannot persist to {persist_dir}: {problem}; keep metadata to strings, "
-                "numbers, booleans, lists and dicts"
-            )
-            raise PersistenceError(msg)
-        super().persist(persist_dir, *args, **kwargs)
-
-
-def own_storage(storage_context: StorageContext | None) -> StorageContext:
-    """``storage_context``, or a new :class:`CheckedStorageContext` when None."""
-    return storage_context if storage_context is not None else CheckedStorageContext.from_defaults()
-
-
-def docstore_json_problem(docstore: Any) -> str | None:
-    """What in an in-memory docstore JSON cannot store (its first node that fails), or None.
-    Other docstores write as they go (a database): they are not checked."""
-    if not isinstance(docstore, SimpleDocumentStore):
-        return None
-    try:
-        json.dumps(docstore.to_dict())
-    except (TypeError, ValueError, RecursionError):
-        for node_id, node in docstore.docs.items():
-            try:
-                json.dumps(node.metadata)
-            except (TypeError, ValueError, RecursionError) as exc:
-                return f"the metadata of node {node_id!r} holds a value JSON cannot store ({exc})"
-        return "the docstore holds a value JSON cannot store"
-    return None
 
 
 class StoredTreeIndex(BaseIndex[_S], Generic[_S]):
@@ -236,6 +87,9 @@ class StoredTreeIndex(BaseIndex[_S], Generic[_S]):
     _needs_nodes: ClassVar[str] = ""
     #: The message of a constructor given another method's struct (``{got}``: its type).
     _wrong_struct: ClassVar[str] = ""
+    #: The arguments of a query or chat engine that go to :meth:`as_retriever` (the others go
+    #: to the engine); ``search_llm`` goes as the retriever's ``llm``.
+    _retriever_args: ClassVar[tuple[str, ...]] = ()
 
     def __init__(
         self,
@@ -440,18 +294,61 @@ class StoredTreeIndex(BaseIndex[_S], Generic[_S]):
             )
             raise NotSupportedError(msg)
 
+    def _engine_retriever(self, kwargs: dict[str, Any]) -> BaseRetriever:
+        """:meth:`as_retriever` over the retriever's arguments (``_retriever_args``), taken
+        out of an engine's ``kwargs``; NotSupportedError for arguments that narrow."""
+        self._refuse_narrowing(kwargs)
+        args = {
+            ("llm" if key == "search_llm" else key): kwargs.pop(key)
+            for key in self._retriever_args
+            if key in kwargs
+        }
+        return self.as_retriever(**args)
+
+    def as_query_engine(self, llm: Any = None, **kwargs: Any) -> BaseQueryEngine:
+        """A ``RetrieverQueryEngine`` over :meth:`as_retriever`: the retriever's arguments go
+        to it, the others to ``RetrieverQueryEngine.from_args``. The answering LLM is ``llm``,
+        else the index's own if it is a LlamaIndex LLM, else ``Settings.llm`` if you set it.
+
+        Raises
+        ------
+        ConfigError
+            No LLM to answer with.
+        NotSupportedError
+            ``filters``, ``doc_ids`` or ``node_ids`` were passed: the index searches every
+            node it holds, and a filter ignored would return what it was to keep out.
+        """
+        from llama_index.core.query_engine.retriever_query_engine import RetrieverQueryEngine
+
+        answer = self._answer_llm(llm)
+        retriever = self._engine_retriever(kwargs)
+        return RetrieverQueryEngine.from_args(retriever, llm=answer, **kwargs)
+
     def as_chat_engine(
         self, chat_mode: ChatMode = ChatMode.BEST, llm: Any = None, **kwargs: Any
     ) -> BaseChatEngine:
-        """A chat engine over this index, answering with the LLM ``as_query_engine`` would
-        use."""
-        return super().as_chat_engine(chat_mode=chat_mode, llm=self._answer_llm(llm), **kwargs)
+        """A chat engine over this index, answering with the LLM :meth:`as_query_engine`
+        would use.
 
+        In the modes that retrieve context (``"context"``, ``"condense_plus_context"`` and
+        ``"best"``), the retriever's arguments go to :meth:`as_retriever` and the others
+        (``memory``, ``system_prompt``, ``context_prompt``...) to the engine. LlamaIndex's own
+        ``as_chat_engine`` hands every argument to both, which a retriever that names an
+        argument it does not know (GARLIC's) cannot take.
+        """
+        from llama_index.core.chat_engine import (
+            CondensePlusContextChatEngine,
+            ContextChatEngine,
+        )
 
-def register(
-    struct_cls: type[TreeIndexStruct], index_cls: type[BaseIndex[Any]], *types: str
-) -> None:
-    """Let LlamaIndex's loaders find a stored index's classes by its struct ``types``."""
-    for struct_type in types:
-        cast(dict[Any, Any], INDEX_STRUCT_TYPE_TO_INDEX_STRUCT_CLASS)[struct_type] = struct_cls
-        cast(dict[Any, Any], INDEX_STRUCT_TYPE_TO_INDEX_CLASS)[struct_type] = index_cls
+        answer = self._answer_llm(llm)
+        if chat_mode == ChatMode.CONTEXT:
+            retriever = self._engine_retriever(kwargs)
+            return ContextChatEngine.from_defaults(retriever=retriever, llm=answer, **kwargs)
+        if chat_mode in (ChatMode.CONDENSE_PLUS_CONTEXT, ChatMode.BEST):
+            retriever = self._engine_retriever(kwargs)
+            return CondensePlusContextChatEngine.from_defaults(
+                retriever=retriever, llm=answer, **kwargs
+            )
+        self._refuse_narrowing(kwargs)
+        return super().as_chat_engine(chat_mode=chat_mode, llm=answer, **kwargs)

@@ -15,7 +15,6 @@ from hrefine.garlic.options import one_llm
 from hrefine.models import Embedder
 from hrefine.options import check_int
 from hrefine.tree import NodeKind
-from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import (
@@ -28,6 +27,7 @@ from llama_index.core.storage.storage_context import StorageContext
 
 from llamaindex_hrefine._convert import (
     QueryCheckedRetriever,
+    bundle_vector,
     node_list,
     raptor_nodes,
     to_embedder,
@@ -35,13 +35,8 @@ from llamaindex_hrefine._convert import (
     to_sources,
     visited_to_nodes,
 )
-from llamaindex_hrefine._tree_index import (
-    StoredTreeIndex,
-    TreeIndexStruct,
-    fill_struct,
-    progress_bar,
-    register,
-)
+from llamaindex_hrefine._tree_index import StoredTreeIndex, progress_bar
+from llamaindex_hrefine._tree_storage import TreeIndexStruct, fill_struct, register
 
 #: ``as_query_engine`` arguments that go to the retriever.
 _RETRIEVER_KEYS = ("patience", "max_steps", "max_tokens", "k", "similarity_top_k")
@@ -116,6 +111,9 @@ class GarlicIndex(StoredTreeIndex[GarlicIndexStruct]):
         "or load a persisted one with load_index_from_storage"
     )
     _wrong_struct = "index_struct must be a GarlicIndexStruct, got {got}"
+    # An engine's patience, max_steps, max_tokens, k and search_llm (the LLM that searches;
+    # default the index's) go to the retriever.
+    _retriever_args = (*_RETRIEVER_KEYS, "search_llm")
 
     def __init__(
         self,
@@ -224,31 +222,6 @@ class GarlicIndex(StoredTreeIndex[GarlicIndexStruct]):
         found = {src: self._docstore.get_node(i, raise_error=False) for src, i in first.items()}
         return {src: node for src, node in found.items() if node is not None}
 
-    def as_query_engine(self, llm: Any = None, **kwargs: Any) -> BaseQueryEngine:
-        """A ``RetrieverQueryEngine`` over :meth:`as_retriever`.
-
-        ``patience``, ``max_steps``, ``max_tokens`` and ``search_llm`` (the LLM that searches;
-        default the index's) go to the retriever, the other arguments to
-        ``RetrieverQueryEngine.from_args``. The answering LLM is ``llm``, else the index's own
-        if it is a LlamaIndex LLM, else ``Settings.llm`` if you set it.
-
-        Raises
-        ------
-        ConfigError
-            No LLM to answer with.
-        NotSupportedError
-            ``filters``, ``doc_ids`` or ``node_ids`` were passed: a graph search reads every
-            node it is led to, and a filter ignored would return what it was to keep out.
-        """
-        from llama_index.core.query_engine.retriever_query_engine import RetrieverQueryEngine
-
-        self._refuse_narrowing(kwargs)
-        limits = {key: kwargs.pop(key) for key in _RETRIEVER_KEYS if key in kwargs}
-        if "search_llm" in kwargs:
-            limits["llm"] = kwargs.pop("search_llm")
-        answer = self._answer_llm(llm)
-        return RetrieverQueryEngine.from_args(self.as_retriever(**limits), llm=answer, **kwargs)
-
     def _not_supported(self, what: str) -> NotSupportedError:
         msg = (
             f"GarlicIndex does not support {what}: a change would rewrite every summary level "
@@ -316,6 +289,13 @@ class GarlicRetriever(QueryCheckedRetriever):
     ``hrefine_children`` (summary points) and ``hrefine_search`` (how the search went); these are
     hidden from the LLM and embed views. The last search's full result is :attr:`last_result`.
     ``aretrieve`` runs the search in the default executor (it never blocks the loop).
+
+    A ``QueryBundle`` is read as LlamaIndex's ``VectorIndexRetriever`` reads it: the query
+    similarity is measured from its ``embedding`` when set, else from the mean of the graph
+    embedder's embeddings of its ``custom_embedding_strs`` (HyDE's), else from ``query_str``'s;
+    the LLM's prompt and the BM25 match read ``query_str``. A given ``embedding`` must come from
+    the graph's embedder (a wrong size raises ``ConfigError``; another model of the same size
+    is not detected).
 
     Raises
     ------
@@ -425,21 +405,23 @@ class GarlicRetriever(QueryCheckedRetriever):
         """The core :class:`~hrefine.garlic.SearchResult` of the last query (its trace)."""
         return self._last
 
-    def _search(self, query: str) -> list[NodeWithScore]:
-        result = self._searcher.search(query, **self._limits)
+    def _search(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        searcher = self._searcher
+        vector = bundle_vector(query_bundle, lambda: searcher.embedder)
+        result = searcher.search(query_bundle.query_str, query_vector=vector, **self._limits)
         self._last = result
         k = self._k if self._k is not None else self._searcher.options.k
         nodes = visited_to_nodes(result, self._graph.tree, self._templates)
         return nodes if k is None else nodes[:k]
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return self._search(query_bundle.query_str)
+        return self._search(query_bundle)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         # The search is a chain of dependent LLM steps over one KV cache: it runs in the
         # default executor, so the event loop is never blocked.
         loop = asyncio.get_running_loop()
-        call = functools.partial(self._search, query_bundle.query_str)
+        call = functools.partial(self._search, query_bundle)
         return await loop.run_in_executor(None, call)
 
 

@@ -18,7 +18,6 @@ from typing import Any
 from hrefine.errors import ConfigError, InputTypeError, NotSupportedError
 from hrefine.raptor import RaptorOptions, RaptorTree, RetrievedNode
 from hrefine.raptor.options import check_mode
-from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.ingestion import arun_transformations
@@ -33,15 +32,14 @@ from llama_index.core.storage.storage_context import StorageContext
 
 from llamaindex_hrefine._convert import (
     QueryCheckedRetriever,
+    abundle_vector,
+    bundle_vector,
     retrieved_to_nodes,
     to_embedder,
     to_sources,
 )
 from llamaindex_hrefine._raptor_store import RaptorStore
-from llamaindex_hrefine._tree_index import (
-    TreeIndexStruct,
-    register,
-)
+from llamaindex_hrefine._tree_storage import TreeIndexStruct, register
 
 __all__ = [
     "RaptorIndex",
@@ -161,6 +159,9 @@ class RaptorIndex(RaptorStore[RaptorIndexStruct]):
         "index_struct must be a RaptorIndexStruct, got {got}; load a RaptorIndex from a store "
         "that a RaptorIndex persisted"
     )
+    # An engine's mode, k (or similarity_top_k), max_tokens and summary_rank go to the
+    # retriever.
+    _retriever_args = _RETRIEVER_KEYS
 
     def __init__(
         self,
@@ -323,29 +324,6 @@ class RaptorIndex(RaptorStore[RaptorIndexStruct]):
             callback_manager=self._callback_manager,
         )
 
-    def as_query_engine(self, llm: Any = None, **kwargs: Any) -> BaseQueryEngine:
-        """A ``RetrieverQueryEngine`` over :meth:`as_retriever`.
-
-        ``mode``, ``k``, ``max_tokens``, ``summary_rank`` (and ``similarity_top_k``) go to the
-        retriever, the
-        other arguments to ``RetrieverQueryEngine.from_args``. The answering LLM is ``llm``,
-        else the index's own if it is a LlamaIndex LLM, else ``Settings.llm`` if you set it.
-
-        Raises
-        ------
-        ConfigError
-            No LLM to answer with.
-        NotSupportedError
-            ``filters``, ``doc_ids`` or ``node_ids`` were passed (see :meth:`as_retriever`).
-        """
-        from llama_index.core.query_engine.retriever_query_engine import RetrieverQueryEngine
-
-        self._refuse_narrowing(kwargs)
-        retriever = self.as_retriever(
-            **{key: kwargs.pop(key) for key in _RETRIEVER_KEYS if key in kwargs}
-        )
-        return RetrieverQueryEngine.from_args(retriever, llm=self._answer_llm(llm), **kwargs)
-
 
 class RaptorRetriever(QueryCheckedRetriever):
     """Retrieve from a RAPTOR tree: the chunks (and, with the tree's ``summary_rank`` not
@@ -383,6 +361,12 @@ class RaptorRetriever(QueryCheckedRetriever):
     from the LLM and embed views. A leaf's ``ref_doc_id`` is its document's id.
     ``aretrieve`` awaits the query embedding in an executor (it never blocks the loop).
 
+    A ``QueryBundle`` is read as LlamaIndex's ``VectorIndexRetriever`` reads it: its
+    ``embedding`` when set, else the mean of the tree embedder's embeddings of its
+    ``custom_embedding_strs`` (HyDE's), else ``query_str`` is embedded; the BM25 match reads
+    ``query_str``. A given ``embedding`` must come from the tree's embedder (a wrong size
+    raises ``ConfigError``; another model of the same size is not detected).
+
     Raises
     ------
     ConfigError
@@ -390,6 +374,9 @@ class RaptorRetriever(QueryCheckedRetriever):
         the first query).
     BudgetTooSmallError
         At query time: ``max_tokens`` is smaller than every node.
+    ConfigError, InputTypeError, EmptyInputError
+        At query time: a bundle's ``embedding`` is not of the nodes' size (or not numbers), or
+        its ``custom_embedding_strs`` is not a list of non-empty str.
     """
 
     def __init__(
@@ -437,7 +424,11 @@ class RaptorRetriever(QueryCheckedRetriever):
         return retrieved_to_nodes(results, node_ids, sources, stored)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        results = self._tree().retrieve(query_bundle.query_str, mode=self._mode, **self._settings)
+        tree = self._tree()
+        vector = bundle_vector(query_bundle, lambda: tree.embedder)
+        results = tree.retrieve(
+            query_bundle.query_str, mode=self._mode, query_vector=vector, **self._settings
+        )
         wanted = self._stored_ids(results)
         stored = None
         if wanted is not None and isinstance(self._raptor, RaptorIndex):
@@ -445,8 +436,10 @@ class RaptorRetriever(QueryCheckedRetriever):
         return self._nodes(results, stored)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        results = await self._tree().aretrieve(
-            query_bundle.query_str, mode=self._mode, **self._settings
+        tree = self._tree()
+        vector = await abundle_vector(query_bundle, lambda: tree.embedder)
+        results = await tree.aretrieve(
+            query_bundle.query_str, mode=self._mode, query_vector=vector, **self._settings
         )
         wanted = self._stored_ids(results)
         stored = None

@@ -10,6 +10,9 @@ one kind of conversion:
 - :mod:`~llamaindex_hrefine._convert.inputs`: ``NodeWithScore`` objects go in as HTML strings
   (HtmlRAG) or as texts and titles (LongRefiner), and nodes and Documents as the sources of a
   RAPTOR tree or GARLIC graph; queries are checked;
+- :mod:`~llamaindex_hrefine._convert.queries`: a ``QueryBundle``'s ``embedding`` or
+  ``custom_embedding_strs`` become the query vector of a RAPTOR or GARLIC search, as
+  LlamaIndex's own vector retriever reads them;
 - :mod:`~llamaindex_hrefine._convert.outputs`: what the postprocessors and the node parser return,
   new ``NodeWithScore`` objects holding new nodes;
 - :mod:`~llamaindex_hrefine._convert.trees`: tree nodes become docstore ``TextNode`` objects (and
@@ -45,6 +48,7 @@ from llamaindex_hrefine._convert.outputs import (
     pieces_to_nodes,
     refined_to_nodes,
 )
+from llamaindex_hrefine._convert.queries import abundle_vector, bundle_vector
 from llamaindex_hrefine._convert.trees import (
     RAPTOR_KEYS,
     json_problem,
@@ -59,7 +63,9 @@ __all__ = [
     "RAPTOR_KEYS",
     "HrefineEmbedding",
     "QueryCheckedRetriever",
+    "abundle_vector",
     "answer_llm",
+    "bundle_vector",
     "check_query_type",
     "complete_state",
     "json_problem",

@@ -17,7 +17,7 @@ from llama_index.core import Document
 from raptor_fakes import Summariser
 
 from llamaindex_hrefine import GarlicIndex, RaptorIndex
-from llamaindex_hrefine._tree_index import digest
+from llamaindex_hrefine._tree_storage import digest
 
 DOCS = [
     Document(text="The cat sat on the mat near the door. Michael Grant wrote about it. " * 8),

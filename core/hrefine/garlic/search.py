@@ -58,9 +58,9 @@ from typing import Any
 
 import numpy as np
 
-from hrefine._query import check_query
+from hrefine._query import check_query, check_query_vector
 from hrefine.budget import TokenCounter, get_counter
-from hrefine.errors import ConfigError, EmptyInputError, InputTypeError, TreeError
+from hrefine.errors import EmptyInputError, InputTypeError, TreeError
 from hrefine.garlic.extractive import default_search_lm
 from hrefine.garlic.options import GarlicOptions, one_llm
 
@@ -210,13 +210,15 @@ class GarlicSearcher:
         return self._generator
 
     # -- the search -------------------------------------------------------------------------
-    def similarities(self, query: str) -> np.ndarray:
+    def similarities(self, query: str, query_vector: Any = None) -> np.ndarray:
         """``s``: cosine similarity of ``query`` to every node, negative values at 0.
 
         Parameters
         ----------
         query:
             The question.
+        query_vector:
+            Its embedding, used instead of embedding ``query`` (see :meth:`search`).
 
         Returns
         -------
@@ -225,15 +227,14 @@ class GarlicSearcher:
         """
         tree = self.graph.tree
         matrix = tree.embeddings
+        fix = None  # a caller's vector: the message asks for one from the nodes' model
+        if query_vector is None and matrix is not None:
+            query_vector = self.embedder.embed_query(query)
+            fix = "search with the embedder the graph was built with"
+        if query_vector is not None:  # a caller's is checked even when no node is embedded
+            q = check_query_vector(query_vector, matrix, nodes="the graph's nodes", fix=fix)
         if matrix is None:
             return np.zeros(len(tree), dtype=np.float64)
-        q = np.asarray(self.embedder.embed_query(query), dtype=np.float64).reshape(-1)
-        if q.shape[0] != matrix.shape[1]:
-            msg = (
-                f"the query embedding has {q.shape[0]} dimensions but the graph's nodes have "
-                f"{matrix.shape[1]}; search with the embedder the graph was built with"
-            )
-            raise ConfigError(msg)
         rows = np.asarray(matrix, dtype=np.float64)
         norms = np.linalg.norm(rows, axis=1) * (np.linalg.norm(q) or 1.0)
         cos = np.divide(rows @ q, norms, out=np.zeros(len(rows)), where=norms > 0)
@@ -255,6 +256,7 @@ class GarlicSearcher:
         max_steps: int | None = None,
         max_tokens: int | None = None,
         fill_tokens: int | None = None,
+        query_vector: Any = None,
     ) -> SearchResult:
         """Search the graph for what answers ``query``.
 
@@ -275,6 +277,10 @@ class GarlicSearcher:
             Read on past Yes answers until the visited leaf chunks hold this many tokens: the
             search stops (``"filled"``) when the next node is a leaf that would pass it. None
             (default): the LLM's Yes stops the search, as in the paper.
+        query_vector:
+            The query's embedding, which the similarity ``s`` is measured from instead of
+            embedding ``query`` (the LLM and the BM25 match still read ``query``); it must
+            come from the model the nodes were embedded with. None: ``query`` is embedded.
 
         Returns
         -------
@@ -284,9 +290,11 @@ class GarlicSearcher:
         Raises
         ------
         InputTypeError
-            When ``query`` is not a string.
+            When ``query`` is not a string, or ``query_vector`` not a flat vector of numbers.
         EmptyInputError
             When ``query`` is blank or the graph has no top-level node.
+        ConfigError
+            When ``query_vector`` is not of the nodes' embedding size, or holds NaN or infinity.
         """
         if not isinstance(query, str):
             msg = f"query must be a string, got {type(query).__name__}"
@@ -302,7 +310,7 @@ class GarlicSearcher:
         if not top:
             msg = "the graph has no top-level node to start the search from; build it first"
             raise EmptyInputError(msg)
-        similarity = self.similarities(query)
+        similarity = self.similarities(query, query_vector)
         reader = self._open_reader(query, similarity)
         texts = [n.text for n in tree]
         run = _Run(

@@ -16,7 +16,7 @@ import numpy as np
 
 import hrefine.raptor.build as _build
 from hrefine._progress import Progress
-from hrefine._query import check_query
+from hrefine._query import check_query, check_query_vector
 from hrefine.budget import TokenCounter, get_counter
 from hrefine.errors import InputTypeError, TreeError
 from hrefine.models import get_embedder
@@ -292,6 +292,7 @@ class RaptorTree:
         mode: str | None = None,
         k: int | str | None = "default",
         max_tokens: int | str | None = "default",
+        query_vector: Any = None,
         **settings: Any,
     ) -> list[RetrievedNode]:
         """The nodes most similar to ``query``, best first.
@@ -308,6 +309,10 @@ class RaptorTree:
             Default: the options' ``k``.
         max_tokens:
             Token budget of the returned nodes together (None: none). Default: the options'.
+        query_vector:
+            The query's embedding, ranked by instead of embedding ``query`` (the BM25 match
+            still reads ``query``); it must come from the model the nodes were embedded with.
+            None: ``query`` is embedded.
         **settings:
             Other retrieval settings for this query only: ``lexical_weight``,
             ``summary_rank``.
@@ -315,13 +320,17 @@ class RaptorTree:
         Raises
         ------
         InputTypeError
-            ``query`` is not a string.
+            ``query`` is not a string, or ``query_vector`` not a flat vector of numbers.
         EmptyInputError
             ``query`` is empty or only white space.
+        ConfigError
+            ``query_vector`` is not of the nodes' embedding size, or holds NaN or infinity.
         BudgetTooSmallError
             ``max_tokens`` is smaller than every node.
         """
         text, how, opts = self._query_settings(query, mode, k, max_tokens, settings)
+        if query_vector is not None:
+            return self._retrieve(how, text, self._given_vector(query_vector), opts)
         vector = self.embedder.embed_query(text)
         return self._retrieve(how, text, vector, opts)
 
@@ -332,14 +341,21 @@ class RaptorTree:
         mode: str | None = None,
         k: int | str | None = "default",
         max_tokens: int | str | None = "default",
+        query_vector: Any = None,
         **settings: Any,
     ) -> list[RetrievedNode]:
-        """:meth:`retrieve` with the query embedded in the default executor."""
+        """:meth:`retrieve` with the query embedded in the default executor (if at all)."""
         text, how, opts = self._query_settings(query, mode, k, max_tokens, settings)
+        if query_vector is not None:
+            return self._retrieve(how, text, self._given_vector(query_vector), opts)
         loop = asyncio.get_running_loop()
         embedder = await loop.run_in_executor(None, lambda: self.embedder)
         vector = await loop.run_in_executor(None, embedder.embed_query, text)
         return self._retrieve(how, text, vector, opts)
+
+    def _given_vector(self, query_vector: Any) -> np.ndarray:
+        """A caller's query embedding, checked against the nodes' embedding size."""
+        return check_query_vector(query_vector, self.tree.embeddings, nodes="the tree's nodes")
 
     def _query_settings(
         self,
