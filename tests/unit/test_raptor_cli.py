@@ -23,6 +23,17 @@ pytest.importorskip("umap")
 QUESTION = "What made it easier for previous presidents to get away with adultery?"
 
 
+#: Three paragraphs that make three leaves and one summary (the builds below).
+TIDES = (
+    "Tides are the rise and fall of sea levels caused by the gravity of the Moon and the "
+    "Sun. Most coasts see two high tides and two low tides each day.\n\n"
+    "Spring tides happen at new and full moon, when the Sun and Moon pull in line, and "
+    "their range is largest. Neap tides happen at the quarter moons.\n\n"
+    "Tidal power stations, such as La Rance in France, turn the flow of the tide into "
+    "electricity with turbines in a barrage across an estuary."
+)
+
+
 @pytest.fixture(autouse=True)
 def _cli_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1")
@@ -176,15 +187,7 @@ def test_build_reads_files_and_stdin_and_saves_a_queryable_tree(
 def test_a_build_with_no_model_reports_no_llm_calls(runner: CliRunner, tmp_path: Path) -> None:
     # Was "1 LLM calls": the extractive stand-in's extract was counted as an LLM call.
     text = tmp_path / "tides.txt"
-    text.write_text(
-        "Tides are the rise and fall of sea levels caused by the gravity of the Moon and the "
-        "Sun. Most coasts see two high tides and two low tides each day.\n\n"
-        "Spring tides happen at new and full moon, when the Sun and Moon pull in line, and "
-        "their range is largest. Neap tides happen at the quarter moons.\n\n"
-        "Tidal power stations, such as La Rance in France, turn the flow of the tide into "
-        "electricity with turbines in a barrage across an estuary.",
-        encoding="utf-8",
-    )
+    text.write_text(TIDES, encoding="utf-8")
     out = tmp_path / "tree"
     build = ["raptor", "build", str(text), "-o", str(out), "--chunk-tokens", "40", "--quiet"]
     res = runner.invoke(app, build)
@@ -269,15 +272,7 @@ def test_doctor_lists_the_raptor_packages(runner: CliRunner) -> None:
 def test_build_with_the_embedded_models(runner: CliRunner, tmp_path: Path) -> None:
     """The real path: SmolLM2 writes the summary of a cluster of real leaves."""
     text = tmp_path / "tides.txt"
-    text.write_text(
-        "Tides are the rise and fall of sea levels caused by the gravity of the Moon and the "
-        "Sun. Most coasts see two high tides and two low tides each day.\n\n"
-        "Spring tides happen at new and full moon, when the Sun and Moon pull in line, and "
-        "their range is largest. Neap tides happen at the quarter moons.\n\n"
-        "Tidal power stations, such as La Rance in France, turn the flow of the tide into "
-        "electricity with turbines in a barrage across an estuary.",
-        encoding="utf-8",
-    )
+    text.write_text(TIDES, encoding="utf-8")
     out = tmp_path / "tree"
     res = runner.invoke(
         app,
