@@ -16,8 +16,9 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+from hrefine.distributed.rows import INPUT_ERROR
 from hrefine.distributed.stages import Stage
-from hrefine.errors import ConfigError, EmptyInputError
+from hrefine.errors import ConfigError, EmptyInputError, InputTypeError
 
 __all__ = [
     "GarlicStage",
@@ -62,6 +63,8 @@ class GroupStage(Stage):
     """
 
     uses_model = True
+    # a failed group records its members too, so that a rerun sees whether they changed
+    error_columns = ("members",)
     #: The setting that names the stage's LM; the build takes the model by the same keyword.
     lm_setting: ClassVar[str] = "lm"
     fields = (
@@ -91,7 +94,11 @@ class GroupStage(Stage):
     def __call__(self, batch: Any) -> Any:
         """Build the graph of one group (a Table of its rows) into a one-row Table."""
         rows = sorted(batch.to_pylist(), key=lambda r: str(r["id"]))
-        group = {"id": str(rows[0]["group"]), "input_path": rows[0].get("input_path")}
+        group = {
+            "id": str(rows[0]["group"]),
+            "input_path": rows[0].get("input_path"),
+            "members": json.dumps([str(r["id"]) for r in rows]),
+        }
         started = time.perf_counter()
         try:
             sources = self.sources(rows)
@@ -105,6 +112,9 @@ class GroupStage(Stage):
         """The group's documents (ordered by id, so a rerun builds the same graph)."""
         from hrefine.raptor import Source
 
+        bad = [f"row {r['id']!r}: {r[INPUT_ERROR]}" for r in rows if r.get(INPUT_ERROR)]
+        if bad:
+            raise InputTypeError("; ".join(bad))
         sources = [
             Source(self.text(r), metadata={"id": str(r["id"])}, id=str(r["id"])) for r in rows
         ]

@@ -9,10 +9,12 @@ are there already. Paths may be local or on any filesystem pyarrow and Ray read 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+import re
+import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from hrefine._optional import require
@@ -79,9 +81,19 @@ def read_corpus(paths: str | Sequence[str], *, input_format: str | None = None) 
         msg = "no input given; pass a .jsonl or .parquet file or folder"
         raise ConfigError(msg)
     fmt = _format_of(names[0], input_format)
-    if fmt == "parquet":
-        return rd.read_parquet(names, include_paths=True, num_cpus=IO_CPUS)
-    return rd.read_json(names, lines=True, include_paths=True, num_cpus=IO_CPUS)
+    try:
+        if fmt == "parquet":
+            return rd.read_parquet(names, include_paths=True, num_cpus=IO_CPUS)
+        return rd.read_json(names, lines=True, include_paths=True, num_cpus=IO_CPUS)
+    except (TypeError, ValueError) as exc:  # pyarrow's ArrowTypeError, ArrowInvalid
+        found = re.search(r"Unable to merge: Field (\S+) has incompatible types: (.*)", str(exc))
+        if found is None:
+            raise
+        msg = (
+            f"the input files disagree on the type of column {found.group(1)!r} "
+            f"({found.group(2).strip()}); write it with one type in every file"
+        )
+        raise ConfigError(msg) from exc
 
 
 def row_ids(ids: Sequence[Any] | None, texts: Sequence[Any]) -> list[str]:
@@ -117,7 +129,7 @@ def settings_hash(stage: str, method: str, settings: Mapping[str, Any]) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class OutputState:
     """What an output folder holds already.
 
@@ -129,11 +141,17 @@ class OutputState:
         Ids whose last try failed (and have no result).
     hashes:
         The settings hashes of the runs that wrote it.
+    groups:
+        For a group stage's output: each group's latest row (of the latest run that wrote
+        one), as its status and its members' ids (None when not recorded).
     """
 
     ok: frozenset[str]
     errors: frozenset[str]
     hashes: frozenset[str]
+    groups: Mapping[str, tuple[str, tuple[str, ...] | None]] = dataclasses.field(
+        default_factory=dict
+    )
 
 
 def _filesystem(path: str) -> tuple[Any, str]:
@@ -144,8 +162,31 @@ def _filesystem(path: str) -> tuple[Any, str]:
     return fs_mod.LocalFileSystem(), path
 
 
-def _dataset(path: str) -> Any | None:
-    """The Parquet dataset at ``path``, or None when nothing was written there yet."""
+def _readable(fs: Any, files: Sequence[str]) -> list[str]:
+    """``files`` but those whose Parquet footer cannot be read (a writer killed mid-file
+    leaves such a file), with a warning naming each."""
+    pq = require("pyarrow.parquet", "distributed")
+    good = []
+    for name in files:
+        try:
+            with fs.open_input_file(name) as handle:
+                pq.ParquetFile(handle).metadata  # noqa: B018 - reads the footer
+            good.append(name)
+        except (OSError, ValueError) as exc:  # ArrowInvalid is a ValueError
+            warnings.warn(
+                f"skipped the unreadable output file {name!r} ({exc}); its rows count as not "
+                "done, so a rerun does them again; delete the file",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+    return good
+
+
+def _dataset(path: str, *, check: bool = False) -> Any | None:
+    """The Parquet dataset at ``path``, or None when nothing was written there yet.
+
+    ``check``: leave out the files that cannot be read (each is read's footer first).
+    """
     pads = require("pyarrow.dataset", "distributed")
     fs_mod = require("pyarrow.fs", "distributed")
     fs, where = _filesystem(path)
@@ -157,6 +198,8 @@ def _dataset(path: str) -> Any | None:
         raise ConfigError(msg)
     selector = fs_mod.FileSelector(where, recursive=True)
     files = [f.path for f in fs.get_file_info(selector) if f.path.endswith(".parquet")]
+    if check:
+        files = _readable(fs, files)
     if not files:
         return None
     return pads.dataset(
@@ -174,10 +217,27 @@ def read_output(path: str, columns: Sequence[str] | None = None) -> Any | None:
     columns:
         The columns to read (default: all of them, ``status`` included).
     """
-    ds = _dataset(path)
-    if ds is None:
-        return None
-    return ds.to_table(columns=list(columns) if columns is not None else None)
+    return _read(path, columns)
+
+
+def _read(path: str, columns: Sequence[str] | None, optional: Sequence[str] = ()) -> Any | None:
+    """:func:`read_output`, plus the ``optional`` columns the dataset has."""
+
+    def table(ds: Any) -> Any:
+        if ds is None:
+            return None
+        if columns is None:
+            return ds.to_table()
+        names = ds.schema.names
+        return ds.to_table(columns=[*columns, *(c for c in optional if c in names)])
+
+    try:
+        return table(_dataset(path))
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, ConfigError):
+            raise
+    # A file no one can read (a writer killed mid-file) must not block every later run.
+    return table(_dataset(path, check=True))
 
 
 def output_state(path: str) -> OutputState:
@@ -185,7 +245,7 @@ def output_state(path: str) -> OutputState:
 
     An id that failed in one run and succeeded in a later one counts as finished (``ok``).
     """
-    table = read_output(path, ["id", "status", "options_hash"])
+    table = _read(path, ["id", "status", "options_hash", "run_id"], optional=["members"])
     if table is None:
         return OutputState(frozenset(), frozenset(), frozenset())
     ids = table.column("id").to_pylist()
@@ -193,4 +253,11 @@ def output_state(path: str) -> OutputState:
     ok = frozenset(i for i, s in zip(ids, status, strict=True) if s == OK)
     failed = frozenset(i for i, s in zip(ids, status, strict=True) if s == ERROR) - ok
     hashes = frozenset(table.column("options_hash").to_pylist())
-    return OutputState(ok=ok, errors=failed, hashes=hashes)
+    groups: dict[str, tuple[str, tuple[str, ...] | None]] = {}
+    if "members" in table.column_names:
+        runs = table.column("run_id").to_pylist()
+        members = table.column("members").to_pylist()
+        # run ids start with the run's UTC time: the last row per group is the latest run's
+        for _, gid, state, held in sorted(zip(runs, ids, status, members, strict=True)):
+            groups[gid] = (state, None if held is None else tuple(json.loads(held)))
+    return OutputState(ok=ok, errors=failed, hashes=hashes, groups=groups)

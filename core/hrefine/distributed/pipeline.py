@@ -8,8 +8,6 @@ stage waits for the whole corpus, and nothing is gathered on the driver but the 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -18,10 +16,11 @@ from typing import Any
 import hrefine.distributed.io as _io
 from hrefine.distributed.cluster import IO_CPUS, connect, offline_runtime_env, plan_actors
 from hrefine.distributed.groups import GarlicStage, GroupStage, RaptorStage
+from hrefine.distributed.rows import drop_built_groups, prepare, stage_columns
 from hrefine.distributed.stages import STAGES, Stage
 from hrefine.errors import ConfigError
 
-__all__ = ["DEFAULT_TEXT_COLUMNS", "RunReport", "run_stage"]
+__all__ = ["DEFAULT_TEXT_COLUMNS", "RunReport", "prepare", "run_stage"]
 
 #: The input column each stage reads its text from, unless told otherwise.
 DEFAULT_TEXT_COLUMNS: dict[str, str] = {
@@ -85,61 +84,6 @@ def _describe(value: Any) -> Any:
         return [_describe(v) for v in value]
     kind = value if isinstance(value, type) or callable(value) else type(value)
     return f"{getattr(kind, '__module__', '?')}.{getattr(kind, '__qualname__', repr(kind))}"
-
-
-def _json_default(value: Any) -> Any:
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    if isinstance(value, bytes):
-        return hashlib.sha256(value).hexdigest()
-    return str(value)
-
-
-def prepare(
-    batch: Any,
-    *,
-    id_column: str,
-    group_column: str | None,
-    done: Sequence[str],
-    group_key: bool,
-) -> Any:
-    """Give each row ``id``, ``input_path`` (and ``group``), and drop the finished ones.
-
-    Runs as a Ray task on every input batch, before any stage, so finished rows cost nothing.
-    """
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    names = batch.column_names
-    paths = batch.column("path") if "path" in names else pa.nulls(batch.num_rows, pa.string())
-    rest = batch.drop_columns([n for n in ("path", "id", "input_path", "group") if n in names])
-    raw = batch.column(id_column).to_pylist() if id_column in names else [None] * batch.num_rows
-    missing = [i for i, v in enumerate(raw) if v is None]
-    rows = rest.to_pylist() if missing else []
-    ids = [
-        str(v)
-        if v is not None
-        else hashlib.sha256(
-            json.dumps(rows[i], sort_keys=True, default=_json_default).encode("utf-8")
-        ).hexdigest()[:24]
-        for i, v in enumerate(raw)
-    ]
-    out = rest.append_column("id", pa.array(ids, pa.string()))
-    out = out.append_column("input_path", pc.cast(paths, pa.string()))
-    if group_key:
-        if group_column is not None:
-            if group_column not in names:
-                msg = f"the input has no group column {group_column!r}; it has {names}"
-                raise ConfigError(msg)
-            groups = pc.cast(batch.column(group_column), pa.string())
-        else:
-            groups = out.column("id")
-        out = out.append_column("group", groups)
-    key = out.column("group" if group_key else "id")
-    if not done:
-        return out
-    finished = pc.is_in(key, value_set=pa.array(list(done), pa.string()))
-    return out.filter(pc.invert(pc.fill_null(finished, False)))
 
 
 def run_stage(
@@ -236,6 +180,12 @@ def run_stage(
     column = text_column or DEFAULT_TEXT_COLUMNS[stage]
     shown = {k: _describe(v) for k, v in values.items()}
     shown.update(text_column=column, query_column=query_column, max_tokens=max_tokens)
+    # Other ids or other groups make other rows; named only when not the default, so that
+    # outputs written with the defaults before these were hashed keep their hash.
+    if id_column != "id":
+        shown["id_column"] = id_column
+    if grouped and group_column is not None:
+        shown["group_column"] = group_column
     options_hash = _io.settings_hash(stage, how, shown)
 
     state = _io.output_state(output)
@@ -248,6 +198,10 @@ def run_stage(
         )
         raise ConfigError(msg)
     done = state.ok if retry_errors else state.ok | state.errors
+    # A group stage skips a group only when its members are those it was built from.
+    built = {
+        g: m for g, (status, m) in state.groups.items() if status == _io.OK or not retry_errors
+    }
 
     connect(address)
     from hrefine import __version__
@@ -282,14 +236,24 @@ def run_stage(
         ds = source.map_batches(
             prepare,
             batch_format="pyarrow",
+            # one block a call: blocks read with other types are only merged once prepared
+            batch_size=None,
             num_cpus=IO_CPUS,
             fn_kwargs={
+                "columns": stage_columns(stage, column, query_column),
                 "id_column": id_column,
                 "group_column": group_column,
                 "done": sorted(done),
                 "group_key": grouped,
             },
         )
+        if grouped and built:
+            ds = ds.groupby("group").map_groups(
+                drop_built_groups,
+                batch_format="pyarrow",
+                num_cpus=IO_CPUS,
+                fn_kwargs={"built": built},
+            )
         if grouped:
             ds = ds.groupby("group").map_groups(
                 cls,

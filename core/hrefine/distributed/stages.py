@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from hrefine._optional import require
+from hrefine.distributed.rows import INPUT_ERROR
 from hrefine.errors import ConfigError, EmptyInputError, InputTypeError
 
 __all__ = [
@@ -78,6 +79,8 @@ class Stage:
     fields: ClassVar[tuple[tuple[str, str], ...]] = ()
     #: The stage runs a scorer or an LM (and so asks for a GPU when the cluster has them).
     uses_model: ClassVar[bool] = False
+    #: Result columns a failure's row carries too, from its input row.
+    error_columns: ClassVar[tuple[str, ...]] = ()
 
     def __init__(
         self, settings: Mapping[str, Any], provenance: Mapping[str, str], text_column: str
@@ -115,7 +118,14 @@ class Stage:
         """Process a batch (a pyarrow Table of input rows) into a Table of output rows."""
         rows = batch.to_pylist()
         started = time.perf_counter()
-        results = self.process_many(rows)
+        # a value that could not take its column's type fails its row, never the batch
+        results: list[Any] = [
+            InputTypeError(r[INPUT_ERROR]) if r.get(INPUT_ERROR) else None for r in rows
+        ]
+        good = [i for i, r in enumerate(rows) if not r.get(INPUT_ERROR)]
+        if good:
+            for i, result in zip(good, self.process_many([rows[i] for i in good]), strict=True):
+                results[i] = result
         each = (time.perf_counter() - started) / max(1, len(rows))
         return self.table([(r, res, each) for r, res in zip(rows, results, strict=True)])
 
@@ -136,7 +146,7 @@ class Stage:
                 "seconds": float(seconds),
                 **self.provenance,
             }
-            values = {} if failed else result
+            values = {k: row.get(k) for k in self.error_columns} if failed else result
             for name in columns:
                 columns[name].append(base[name] if name in base else values.get(name))
         return self.pa.Table.from_pydict(columns, schema=self.schema)
@@ -334,6 +344,8 @@ class RefineStage(Stage):
         query = self.text(row, self.query_column)
         docs = self.documents(row)
         budget = row.get("max_tokens")
+        if isinstance(budget, float):  # a column with a gap, read as floats
+            budget = None if budget != budget else int(budget) if budget.is_integer() else budget
         budget = self.max_tokens if budget is None else budget
         if self.method == "htmlrag":
             pruned = self.core.prune(docs, query, budget)

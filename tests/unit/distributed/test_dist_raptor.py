@@ -3,6 +3,7 @@ a rerun calls the summariser not once more (calls counted across Ray's worker pr
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -129,3 +130,42 @@ def test_garlic_stage_equals_core(
     assert got.tree.embeddings is not None and expected.tree.embeddings is not None
     np.testing.assert_array_equal(got.tree.embeddings, expected.tree.embeddings)
     assert row["levels"] == expected.levels >= 1
+
+
+def test_a_group_that_gains_a_member_is_built_again_and_a_null_group_is_alone(
+    local_ray: Any, tmp_path: Path, write_jsonl: Callable[..., Path]
+) -> None:
+    """A rerun does what is missing: a new document of a built group rebuilds that group (it
+    is never dropped), the unchanged groups stay skipped; rows without a group value are
+    groups of their own, never one group named "None"."""
+    from hrefine.distributed import read_output, run_stage
+
+    texts = _chapters()
+    rows = [
+        {"id": "lake", "topic": "geo", "text": texts[0]},
+        {"id": "harbour", "topic": "town", "text": texts[1]},
+        {"id": "lone", "topic": None, "text": texts[2]},
+        {"id": "loner", "text": texts[3]},
+    ]
+    source = write_jsonl(tmp_path / "docs.jsonl", rows)
+    settings = {"llm": CountingSummariser(tmp_path / "calls.txt"), "chunk_tokens": 40}
+    kwargs: dict[str, Any] = {"settings": settings, "group_column": "topic", "workers": 1}
+    out = str(tmp_path / "out")
+    first = run_stage("raptor", str(source), out, **kwargs)
+    assert (first.ok, first.errors) == (4, 0)
+
+    write_jsonl(
+        tmp_path / "docs.jsonl", [*rows, {"id": "glacier", "topic": "geo", "text": texts[4]}]
+    )
+    second = run_stage("raptor", str(source), out, **kwargs)
+    assert (second.ok, second.errors) == (1, 0)
+
+    table = read_output(out, ["id", "members", "run_id"])
+    assert table is not None
+    latest = {r["id"]: r for r in sorted(table.to_pylist(), key=lambda r: r["run_id"])}
+    assert sorted(latest) == ["geo", "lone", "loner", "town"]
+    assert json.loads(latest["geo"]["members"]) == ["glacier", "lake"]
+    assert latest["geo"]["run_id"] == second.run_id
+    assert json.loads(latest["lone"]["members"]) == ["lone"]
+    third = run_stage("raptor", str(source), out, **kwargs)
+    assert third.processed == 0
