@@ -5,7 +5,8 @@ the optimizer's tensors (``optimizer.safetensors``), the random generators' stat
 (``rng.safetensors``) and ``state.json`` (the step, the scheduler's and gradient scaler's
 states, the log so far, and the fingerprint of the data and settings). Nothing is pickled. The
 folder is written under a temporary name and renamed, and ``state.json`` is written last, so a
-run killed while saving leaves no checkpoint that looks complete.
+run killed while saving leaves no checkpoint that looks complete; such a leftover temporary
+folder is removed by the next run in the same output folder (:func:`remove_stale`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,17 @@ from typing import Any
 from hrefine._atomic import write_text
 from hrefine.errors import PersistenceError
 
-__all__ = ["CHECKPOINTS", "latest", "load", "prune", "read_state", "save"]
+__all__ = [
+    "CHECKPOINTS",
+    "latest",
+    "load",
+    "prune",
+    "read_state",
+    "remove_stale",
+    "rng_state",
+    "save",
+    "stale",
+]
 
 CHECKPOINTS = "checkpoints"
 _STATE = "state.json"
@@ -45,6 +56,20 @@ def _all(out: Path) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
+def stale(out: Path) -> list[Path]:
+    """Temporary folders under ``out/checkpoints`` left by a run killed while saving."""
+    root = out / CHECKPOINTS
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.glob(f".{_PREFIX}*.tmp") if p.is_dir())
+
+
+def remove_stale(out: Path) -> None:
+    """Remove :func:`stale` folders (no run writes to ``out`` besides the one calling this)."""
+    for folder in stale(out):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def latest(out: Path) -> Path | None:
     """The newest complete checkpoint under ``out``, or None."""
     found = _all(out)
@@ -63,6 +88,17 @@ def _optimizer_tensors(state: dict[str, Any]) -> tuple[dict[str, Any], dict[str,
     return tensors, {"param_groups": state["param_groups"]}
 
 
+def rng_state() -> dict[str, Any]:
+    """The random generators' states now: the CPU's and each CUDA device's (when present)."""
+    import torch
+
+    rng = {"cpu": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        for i, s in enumerate(torch.cuda.get_rng_state_all()):
+            rng[f"cuda{i}"] = s
+    return rng
+
+
 def save(
     out: Path,
     step: int,
@@ -70,9 +106,13 @@ def save(
     model: Any,
     optimizer: Any,
     state: dict[str, Any],
+    rng: dict[str, Any] | None = None,
 ) -> Path:
-    """Write the checkpoint of ``step``; returns its folder."""
-    import torch
+    """Write the checkpoint of ``step``; returns its folder.
+
+    ``rng`` is the generators' states to go on with (:func:`rng_state` taken when ``step``
+    finished); None takes them now.
+    """
     from safetensors.torch import save_file
 
     root = out / CHECKPOINTS
@@ -83,11 +123,7 @@ def save(
         model.save_pretrained(str(tmp))
         tensors, rest = _optimizer_tensors(optimizer.state_dict())
         save_file(tensors, str(tmp / "optimizer.safetensors"))
-        rng = {"cpu": torch.get_rng_state()}
-        if torch.cuda.is_available():
-            for i, s in enumerate(torch.cuda.get_rng_state_all()):
-                rng[f"cuda{i}"] = s
-        save_file(rng, str(tmp / "rng.safetensors"))
+        save_file(rng_state() if rng is None else rng, str(tmp / "rng.safetensors"))
         write_text(tmp / _STATE, json.dumps({**state, "step": step, "optimizer": rest}))
         if final.exists():
             shutil.rmtree(final)

@@ -156,7 +156,7 @@ def _run(
     from hrefine.train.trainer import check_output, train
 
     # The output folder is checked before the model loads, with messages that name the flags.
-    check_output(out, examples, options, overwrite=overwrite, resume=resume, spelling="cli")
+    check_output(out, examples, options, overwrite=overwrite, resume=resume, spelling="cli", lm=lm)
     say(encodable(f"training a {task} adapter on {len(examples)} examples..."))
     result = train(examples, out, lm=lm, options=options, overwrite=overwrite, resume=resume)
     if as_json:

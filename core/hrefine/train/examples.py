@@ -127,7 +127,8 @@ def example_from_dict(row: Any, *, task: str | None = None) -> Example:
         user=row["user"],
         target=row["target"],
         system=system,
-        group=str(row.get("group", "")),
+        # null is no group (as a missing one), not a group named "None".
+        group="" if row.get("group") is None else str(row["group"]),
         meta=dict(meta),
     )
 
@@ -138,8 +139,8 @@ def read_examples(path: str | os.PathLike[str], *, task: str | None = None) -> R
     Parameters
     ----------
     path:
-        The file: one JSON object per line (see :meth:`Example.to_dict`); blank lines are
-        ignored.
+        The file: one JSON object per line in UTF-8 (see :meth:`Example.to_dict`); blank
+        lines are ignored, a row that is not valid UTF-8 is skipped as malformed.
     task:
         Keep only rows of this task: a row of another task counts as malformed.
 
@@ -158,13 +159,17 @@ def read_examples(path: str | os.PathLike[str], *, task: str | None = None) -> R
         msg = f"no examples file at {file}; build one with `hrefine train build-data`"
         raise DatasetUnavailableError(msg)
     report = ReadReport(examples=[])
-    with file.open("r", encoding="utf-8", errors="replace") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
+    with file.open("rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            if not raw.strip():
                 continue
             report.lines += 1
             try:
+                # Strict: a replaced byte would train the adapter on text the file never held.
+                line = raw.decode("utf-8")
                 report.examples.append(example_from_dict(json.loads(line), task=task))
+            except UnicodeDecodeError as exc:
+                report.malformed.append((lineno, f"not UTF-8 (byte {exc.start + 1} of the row)"))
             except json.JSONDecodeError as exc:
                 report.malformed.append((lineno, f"not JSON: {exc.msg}"))
             except ConfigError as exc:

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import hrefine.train._base as _base
 import hrefine.train._checkpoint as _checkpoint
 from hrefine._atomic import write_text
 from hrefine._optional import require
@@ -152,18 +153,6 @@ def _interrupt_deferred() -> Iterator[None]:
         raise KeyboardInterrupt
 
 
-def _lm_of(lm: Any) -> Any:
-    if lm is None:
-        from hrefine.models import default_lm
-
-        return default_lm()
-    if isinstance(lm, (str, Path)):
-        from hrefine.models._lm_name import local_lm_from
-
-        return local_lm_from(str(lm))
-    return lm
-
-
 def _load_trainable(lm: Any, opts: TrainOptions, device: str) -> Any:
     """A fresh float32 copy of ``lm``'s weights on ``device``, wrapped for LoRA training."""
     peft = require("peft", "models")
@@ -268,8 +257,10 @@ def train(
     device = pick_device(opts.device)
     autocast = _precision(device, opts.precision)
     out = Path(out).expanduser()
-    from_checkpoint = check_output(out, examples, opts, overwrite=overwrite, resume=resume)
-    base_lm = _lm_of(lm)
+    base_lm = _base.lm_of(lm)  # nothing loads yet
+    from_checkpoint = check_output(
+        out, examples, opts, overwrite=overwrite, resume=resume, lm=base_lm
+    )
     prepare_out(out, overwrite=overwrite, from_checkpoint=from_checkpoint)
     fingerprint = run_fingerprint(examples, opts)
 
@@ -302,6 +293,8 @@ def train(
 
     torch.manual_seed(opts.seed)
     model = _load_trainable(base_lm, opts, device)
+    # After the load: the embedded model's folder (and its config.json) exists from then on.
+    base_identity = _base.identity(base_lm)
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=opts.learning_rate, weight_decay=opts.weight_decay)
 
@@ -350,12 +343,13 @@ def train(
             return
         state = {
             "fingerprint": fingerprint,
+            "base_model": base_identity,
             "scheduler": scheduler.state_dict(),
             "scaler": scaler.state_dict() if scaler is not None else None,
             "losses": losses,
             "evals": evals,
         }
-        _checkpoint.save(out, step, model=model, optimizer=optimizer, state=state)
+        _checkpoint.save(out, step, model=model, optimizer=optimizer, state=state, rng=rng)
         _checkpoint.prune(out, opts.keep_checkpoints)
         saved_step = step
 
@@ -366,6 +360,16 @@ def train(
         bar = tqdm(
             total=opts.max_steps, initial=step, desc="training", unit="step", file=sys.stderr
         )
+    # The generators' states as the last finished step left them: a Ctrl-C inside a step
+    # (nearly always in its forward or backward pass) lands after that half step drew its
+    # dropout, and a checkpoint holding those draws would not resume to the same run. The
+    # half step changes nothing else that is saved: gradients are not, and the optimizer,
+    # schedule, log and data position move only in the update below.
+    rng = _checkpoint.rng_state()
+    # A run stopped during the held-out evaluation of its last step saved that step without it.
+    due = held and opts.eval_every and 0 < step < opts.max_steps and step % opts.eval_every == 0
+    if due and not any(e["step"] == step for e in evals):
+        evals.append(held_out())
     interrupted = False
     try:
         while step < opts.max_steps:
@@ -396,6 +400,7 @@ def train(
                 optimizer.zero_grad(set_to_none=True)
                 step += 1
                 losses.append((step, total))
+                rng = _checkpoint.rng_state()
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix(loss=f"{total:.4f}")

@@ -60,6 +60,18 @@ def test_malformed_rows_are_skipped_and_counted(tmp_path: Path) -> None:
     assert "trains 'query-analysis'" in reasons[6]
 
 
+def test_invalid_utf8_is_malformed_and_a_null_group_is_no_group(tmp_path: Path) -> None:
+    path = tmp_path / "ex.jsonl"
+    row = b'{"task": "query-analysis", "user": "%s", "target": "[Local]", "group": %s}'
+    path.write_bytes(
+        b"\n".join([row % (b"ok", b'"d1"'), row % (b"caf\xe9", b'"d2"'), row % (b"q3", b"null")])
+    )
+    report = read_examples(path)
+    assert [e.user for e in report.examples] == ["ok", "q3"]  # nothing replaced silently
+    assert report.malformed == [(2, "not UTF-8 (byte 40 of the row)")]
+    assert report.examples[1].group == ""  # as a row without a group, not "None"
+
+
 def test_missing_examples_file_says_how_to_build_one(tmp_path: Path) -> None:
     with pytest.raises(DatasetUnavailableError, match="build-data"):
         read_examples(tmp_path / "nope.jsonl")
