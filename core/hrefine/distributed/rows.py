@@ -17,6 +17,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from hrefine.errors import InputTypeError
+
 __all__ = ["INPUT_ERROR", "drop_built_groups", "prepare", "stage_columns"]
 
 #: A column :func:`prepare` adds: why a row's value could not take its column's type (null
@@ -75,11 +77,11 @@ def _as_text(value: Any) -> str:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(_canonical(value))
     msg = f"holds a {type(value).__name__}, expected text"
-    raise TypeError(msg)
+    raise InputTypeError(msg)
 
 
 def _convert(value: Any, kind: str) -> Any:
-    """``value`` as a value of type ``kind``; raises TypeError (with the reason) when it is
+    """``value`` as a value of type ``kind``; raises InputTypeError (with the reason) when it is
     none; None for a missing value."""
     value = _canonical(value)
     if value is None:
@@ -90,12 +92,12 @@ def _convert(value: Any, kind: str) -> Any:
         if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
             return int(value)
         msg = f"holds {value!r}, expected a whole number"
-        raise TypeError(msg)
+        raise InputTypeError(msg)
     if kind == "list<string>":
         items = [value] if isinstance(value, (str, bytes)) else value
         if not isinstance(items, (list, tuple)):
             msg = f"holds a {type(value).__name__}, expected a text or a list of texts"
-            raise TypeError(msg)
+            raise InputTypeError(msg)
         return [_as_text(v) for v in items]
     return _as_text(value)
 
@@ -107,7 +109,7 @@ def _typed(pa: Any, name: str, kind: str, values: list[Any], bad: list[str | Non
     for i, value in enumerate(values):
         try:
             out.append(_convert(value, kind))
-        except TypeError as exc:
+        except InputTypeError as exc:
             out.append(None)
             bad[i] = bad[i] or f"column {name!r} {exc}"
     arrow_type = pa.list_(pa.string()) if kind == "list<string>" else getattr(pa, kind)()
@@ -122,6 +124,7 @@ def prepare(
     group_column: str | None,
     done: Sequence[str],
     group_key: bool,
+    tally: Any | None = None,
 ) -> Any:
     """Give each row ``id``, ``input_path`` (and ``group``) and the stage's ``columns`` at
     their types, drop every other column, and drop the finished rows.
@@ -143,6 +146,9 @@ def prepare(
         :func:`drop_built_groups`, as a group's rows may lie in several blocks).
     group_key:
         Add the ``group`` column.
+    tally:
+        The run's counter actor (:func:`~hrefine.distributed.cluster.tally`), told how many
+        rows were dropped as finished.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -182,29 +188,44 @@ def prepare(
     if not done or group_key:
         return out
     finished = pc.is_in(out.column("id"), value_set=pa.array(list(done), pa.string()))
-    return out.filter(pc.invert(pc.fill_null(finished, False)))
+    kept = out.filter(pc.invert(pc.fill_null(finished, False)))
+    _tell(tally, rows - kept.num_rows)
+    return kept
+
+
+def _tell(tally: Any | None, count: int) -> None:
+    """Add ``count`` skipped rows (or groups) to the run's counter, if any."""
+    if tally is not None and count:
+        import ray
+
+        # waited for, so that every count is in before the run's last block is written
+        ray.get(tally.add.remote(count))
 
 
 def _name(value: Any) -> str:
     """An id or a group name as text (a number as written, anything else as JSON)."""
     try:
         return _as_text(value)
-    except TypeError:
+    except InputTypeError:
         return json.dumps(value, sort_keys=True, default=_json_default)
 
 
-def drop_built_groups(group: Any, *, built: Mapping[str, Sequence[str] | None]) -> Any:
+def drop_built_groups(
+    group: Any, *, built: Mapping[str, Sequence[str] | None], tally: Any | None = None
+) -> Any:
     """``group`` (one group's rows), or none of them when an earlier run built that group
     from the same members.
 
     ``built`` maps a finished group to its members' ids (None: not recorded, as in failures
     written by earlier versions, which count as finished whatever the members). A group that
-    gained or lost a member is built again.
+    gained or lost a member is built again. A dropped group counts one on ``tally`` (the
+    run's counter actor, if any).
     """
     name = str(group.column("group")[0].as_py()) if group.num_rows else None
     if name is None or name not in built:
         return group
     members = built[name]
     if members is None or sorted(members) == sorted(group.column("id").to_pylist()):
+        _tell(tally, 1)
         return group.slice(0, 0)
     return group
