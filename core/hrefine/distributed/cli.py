@@ -100,7 +100,7 @@ StageArgs = Callable[..., dict[str, Any]]
 
 
 def summary_line(report: Any) -> str:
-    """The closing line of a run: results, failures, ids skipped, pool and time."""
+    """The closing line of a run: results, failures, input rows skipped, pool and time."""
     where = f"{report.output.rstrip('/')}/status=error"
     failed = f"{report.errors} errors" + (f" (in {where})" if report.errors else "")
     gpus = f", {report.num_gpus:g} GPU each" if report.num_gpus else ""

@@ -25,6 +25,7 @@ __all__ = [
     "offline_runtime_env",
     "plan_actors",
     "ray",
+    "tally",
 ]
 
 #: CPUs reserved by each read, prepare and write task. The actors leave these (and
@@ -97,6 +98,26 @@ def connect(address: str | None = None, *, num_cpus: int | None = None) -> None:
             "--head`, give its address (ray://host:10001), or leave --address out to run locally"
         )
         raise ConfigError(msg) from exc
+
+
+class _Counter:
+    """A sum the tasks of one run add to (the body of :func:`tally`'s actor)."""
+
+    def __init__(self) -> None:
+        self.total = 0
+
+    def add(self, count: int) -> None:
+        self.total += count
+
+    def read(self) -> int:
+        return self.total
+
+
+def tally() -> Any:
+    """A counter actor that asks for no CPU: a run's tasks add to it with
+    ``ray.get(counter.add.remote(n))`` and the driver reads ``counter.read.remote()`` at the
+    end (Ray Data gives a task no other way to report a number back)."""
+    return ray().remote(num_cpus=0)(_Counter).remote()
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,8 @@ def read_corpus(paths: str | Sequence[str], *, input_format: str | None = None) 
     Returns
     -------
     ray.data.Dataset
-        Its rows as read, plus ``path`` (the file each row came from).
+        Its rows as read, plus ``path`` (the file each row came from). JSON values keep
+        their JSON types: a text that looks like a number or a date stays a text.
     """
     from hrefine.distributed.cluster import IO_CPUS, ray
 
@@ -84,7 +85,10 @@ def read_corpus(paths: str | Sequence[str], *, input_format: str | None = None) 
     try:
         if fmt == "parquet":
             return rd.read_parquet(names, include_paths=True, num_cpus=IO_CPUS)
-        return rd.read_json(names, lines=True, include_paths=True, num_cpus=IO_CPUS)
+        # not rd.read_json: its pandas reader turns texts like "007" into numbers
+        from hrefine.distributed.jsonl import read_jsonl
+
+        return read_jsonl(names, num_cpus=IO_CPUS)
     except (TypeError, ValueError) as exc:  # pyarrow's ArrowTypeError, ArrowInvalid
         found = re.search(r"Unable to merge: Field (\S+) has incompatible types: (.*)", str(exc))
         if found is None:
@@ -207,7 +211,9 @@ def _dataset(path: str, *, check: bool = False) -> Any | None:
     )
 
 
-def read_output(path: str, columns: Sequence[str] | None = None) -> Any | None:
+def read_output(
+    path: str, columns: Sequence[str] | None = None, *, latest: bool = False
+) -> Any | None:
     """The rows an output folder holds, as a pyarrow Table (None when it holds none).
 
     Parameters
@@ -216,8 +222,33 @@ def read_output(path: str, columns: Sequence[str] | None = None) -> Any | None:
         The output folder (local or a URI).
     columns:
         The columns to read (default: all of them, ``status`` included).
+    latest:
+        Only each id's current row: that of the latest run that wrote one (within one run, a
+        result wins over a failure). Without it, an id that failed and then succeeded with
+        ``--retry-errors`` has its old failures too (runs never rewrite each other's files),
+        and a group built again has a row per build.
     """
-    return _read(path, columns)
+    if not latest:
+        return _read(path, columns)
+    keys = ("id", "status", "run_id")
+    table = _read(
+        path, None if columns is None else [*columns, *(k for k in keys if k not in columns)]
+    )
+    if table is None:
+        return None
+    table = table.take(_latest_rows(*(table.column(k).to_pylist() for k in keys)))
+    return table if columns is None else table.select(list(columns))
+
+
+def _latest_rows(ids: Sequence[str], status: Sequence[str], runs: Sequence[str]) -> list[int]:
+    """The index of each id's current row, in table order: the latest ``run_id`` (run ids
+    begin with the run's UTC time); within one run, a result wins over a failure."""
+    best: dict[str, tuple[tuple[str, bool], int]] = {}
+    for i, (row_id, state, run) in enumerate(zip(ids, status, runs, strict=True)):
+        key = (run or "", state == OK)
+        if row_id not in best or key >= best[row_id][0]:
+            best[row_id] = (key, i)
+    return sorted(i for _, i in best.values())
 
 
 def _read(path: str, columns: Sequence[str] | None, optional: Sequence[str] = ()) -> Any | None:

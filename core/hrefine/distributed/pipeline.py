@@ -14,7 +14,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import hrefine.distributed.io as _io
-from hrefine.distributed.cluster import IO_CPUS, connect, offline_runtime_env, plan_actors
+from hrefine.distributed.cluster import (
+    IO_CPUS,
+    connect,
+    offline_runtime_env,
+    plan_actors,
+    tally,
+)
 from hrefine.distributed.groups import GarlicStage, GroupStage, RaptorStage
 from hrefine.distributed.rows import drop_built_groups, prepare, stage_columns
 from hrefine.distributed.stages import STAGES, Stage
@@ -50,7 +56,9 @@ class RunReport:
     errors:
         Rows this run recorded as failed.
     skipped:
-        Ids the output held already, left out before any work.
+        Input rows (groups, for RAPTOR and GARLIC) left out before any work because the
+        output held their result (or failure) already; the ids the output holds for other
+        inputs are not counted.
     options_hash:
         The settings hash written in every row.
     workers, num_gpus:
@@ -227,6 +235,10 @@ def run_stage(
     context = rd.DataContext.get_current()
     shown_bars = context.enable_progress_bars
     context.enable_progress_bars = progress
+    # The tasks that drop finished rows (groups) count them here: the input's rows that were
+    # skipped, not the ids the output holds (those of other inputs too).
+    counter = tally() if (built if grouped else done) else None
+    skipped = 0
     try:
         source = _io.read_corpus(input, input_format=input_format)
         needed = [column, group_column] if grouped else [column]
@@ -245,6 +257,7 @@ def run_stage(
                 "group_column": group_column,
                 "done": sorted(done),
                 "group_key": grouped,
+                "tally": counter,
             },
         )
         if grouped and built:
@@ -252,7 +265,7 @@ def run_stage(
                 drop_built_groups,
                 batch_format="pyarrow",
                 num_cpus=IO_CPUS,
-                fn_kwargs={"built": built},
+                fn_kwargs={"built": built, "tally": counter},
             )
         if grouped:
             ds = ds.groupby("group").map_groups(
@@ -276,8 +289,12 @@ def run_stage(
                 **plan.remote_args(),
             )
         ds.write_parquet(output, partition_cols=["status"], ray_remote_args={"num_cpus": IO_CPUS})
+        if counter is not None:
+            skipped = ray().get(counter.read.remote())
     finally:
         context.enable_progress_bars = shown_bars
+        if counter is not None:
+            ray().kill(counter)
 
     ok, errors = _counts(output, run_id)
     return RunReport(
@@ -286,7 +303,7 @@ def run_stage(
         run_id=run_id,
         ok=ok,
         errors=errors,
-        skipped=len(done),
+        skipped=skipped,
         options_hash=options_hash,
         workers=plan.workers,
         num_gpus=plan.num_gpus,

@@ -39,6 +39,30 @@ def test_cli_html_writes_results_and_names_the_failures(
     assert "html: 0 done, 0 errors, 2 finished before and skipped" in capsys.readouterr().err
 
 
+def test_cli_counts_the_input_rows_it_skipped(
+    local_ray: Any,
+    wtq_pages: list[dict[str, Any]],
+    tmp_path: Path,
+    write_jsonl: Callable[..., Path],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A second shard into the same output skips none of its rows, whatever the output holds
+    (the line counted the ids in the output)."""
+    shard_a = write_jsonl(tmp_path / "a.jsonl", wtq_pages[:2])
+    shard_b = write_jsonl(tmp_path / "b.jsonl", [*wtq_pages[2:], {"id": "broken", "html": ""}])
+    out = str(tmp_path / "out")
+
+    def run(source: Path) -> str:
+        args = ["distributed", "html", "-i", str(source), "-o", out, "--workers", "1"]
+        assert main([*args, "--quiet"]) == 0
+        return capsys.readouterr().err
+
+    assert "html: 2 done, 0 errors, 0 finished before and skipped" in run(shard_a)
+    assert "html: 1 done, 1 errors (in " in (second := run(shard_b))
+    assert ", 0 finished before and skipped" in second
+    assert "html: 0 done, 0 errors, 2 finished before and skipped" in run(shard_b)
+
+
 def test_cli_refuses_an_output_that_is_a_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
