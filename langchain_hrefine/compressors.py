@@ -68,18 +68,6 @@ class HtmlRagCompressor(_HtmlRagFields):
 
     Attributes
     ----------
-    max_tokens:
-        Token budget of the pruned HTML (all documents together, or each document; see
-        ``prune_together``), counted with ``tokenizer``.
-    embeddings:
-        LangChain ``Embeddings`` (or an hrefine ``Embedder``) for the ``"embedding"`` scorer;
-        None uses hrefine's embedded all-MiniLM-L6-v2, offline.
-    prune_together:
-        True (as in the paper): all documents compete for one budget, and a document with no
-        block in the best set is left out (with ``top_n`` set, each of the ``top_n`` most
-        relevant keeps at least one block: when one would not, each is pruned to an equal share
-        of the budget, ``hrefine_budget_scope="split"``). False: each document is pruned to
-        ``max_tokens`` on its own.
     top_n:
         Most Documents returned, the most relevant first (None: all that kept something).
         ``CompressionRetriever(k=...)`` sets it for its calls.
@@ -102,11 +90,23 @@ class HtmlRagCompressor(_HtmlRagFields):
         f"Token budget of the pruned HTML (at least {MIN_BUDGET}).",
         minimum=MIN_BUDGET,
     )
+    """Token budget of the pruned HTML (all documents together, or each document; see
+    ``prune_together``), counted with ``tokenizer``.
+    """
     embeddings: Embeddings | Embedder | None = model_field(EMBEDDINGS_FOR_SCORER)
+    """LangChain ``Embeddings`` (or an hrefine ``Embedder``) for the ``"embedding"`` scorer;
+    None uses hrefine's embedded all-MiniLM-L6-v2, offline.
+    """
     prune_together: bool = Field(
         default=True,
         description="Prune all documents against one budget (True) or each on its own (False).",
     )
+    """True (as in the paper): all documents compete for one budget, and a document with no
+    block in the best set is left out (with ``top_n`` set, each of the ``top_n`` most
+    relevant keeps at least one block: when one would not, each is pruned to an equal share
+    of the budget, ``hrefine_budget_scope="split"``). False: each document is pruned to
+    ``max_tokens`` on its own.
+    """
 
     _pruner: Rebuilt[HtmlPruner] = PrivateAttr(
         default_factory=lambda: Rebuilt(HtmlPrunerOptions, HtmlPruner)

@@ -121,24 +121,6 @@ class GarlicRetriever(_GarlicRetrieverFields):
     graph); the search settings are read at each call, and ``invoke(query,
     patience=..., max_steps=..., max_tokens=...)`` changes them for one call.
 
-    Attributes
-    ----------
-    llm:
-        The LLM that writes the summary points and answers Yes/No: a LangChain chat model, LLM
-        or Runnable taking a string prompt, or a ``str -> str`` callable (prompt-only mode:
-        embedding edges, Yes/No read from its text, the whole prompt sent at each step); an
-        hrefine ``LocalLM`` or model name such as ``"smollm2-135m-instruct"`` (attention edges
-        and the KV-cached search of the paper); None: no model, as
-        :class:`~hrefine.garlic.ExtractiveGarlicLM` (the inputs' first sentences as summary
-        points, embedding edges, a word-overlap Yes/No).
-    embeddings:
-        LangChain ``Embeddings`` (or an hrefine ``Embedder``) for nodes and queries; None uses
-        hrefine's embedded all-MiniLM-L6-v2, offline. Pass the same one to :meth:`load` as the
-        graph was built with.
-    tokenizer:
-        The tokenizer of ``chunk_tokens`` and ``max_tokens`` (a Hugging Face name or tokenizer,
-        a tiktoken encoding name, a ``str -> int`` callable, or None for Llama-3.2's).
-
     Examples
     --------
     >>> from langchain_hrefine import GarlicRetriever
@@ -154,8 +136,23 @@ class GarlicRetriever(_GarlicRetrieverFields):
     _nothing_to_save = "this GarlicRetriever has no graph to save; build it with from_documents()"
 
     llm: Any = _llm_field()
+    """The LLM that writes the summary points and answers Yes/No: a LangChain chat model, LLM
+    or Runnable taking a string prompt, or a ``str -> str`` callable (prompt-only mode:
+    embedding edges, Yes/No read from its text, the whole prompt sent at each step); an
+    hrefine ``LocalLM`` or model name such as ``"smollm2-135m-instruct"`` (attention edges
+    and the KV-cached search of the paper); None: no model, as
+    :class:`~hrefine.garlic.ExtractiveGarlicLM` (the inputs' first sentences as summary
+    points, embedding edges, a word-overlap Yes/No).
+    """
     embeddings: Embeddings | Embedder | None = _embeddings_field()
+    """LangChain ``Embeddings`` (or an hrefine ``Embedder``) for nodes and queries; None uses
+    hrefine's embedded all-MiniLM-L6-v2, offline. Pass the same one to :meth:`load` as the
+    graph was built with.
+    """
     tokenizer: Any = _tokenizer_field()
+    """The tokenizer of ``chunk_tokens`` and ``max_tokens`` (a Hugging Face name or tokenizer,
+    a tiktoken encoding name, a ``str -> int`` callable, or None for Llama-3.2's).
+    """
 
     _last: SearchResult | None = PrivateAttr(default=None)
 
@@ -222,10 +219,6 @@ class GarlicCompressor(_GarlicCompressorFields):
     Every :class:`~hrefine.garlic.GarlicOptions` setting but the models is a field of the same
     name, type, default and description; ``max_tokens`` is the budget here (default 2048).
 
-    Attributes
-    ----------
-    max_tokens:
-        Token budget of all the returned Documents' text together.
     llm, embeddings, tokenizer:
         The models, as :class:`GarlicRetriever` takes them.
 
@@ -238,6 +231,7 @@ class GarlicCompressor(_GarlicCompressorFields):
     max_tokens: int = budget_field(  # type: ignore[assignment]
         DEFAULT_BUDGET, "Token budget of the returned text of all documents together."
     )
+    """Token budget of all the returned Documents' text together."""
     llm: Any = _llm_field()
     embeddings: Embeddings | Embedder | None = _embeddings_field()
     tokenizer: Any = _tokenizer_field()

@@ -90,27 +90,6 @@ class LongRefinerCompressor(_LongRefinerFields):
 
     The compressor pickles and deep-copies (the copy builds its refiner again on first use).
 
-    Attributes
-    ----------
-    max_tokens:
-        Token budget of all the returned Documents' text together, counted with
-        ``tokenizer`` (the paper's 2048 by default).
-    embeddings:
-        LangChain ``Embeddings`` (or an hrefine ``Embedder``) for the ``"embedding"`` scorer;
-        None uses hrefine's embedded all-MiniLM-L6-v2, offline.
-    llm:
-        Prompt-only mode: a LangChain chat model, LLM or Runnable taking a string prompt, or a
-        ``str -> str`` callable. Steps 1 and 3 (and step 2 for a document without markup) ask
-        it in text and parse its answers. None: no model (unless ``lm`` is given).
-    lm:
-        A local model for the three steps (choice probabilities for step 1, as in the paper):
-        an hrefine ``LocalLM``, its folder or name, or ``"default"`` for the embedded SmolLM2.
-        Give ``lm`` or ``llm``, not both.
-    tokenizer:
-        The reader LLM's tokenizer, in which ``max_tokens`` is counted: a Hugging Face name or
-        tokenizer, a ``tokenizer.json`` path, a tiktoken encoding or model name
-        (``"cl100k_base"``), a ``tiktoken.Encoding``, a ``str -> int`` callable, or None for
-        Llama-3.2's.
     top_n, keep_input_order, strict:
         As :class:`~langchain_hrefine.HtmlRagCompressor` takes them: the most Documents
         returned (``CompressionRetriever(k=...)`` sets it for its calls), input order rather
@@ -128,7 +107,13 @@ class LongRefinerCompressor(_LongRefinerFields):
     max_tokens: int = budget_field(
         DEFAULT_BUDGET, "Token budget of the refined text of all documents together."
     )
+    """Token budget of all the returned Documents' text together, counted with
+    ``tokenizer`` (the paper's 2048 by default).
+    """
     embeddings: Embeddings | Embedder | None = model_field(EMBEDDINGS_FOR_SCORER)
+    """LangChain ``Embeddings`` (or an hrefine ``Embedder``) for the ``"embedding"`` scorer;
+    None uses hrefine's embedded all-MiniLM-L6-v2, offline.
+    """
     llm: Any = Field(
         default=None,
         description=(
@@ -136,6 +121,10 @@ class LongRefinerCompressor(_LongRefinerFields):
             "text; None: no model (unless lm is given)."
         ),
     )
+    """Prompt-only mode: a LangChain chat model, LLM or Runnable taking a string prompt, or a
+    ``str -> str`` callable. Steps 1 and 3 (and step 2 for a document without markup) ask
+    it in text and parse its answers. None: no model (unless ``lm`` is given).
+    """
     lm: Any = Field(
         default=None,
         description=(
@@ -143,7 +132,16 @@ class LongRefinerCompressor(_LongRefinerFields):
             "(the embedded SmolLM2); None: no model (unless llm is given)."
         ),
     )
+    """A local model for the three steps (choice probabilities for step 1, as in the paper):
+    an hrefine ``LocalLM``, its folder or name, or ``"default"`` for the embedded SmolLM2.
+    Give ``lm`` or ``llm``, not both.
+    """
     tokenizer: Any = model_field("Tokenizer of max_tokens (None: Llama-3.2's).")
+    """The reader LLM's tokenizer, in which ``max_tokens`` is counted: a Hugging Face name or
+    tokenizer, a ``tokenizer.json`` path, a tiktoken encoding or model name
+    (``"cl100k_base"``), a ``tiktoken.Encoding``, a ``str -> int`` callable, or None for
+    Llama-3.2's.
+    """
 
     _refiner: RefinerSlot = PrivateAttr(default_factory=RefinerSlot)
 

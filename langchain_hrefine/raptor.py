@@ -79,23 +79,6 @@ class RaptorRetriever(_RaptorFields):
     in ``"traversal"`` mode (as in the paper: up to ``k`` per layer); ``max_tokens`` bounds
     the sum of the returned documents' token counts in either mode.
 
-    Attributes
-    ----------
-    llm:
-        The summariser: a LangChain chat model, LLM or Runnable taking a string prompt (called
-        with ``invoke``, or ``ainvoke`` on the async path), a ``str -> str`` callable (sync or
-        async), an hrefine ``LocalLM`` or ``TextGenerator``; None: no model (each summary is
-        the leading sentences of its cluster's texts).
-    embeddings:
-        LangChain ``Embeddings`` (or an hrefine ``Embedder``) for chunks, summaries and queries;
-        None uses hrefine's embedded all-MiniLM-L6-v2, offline. Pass the same one to
-        :meth:`load` as the tree was built with.
-    tokenizer:
-        The reader LLM's tokenizer, in which chunk sizes and ``max_tokens`` are counted: a
-        Hugging Face name or tokenizer, a ``tokenizer.json`` path, a tiktoken encoding or model
-        name (``"cl100k_base"``), a ``tiktoken.Encoding``, a ``str -> int`` callable, or None
-        for Llama-3.2's.
-
     Examples
     --------
     >>> from langchain_hrefine import RaptorRetriever
@@ -116,10 +99,24 @@ class RaptorRetriever(_RaptorFields):
         "Summariser: a chat model, LLM, Runnable or str -> str callable; None: "
         "no model (the leading sentences of each cluster's texts)."
     )
+    """The summariser: a LangChain chat model, LLM or Runnable taking a string prompt (called
+    with ``invoke``, or ``ainvoke`` on the async path), a ``str -> str`` callable (sync or
+    async), an hrefine ``LocalLM`` or ``TextGenerator``; None: no model (each summary is
+    the leading sentences of its cluster's texts).
+    """
     embeddings: Embeddings | Embedder | None = model_field(
         "Embeddings of chunks, summaries and queries; None: the embedded model."
     )
+    """LangChain ``Embeddings`` (or an hrefine ``Embedder``) for chunks, summaries and queries;
+    None uses hrefine's embedded all-MiniLM-L6-v2, offline. Pass the same one to
+    :meth:`load` as the tree was built with.
+    """
     tokenizer: Any = model_field("Tokenizer of chunk sizes and max_tokens (None: Llama-3.2's).")
+    """The reader LLM's tokenizer, in which chunk sizes and ``max_tokens`` are counted: a
+    Hugging Face name or tokenizer, a ``tokenizer.json`` path, a tiktoken encoding or model
+    name (``"cl100k_base"``), a ``tiktoken.Encoding``, a ``str -> int`` callable, or None
+    for Llama-3.2's.
+    """
 
     # -- the tree ---------------------------------------------------------------------------
     @property

@@ -61,20 +61,6 @@ class CompressionRetriever(OneLineSettingErrors, BaseRetriever):
     in ``langchain-classic``). Callbacks flow to both children; the async path awaits the base
     retriever's ``ainvoke`` and the compressor's ``acompress_documents``.
 
-    Attributes
-    ----------
-    base_retriever:
-        Any LangChain retriever. Extra keyword arguments of ``invoke`` (other than ``k``) are
-        passed on to it.
-    base_compressor:
-        Any LangChain document compressor, e.g. :class:`~langchain_hrefine.HtmlRagCompressor`.
-    k:
-        Most documents returned after compression (None: all). A compressor with a ``top_n``
-        field (``HtmlRagCompressor``, rerankers) is asked for ``k`` results (the smaller of
-        ``k`` and its own ``top_n``); from any other compressor, the ``k`` with the highest
-        ``metadata["relevance_score"]`` are kept, in the compressor's order. ``invoke(query,
-        k=...)`` overrides it for one call.
-
     Examples
     --------
     >>> from langchain_hrefine import CompressionRetriever, HtmlRagCompressor
@@ -89,10 +75,20 @@ class CompressionRetriever(OneLineSettingErrors, BaseRetriever):
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
     base_retriever: BaseRetriever = Field(description="Retriever that fetches the documents.")
+    """Any LangChain retriever. Extra keyword arguments of ``invoke`` (other than ``k``) are
+    passed on to it.
+    """
     base_compressor: BaseDocumentCompressor = Field(
         description="Compressor applied to the retrieved documents."
     )
+    """Any LangChain document compressor, e.g. :class:`~langchain_hrefine.HtmlRagCompressor`."""
     k: int | None = Field(default=None, ge=1, description="Most documents returned (None: all).")
+    """Most documents returned after compression (None: all). A compressor with a ``top_n``
+    field (``HtmlRagCompressor``, rerankers) is asked for ``k`` results (the smaller of
+    ``k`` and its own ``top_n``); from any other compressor, the ``k`` with the highest
+    ``metadata["relevance_score"]`` are kept, in the compressor's order. ``invoke(query,
+    k=...)`` overrides it for one call.
+    """
 
     def _resolve_k(self, kwargs: dict[str, Any]) -> int | None:
         k = kwargs.pop("k", self.k)

@@ -33,10 +33,6 @@ class RaptorStore(StoredTreeIndex[_S]):
     :class:`~llamaindex_hrefine.raptor.RaptorIndex`, which sets the attributes below before
     this constructor runs).
 
-    Attributes
-    ----------
-    _options:
-        The tree's :class:`~hrefine.raptor.RaptorOptions`, without models.
     _embedder, _tokenizer:
         The models the caller gave (converted), or None.
     _given_options:
@@ -48,6 +44,7 @@ class RaptorStore(StoredTreeIndex[_S]):
     """
 
     _options: RaptorOptions
+    """The tree's :class:`~hrefine.raptor.RaptorOptions`, without models."""
     _embedder: Embedder | None
     _tokenizer: Any
     _given_options: RaptorOptions | None

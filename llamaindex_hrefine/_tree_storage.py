@@ -44,32 +44,22 @@ class TreeIndexStruct(IndexStruct):
     struct subclasses it and names its own type).
 
     The nodes themselves (text, metadata, embedding) are in the docstore under ``node_ids``.
-
-    Attributes
-    ----------
-    node_ids:
-        Docstore id of node ``i`` at position ``i``.
-    layout:
-        ``[kind, level, order, order_derived]`` of each node.
-    edges:
-        ``[parent, child, weight]`` of each edge (node positions).
-    tree_metadata:
-        The tree's own metadata (document ids, empty documents, build statistics).
-    options:
-        The method's options it was built with (plain values).
-    digest:
-        SHA-256 of the tree and options, to tell an edited or truncated store.
-    format:
-        Version of this layout.
     """
 
     node_ids: list[str] = field(default_factory=list)
+    """Docstore id of node ``i`` at position ``i``."""
     layout: list[list[Any]] = field(default_factory=list)
+    """``[kind, level, order, order_derived]`` of each node."""
     edges: list[list[Any]] = field(default_factory=list)
+    """``[parent, child, weight]`` of each edge (node positions)."""
     tree_metadata: dict[str, Any] = field(default_factory=dict)
+    """The tree's own metadata (document ids, empty documents, build statistics)."""
     options: dict[str, Any] = field(default_factory=dict)
+    """The method's options it was built with (plain values)."""
     digest: str = ""
+    """SHA-256 of the tree and options, to tell an edited or truncated store."""
     format: int = FORMAT
+    """Version of this layout."""
 
 
 def digest(tree: Tree, options: Mapping[str, Any]) -> str:

@@ -80,25 +80,6 @@ class LongRefinerNodePostprocessor(_LongRefinerFields):
     ``langchain_hrefine.LongRefinerCompressor``; they are checked when the postprocessor is
     made.
 
-    Attributes
-    ----------
-    max_tokens:
-        Token budget of all the returned nodes' text together, counted with ``tokenizer``
-        (the paper's 2048 by default).
-    embed_model:
-        A LlamaIndex ``BaseEmbedding`` or an hrefine ``Embedder`` for the ``"embedding"``
-        scorer; None: hrefine's embedded all-MiniLM-L6-v2 (``Settings.embed_model`` is never
-        read).
-    llm:
-        Prompt-only mode: a LlamaIndex ``LLM`` (called with ``complete``) or a ``str -> str``
-        callable, asked in text for steps 1 and 3 (and step 2 for a text without markup).
-        ``Settings.llm`` is never read. None: no model (unless ``lm`` is given).
-    lm:
-        A local model for the three steps: an hrefine ``LocalLM``, its folder or name, or
-        ``"default"`` for the embedded SmolLM2. Give ``lm`` or ``llm``, not both.
-    tokenizer:
-        The reader LLM's tokenizer, in which ``max_tokens`` is counted (a Hugging Face name or
-        tokenizer, a tiktoken encoding name, a ``str -> int`` callable...; None: Llama-3.2's).
     top_n, keep_input_order, strict:
         As :class:`~llamaindex_hrefine.HtmlRagNodePostprocessor` takes them: the most nodes
         returned (None: all that kept something), input order rather than relevance, and
@@ -115,7 +96,14 @@ class LongRefinerNodePostprocessor(_LongRefinerFields):
     max_tokens: int = budget_field(
         DEFAULT_BUDGET, "Token budget of the refined text of all nodes together."
     )
+    """Token budget of all the returned nodes' text together, counted with ``tokenizer``
+    (the paper's 2048 by default).
+    """
     embed_model: BaseEmbedding | Embedder | None = embed_model_field()
+    """A LlamaIndex ``BaseEmbedding`` or an hrefine ``Embedder`` for the ``"embedding"``
+    scorer; None: hrefine's embedded all-MiniLM-L6-v2 (``Settings.embed_model`` is never
+    read).
+    """
     llm: Any = Field(
         default=None,
         description=(
@@ -123,6 +111,10 @@ class LongRefinerNodePostprocessor(_LongRefinerFields):
             "model (unless lm is given). Settings.llm is never read."
         ),
     )
+    """Prompt-only mode: a LlamaIndex ``LLM`` (called with ``complete``) or a ``str -> str``
+    callable, asked in text for steps 1 and 3 (and step 2 for a text without markup).
+    ``Settings.llm`` is never read. None: no model (unless ``lm`` is given).
+    """
     lm: Any = Field(
         default=None,
         description=(
@@ -130,10 +122,16 @@ class LongRefinerNodePostprocessor(_LongRefinerFields):
             "(the embedded SmolLM2); None: no model (unless llm is given)."
         ),
     )
+    """A local model for the three steps: an hrefine ``LocalLM``, its folder or name, or
+    ``"default"`` for the embedded SmolLM2. Give ``lm`` or ``llm``, not both.
+    """
     tokenizer: Any = Field(
         default=None,
         description="Tokenizer of max_tokens (None: Llama-3.2's).",
     )
+    """The reader LLM's tokenizer, in which ``max_tokens`` is counted (a Hugging Face name or
+    tokenizer, a tiktoken encoding name, a ``str -> int`` callable...; None: Llama-3.2's).
+    """
 
     _refiner: RefinerSlot = PrivateAttr(default_factory=RefinerSlot)
 

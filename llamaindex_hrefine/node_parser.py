@@ -39,26 +39,6 @@ _MODES = ("auto", "page", "blocks")
 class HtmlPageNodeParser(OneLineSettingErrors, NodeParser):
     """A LlamaIndex node parser that never cuts HTML mid-tag.
 
-    Attributes
-    ----------
-    chunk_size:
-        Largest node, in tokens of ``tokenizer`` (at least 16). None (default): one node per
-        document.
-    mode:
-        ``"page"``: one node per document, holding its cleaned page; ``"blocks"``: the cleaned
-        page cut at block boundaries into pieces of at most ``chunk_size`` tokens, each whole
-        HTML, opening with the headings in force and, inside a table, its header row;
-        ``"auto"`` (default): ``"blocks"`` when ``chunk_size`` is set, else ``"page"``.
-    tokenizer:
-        What counts ``chunk_size`` (:func:`hrefine.budget.get_counter`: a name such as
-        ``"regex"``, a ``tokenizer.json`` path, a Hugging Face tokenizer or ``str -> int``;
-        default: Llama-3.2's). Not serialised.
-    boilerplate:
-        Remove navigation, footers and other boilerplate while cleaning.
-    input_format:
-        ``"auto"`` (default), ``"html"``, ``"markdown"`` or ``"text"``: Markdown and plain text
-        documents are written as HTML first (:func:`hrefine.html.formats.to_html`).
-
     Notes
     -----
     Every field is a keyword of the constructor, as are ``NodeParser``'s own
@@ -79,16 +59,32 @@ class HtmlPageNodeParser(OneLineSettingErrors, NodeParser):
     chunk_size: int | None = Field(
         default=None, description="Largest node in tokens; None: one node per document."
     )
+    """Largest node, in tokens of ``tokenizer`` (at least 16). None (default): one node per
+    document.
+    """
     mode: str = Field(
         default="auto",
         description="'page' (one node per document), 'blocks' (pieces of chunk_size tokens) or "
         "'auto' ('blocks' when chunk_size is set).",
     )
+    """``"page"``: one node per document, holding its cleaned page; ``"blocks"``: the cleaned
+    page cut at block boundaries into pieces of at most ``chunk_size`` tokens, each whole
+    HTML, opening with the headings in force and, inside a table, its header row;
+    ``"auto"`` (default): ``"blocks"`` when ``chunk_size`` is set, else ``"page"``.
+    """
     tokenizer: Any = Field(
         default=None, exclude=True, description="What counts chunk_size; None: Llama-3.2's."
     )
+    """What counts ``chunk_size`` (:func:`hrefine.budget.get_counter`: a name such as
+    ``"regex"``, a ``tokenizer.json`` path, a Hugging Face tokenizer or ``str -> int``;
+    default: Llama-3.2's). Not serialised.
+    """
     boilerplate: bool = Field(default=True, description="Remove navigation, footers, sidebars.")
+    """Remove navigation, footers and other boilerplate while cleaning."""
     input_format: str = Field(default="auto", description="'auto', 'html', 'markdown' or 'text'.")
+    """``"auto"`` (default), ``"html"``, ``"markdown"`` or ``"text"``: Markdown and plain text
+    documents are written as HTML first (:func:`hrefine.html.formats.to_html`).
+    """
 
     _counter: TokenCounter | None = PrivateAttr(default=None)
 

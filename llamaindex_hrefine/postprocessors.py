@@ -61,17 +61,6 @@ class HtmlRagNodePostprocessor(_HtmlRagFields):
 
     Attributes
     ----------
-    max_tokens:
-        Token budget of the pruned HTML (all nodes together, or each node; see
-        ``prune_together``).
-    embed_model:
-        A LlamaIndex ``BaseEmbedding`` or an hrefine ``Embedder`` for the ``"embedding"``
-        scorer; None: hrefine's embedded all-MiniLM-L6-v2 (``Settings.embed_model`` is never
-        read).
-    prune_together:
-        All nodes against one budget, as in the paper (True), or each node on its own (False).
-        With ``top_n`` set, each of the ``top_n`` most relevant nodes keeps at least one block
-        (when one would not, each gets an equal share of the budget: scope ``"split"``).
     top_n:
         Most nodes returned, the most relevant first (None: all that kept something).
     keep_input_order:
@@ -93,7 +82,14 @@ class HtmlRagNodePostprocessor(_HtmlRagFields):
         f"{MIN_BUDGET}).",
         minimum=MIN_BUDGET,
     )
+    """Token budget of the pruned HTML (all nodes together, or each node; see
+    ``prune_together``).
+    """
     embed_model: BaseEmbedding | Embedder | None = embed_model_field()
+    """A LlamaIndex ``BaseEmbedding`` or an hrefine ``Embedder`` for the ``"embedding"``
+    scorer; None: hrefine's embedded all-MiniLM-L6-v2 (``Settings.embed_model`` is never
+    read).
+    """
     prune_together: bool = Field(
         default=True,
         description=(
@@ -101,6 +97,10 @@ class HtmlRagNodePostprocessor(_HtmlRagFields):
             "max_tokens on its own (False)."
         ),
     )
+    """All nodes against one budget, as in the paper (True), or each node on its own (False).
+    With ``top_n`` set, each of the ``top_n`` most relevant nodes keeps at least one block
+    (when one would not, each gets an equal share of the budget: scope ``"split"``).
+    """
 
     _pruner: Rebuilt[HtmlPruner] = PrivateAttr(
         default_factory=lambda: Rebuilt(HtmlPrunerOptions, HtmlPruner)

@@ -153,21 +153,14 @@ def built_line(
 
 @dataclass(frozen=True)
 class BuildRequest:
-    """What a ``build`` verb's own part gets: the documents read, checked and ready.
-
-    Attributes
-    ----------
-    sources:
-        The documents (:func:`read_sources`).
-    quiet:
-        ``--quiet``: no progress lines.
-    noun:
-        What is built ("tree", "graph"), for messages.
-    """
+    """What a ``build`` verb's own part gets: the documents read, checked and ready."""
 
     sources: list[Source]
+    """The documents (:func:`read_sources`)."""
     quiet: bool
+    """``--quiet``: no progress lines."""
     noun: str
+    """What is built ("tree", "graph"), for messages."""
 
     def require_text(self) -> None:
         """Refuse documents that are all empty (call it after the options are checked).
@@ -186,21 +179,14 @@ class BuildRequest:
 
 @dataclass(frozen=True)
 class QueryRequest:
-    """What a ``query`` verb's own part gets, checked: a saved folder and a question.
-
-    Attributes
-    ----------
-    folder:
-        The saved folder (it is a folder).
-    question:
-        The question (not blank).
-    as_json:
-        ``--json``: print JSON.
-    """
+    """What a ``query`` verb's own part gets, checked: a saved folder and a question."""
 
     folder: Path
+    """The saved folder (it is a folder)."""
     question: str
+    """The question (not blank)."""
     as_json: bool
+    """``--json``: print JSON."""
 
 
 #: A query's own part returns what draws its HTML report (called only when one is asked for).

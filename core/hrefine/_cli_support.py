@@ -235,21 +235,14 @@ def read_input(source: str, what: str) -> bytes:
 
 @dataclass(frozen=True)
 class InputFile:
-    """A file named on the command line, decoded.
-
-    Attributes
-    ----------
-    name:
-        The path as given (``-`` for stdin).
-    label:
-        What messages and outputs call it: the path, or ``"stdin"``.
-    text:
-        Its text (BOM, UTF-16/32, UTF-8, a declared charset, detection).
-    """
+    """A file named on the command line, decoded."""
 
     name: str
+    """The path as given (``-`` for stdin)."""
     label: str
+    """What messages and outputs call it: the path, or ``"stdin"``."""
     text: str
+    """Its text (BOM, UTF-16/32, UTF-8, a declared charset, detection)."""
 
 
 def read_files(paths: Sequence[str], what: str) -> Iterator[InputFile]:

@@ -47,29 +47,21 @@ T = TypeVar("T")
 
 
 class Selection(NamedTuple):
-    """Result of :func:`select`.
-
-    Attributes
-    ----------
-    selected:
-        Ids of chosen units, in document order.
-    scores:
-        The score of every unit (as given), indexed by id.
-    used:
-        Tokens used by the chosen units, separators included.
-    budget:
-        The budget that was asked for.
-    dropped:
-        Every unit not chosen, mapped to why: ``"over_budget"`` (it did not fit when its turn
-        came), ``"expanded_into_children"`` (a parent replaced by its children) or
-        ``"max_units_reached"``. Children of a chosen parent are neither selected nor dropped.
-    """
+    """Result of :func:`select`."""
 
     selected: list[int]
+    """Ids of chosen units, in document order."""
     scores: np.ndarray
+    """The score of every unit (as given), indexed by id."""
     used: int
+    """Tokens used by the chosen units, separators included."""
     budget: int
+    """The budget that was asked for."""
     dropped: dict[int, str]
+    """Every unit not chosen, mapped to why: ``"over_budget"`` (it did not fit when its turn
+    came), ``"expanded_into_children"`` (a parent replaced by its children) or
+    ``"max_units_reached"``. Children of a chosen parent are neither selected nor dropped.
+    """
 
 
 def select(
@@ -200,39 +192,31 @@ def _check(costs: np.ndarray, scores: np.ndarray, budget: int) -> None:
 
 
 class Fill(NamedTuple, Generic[T]):
-    """Result of :func:`fill`.
-
-    Attributes
-    ----------
-    selected:
-        Ids of the units kept, in document order (a unit whose members another kept unit
-        covers is left out of this list).
-    kept:
-        The members of the kept units (for units without ``members``: their ids).
-    output:
-        What ``measure`` returned for ``kept``; ``None`` only when nothing fits and
-        ``allow_empty`` was given.
-    tokens:
-        Tokens of ``output`` as ``measure`` counted them; never over ``budget``.
-    budget:
-        The budget that was asked for.
-    renders:
-        How many times ``measure`` was called.
-    dropped:
-        Every unit neither kept nor covered by a kept unit, mapped to why:
-        ``"over_budget"`` (its cost did not fit the room when its turn came),
-        ``"expanded_into_children"`` (a parent replaced by its children),
-        ``"over_budget_measured"`` (the real output with it was over budget) or
-        ``"trial_limit_reached"`` (it might have fitted but the top-up had spent its renders).
-    """
+    """Result of :func:`fill`."""
 
     selected: list[int]
+    """Ids of the units kept, in document order (a unit whose members another kept unit
+    covers is left out of this list).
+    """
     kept: frozenset[int]
+    """The members of the kept units (for units without ``members``: their ids)."""
     output: T | None
+    """What ``measure`` returned for ``kept``; ``None`` only when nothing fits and
+    ``allow_empty`` was given.
+    """
     tokens: int
+    """Tokens of ``output`` as ``measure`` counted them; never over ``budget``."""
     budget: int
+    """The budget that was asked for."""
     renders: int
+    """How many times ``measure`` was called."""
     dropped: dict[int, str]
+    """Every unit neither kept nor covered by a kept unit, mapped to why:
+    ``"over_budget"`` (its cost did not fit the room when its turn came),
+    ``"expanded_into_children"`` (a parent replaced by its children),
+    ``"over_budget_measured"`` (the real output with it was over budget) or
+    ``"trial_limit_reached"`` (it might have fitted but the top-up had spent its renders).
+    """
 
 
 def fill(

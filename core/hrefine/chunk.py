@@ -46,19 +46,17 @@ class Chunk(NamedTuple):
     text:
         The chunk: its lines joined by ``"\\n"``; the pieces of a line that had to be cut joined
         by one space (or by nothing, where the input had no space between them).
-    start:
-        Offset of the chunk's first character in the input.
-    end:
-        Offset just past its last character: ``input[start:end]`` is ``text`` up to whitespace
-        (blank lines, indentation and runs of spaces are not kept in ``text``).
-    tokens:
-        Token count of ``text`` (the counter's real count, not an estimate).
     """
 
     text: str
     start: int
+    """Offset of the chunk's first character in the input."""
     end: int
+    """Offset just past its last character: ``input[start:end]`` is ``text`` up to whitespace
+    (blank lines, indentation and runs of spaces are not kept in ``text``).
+    """
     tokens: int
+    """Token count of ``text`` (the counter's real count, not an estimate)."""
 
 
 def chunks(

@@ -66,31 +66,26 @@ _O = TypeVar("_O", bound=Outcome)
 
 @dataclass(frozen=True, kw_only=True)
 class ResultOptions(Options):
-    """How many results an adapter returns, in which order, and what an all-empty call does.
-
-    Attributes
-    ----------
-    top_n:
-        Most results returned: the ``top_n`` most relevant inputs, each compressed (None: every
-        input with something kept). Inputs pruned against one shared budget each keep at least
-        their best unit when ``top_n`` is set (see the method's page for how).
-    keep_input_order:
-        Return the results in the order of their inputs instead of by relevance.
-    strict:
-        Raise :class:`~hrefine.errors.EmptyInputError` when every input is empty (no visible
-        text). False (default): return no results and log the reason, so one empty retrieval
-        does not break a chain.
-    """
+    """How many results an adapter returns, in which order, and what an all-empty call does."""
 
     top_n: int | None = setting(
         None, help="Most results returned, the most relevant first; None: all that kept text."
     )
+    """Most results returned: the ``top_n`` most relevant inputs, each compressed (None: every
+    input with something kept). Inputs pruned against one shared budget each keep at least
+    their best unit when ``top_n`` is set (see the method's page for how).
+    """
     keep_input_order: bool = setting(
         False, help="Return results in input order instead of by relevance."
     )
+    """Return the results in the order of their inputs instead of by relevance."""
     strict: bool = setting(
         False, help="Raise when every input is empty; False: return [] and log why."
     )
+    """Raise :class:`~hrefine.errors.EmptyInputError` when every input is empty (no visible
+    text). False (default): return no results and log the reason, so one empty retrieval
+    does not break a chain.
+    """
 
     @classmethod
     def of(cls, owner: object) -> ResultOptions:

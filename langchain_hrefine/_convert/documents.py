@@ -21,19 +21,6 @@ from hrefine.raptor import RetrievedNode, Source
 from hrefine.tree import Tree
 from langchain_core.documents import Document
 
-__all__ = [
-    "as_list",
-    "document_list",
-    "documents_to_html",
-    "documents_to_sources",
-    "documents_to_texts",
-    "nodes_to_documents",
-    "outcomes_to_documents",
-    "refined_to_documents",
-    "texts_to_sources",
-    "visited_to_documents",
-]
-
 logger = logging.getLogger(__name__)
 
 

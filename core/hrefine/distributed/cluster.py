@@ -122,25 +122,18 @@ def tally() -> Any:
 
 @dataclass(frozen=True)
 class ActorPlan:
-    """What a stage's actor pool asks Ray for.
-
-    Attributes
-    ----------
-    workers:
-        Actors in the pool (one model load each).
-    num_cpus:
-        CPUs reserved per actor.
-    num_gpus:
-        GPUs reserved per actor (0 on a CPU-only cluster, or for a stage without a model).
-    split_blocks:
-        Cut the input into blocks of a batch each, so that every actor gets work (not on a
-        cluster too small to run Ray's splitting task beside the pool).
-    """
+    """What a stage's actor pool asks Ray for."""
 
     workers: int
+    """Actors in the pool (one model load each)."""
     num_cpus: float
+    """CPUs reserved per actor."""
     num_gpus: float
+    """GPUs reserved per actor (0 on a CPU-only cluster, or for a stage without a model)."""
     split_blocks: bool = True
+    """Cut the input into blocks of a batch each, so that every actor gets work (not on a
+    cluster too small to run Ray's splitting task beside the pool).
+    """
 
     def remote_args(self) -> dict[str, Any]:
         """Keyword arguments of ``map_batches``/``map_groups`` for this pool."""

@@ -135,27 +135,20 @@ def settings_hash(stage: str, method: str, settings: Mapping[str, Any]) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class OutputState:
-    """What an output folder holds already.
-
-    Attributes
-    ----------
-    ok:
-        Ids with a result.
-    errors:
-        Ids whose last try failed (and have no result).
-    hashes:
-        The settings hashes of the runs that wrote it.
-    groups:
-        For a group stage's output: each group's latest row (of the latest run that wrote
-        one), as its status and its members' ids (None when not recorded).
-    """
+    """What an output folder holds already."""
 
     ok: frozenset[str]
+    """Ids with a result."""
     errors: frozenset[str]
+    """Ids whose last try failed (and have no result)."""
     hashes: frozenset[str]
+    """The settings hashes of the runs that wrote it."""
     groups: Mapping[str, tuple[str, tuple[str, ...] | None]] = dataclasses.field(
         default_factory=dict
     )
+    """For a group stage's output: each group's latest row (of the latest run that wrote
+    one), as its status and its members' ids (None when not recorded).
+    """
 
 
 def _filesystem(path: str) -> tuple[Any, str]:

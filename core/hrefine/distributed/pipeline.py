@@ -43,24 +43,6 @@ _ALL_STAGES: dict[str, type[Stage]] = {**STAGES, "raptor": RaptorStage, "garlic"
 class RunReport:
     """What one run did.
 
-    Attributes
-    ----------
-    stage:
-        ``"html"``, ``"structure"``, ``"raptor"``, ``"garlic"`` or ``"refine"``.
-    output:
-        The output folder (results under ``status=ok/``, failures under ``status=error/``).
-    run_id:
-        This run's id (the ``run_id`` column of the rows it wrote).
-    ok:
-        Rows (groups, for RAPTOR and GARLIC) this run processed into a result.
-    errors:
-        Rows this run recorded as failed.
-    skipped:
-        Input rows (groups, for RAPTOR and GARLIC) left out before any work because the
-        output held their result (or failure) already; the ids the output holds for other
-        inputs are not counted.
-    options_hash:
-        The settings hash written in every row.
     workers, num_gpus:
         The actor pool: actors, and GPUs per actor.
     seconds:
@@ -68,12 +50,22 @@ class RunReport:
     """
 
     stage: str
+    """``"html"``, ``"structure"``, ``"raptor"``, ``"garlic"`` or ``"refine"``."""
     output: str
+    """The output folder (results under ``status=ok/``, failures under ``status=error/``)."""
     run_id: str
+    """This run's id (the ``run_id`` column of the rows it wrote)."""
     ok: int
+    """Rows (groups, for RAPTOR and GARLIC) this run processed into a result."""
     errors: int
+    """Rows this run recorded as failed."""
     skipped: int
+    """Input rows (groups, for RAPTOR and GARLIC) left out before any work because the
+    output held their result (or failure) already; the ids the output holds for other
+    inputs are not counted.
+    """
     options_hash: str
+    """The settings hash written in every row."""
     workers: int
     num_gpus: float
     seconds: float

@@ -10,15 +10,10 @@ __all__ = ["Compressor", "FunctionCompressor"]
 
 @runtime_checkable
 class Compressor(Protocol):
-    """Shrinks one document to at most ``max_tokens`` tokens of what matters for ``query``.
-
-    Attributes
-    ----------
-    name:
-        Short name used in reports.
-    """
+    """Shrinks one document to at most ``max_tokens`` tokens of what matters for ``query``."""
 
     name: str
+    """Short name used in reports."""
 
     def compress(self, document: str, query: str, max_tokens: int) -> str:
         """Return the compressed context (plain text or HTML) for ``query``.

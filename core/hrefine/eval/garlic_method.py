@@ -62,51 +62,34 @@ _SEARCH_ONLY = frozenset(
 
 @dataclass(frozen=True)
 class GarlicCall:
-    """One ``compress`` call of :class:`GarlicCompressor`.
-
-    Attributes
-    ----------
-    document:
-        Hex digest of the document's text.
-    query:
-        The question.
-    budget:
-        ``max_tokens`` of the call.
-    visited:
-        Nodes the search read (top level included).
-    leaves:
-        How many of them were leaf chunks.
-    steps:
-        Nodes the search added after the top level.
-    said_yes:
-        Whether the LLM said Yes before the search stopped.
-    stopped_by:
-        Why the search stopped (see :data:`hrefine.garlic.search.STOP_REASONS`).
-    prefilled_tokens:
-        Tokens the LLM actually ran (with the KV cache in attention mode).
-    recompute_tokens:
-        Tokens recomputing the whole prompt at every step would have run.
-    tokens_out:
-        Tokens of the returned text.
-    seconds:
-        Wall time of the search and the fitting (the graph's build is not included).
-    build_seconds:
-        Seconds the document's graph took to build in this call (0 when it was reused).
-    """
+    """One ``compress`` call of :class:`GarlicCompressor`."""
 
     document: str
+    """Hex digest of the document's text."""
     query: str
+    """The question."""
     budget: int
+    """``max_tokens`` of the call."""
     visited: int
+    """Nodes the search read (top level included)."""
     leaves: int
+    """How many of them were leaf chunks."""
     steps: int
+    """Nodes the search added after the top level."""
     said_yes: bool
+    """Whether the LLM said Yes before the search stopped."""
     stopped_by: str
+    """Why the search stopped (see :data:`hrefine.garlic.search.STOP_REASONS`)."""
     prefilled_tokens: int
+    """Tokens the LLM actually ran (with the KV cache in attention mode)."""
     recompute_tokens: int
+    """Tokens recomputing the whole prompt at every step would have run."""
     tokens_out: int
+    """Tokens of the returned text."""
     seconds: float
+    """Wall time of the search and the fitting (the graph's build is not included)."""
     build_seconds: float
+    """Seconds the document's graph took to build in this call (0 when it was reused)."""
 
 
 class GarlicCompressor(StoreCompressor):

@@ -29,45 +29,33 @@ def read_document(path: Path) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class EvalItem:
-    """One evaluation question over one document.
-
-    Attributes
-    ----------
-    id:
-        Question id, unique within the dataset.
-    question:
-        The query passed to the compressor.
-    answers:
-        Gold answers. With ``answer_mode="all"`` every answer is required (WTQ multi-valued
-        answers); with ``"any"`` they are alternative references (L-Eval).
-    dataset:
-        Dataset name (``"wtq"``, ``"leval-nq"``, …, or the JSONL's name).
-    doc_id:
-        Id of the document; questions over the same document share it.
-    doc_format:
-        ``"html"`` or ``"text"``.
-    answer_mode:
-        ``"all"`` or ``"any"`` (see ``answers``).
-    extra:
-        Dataset-specific fields: ``strict`` (WTQ), ``supporting_paragraphs`` and
-        ``supporting_sentences`` (HotpotQA: gold texts), ``gold_text`` (articles), ``options``
-        (QuALITY), and any unknown JSONL field.
-    doc_path:
-        File holding the document (read on first access), or None.
-    doc_text:
-        The document itself, when held in memory.
-    """
+    """One evaluation question over one document."""
 
     id: str
+    """Question id, unique within the dataset."""
     question: str
+    """The query passed to the compressor."""
     answers: tuple[str, ...]
+    """Gold answers. With ``answer_mode="all"`` every answer is required (WTQ multi-valued
+    answers); with ``"any"`` they are alternative references (L-Eval).
+    """
     dataset: str
+    """Dataset name (``"wtq"``, ``"leval-nq"``, …, or the JSONL's name)."""
     doc_id: str
+    """Id of the document; questions over the same document share it."""
     doc_format: DocFormat = "text"
+    """``"html"`` or ``"text"``."""
     answer_mode: AnswerMode = "all"
+    """``"all"`` or ``"any"`` (see ``answers``)."""
     extra: Mapping[str, Any] = field(default_factory=dict)
+    """Dataset-specific fields: ``strict`` (WTQ), ``supporting_paragraphs`` and
+    ``supporting_sentences`` (HotpotQA: gold texts), ``gold_text`` (articles), ``options``
+    (QuALITY), and any unknown JSONL field.
+    """
     doc_path: Path | None = None
+    """File holding the document (read on first access), or None."""
     doc_text: str | None = field(default=None, repr=False)
+    """The document itself, when held in memory."""
 
     @property
     def document(self) -> str:

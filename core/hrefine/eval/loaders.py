@@ -59,30 +59,20 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    """A dataset of the shared evaluation data.
-
-    Attributes
-    ----------
-    name:
-        Registered name.
-    folder:
-        Folder relative to the data root.
-    loader:
-        ``(folder) -> list[EvalItem]``.
-    primary_metric:
-        The headline metric of this dataset (plotted and pinned as a floor).
-    metrics:
-        Every metric reported for this dataset, headline first.
-    description:
-        One line for listings.
-    """
+    """A dataset of the shared evaluation data."""
 
     name: str
+    """Registered name."""
     folder: str
+    """Folder relative to the data root."""
     loader: Callable[[Path], list[EvalItem]]
+    """``(folder) -> list[EvalItem]``."""
     primary_metric: str
+    """The headline metric of this dataset (plotted and pinned as a floor)."""
     metrics: tuple[str, ...]
+    """Every metric reported for this dataset, headline first."""
     description: str
+    """One line for listings."""
 
 
 def default_data_dir(data_dir: str | os.PathLike[str] | None = None) -> Path:

@@ -62,60 +62,44 @@ def document_key(document: str) -> str:
 
 @dataclasses.dataclass
 class CallRecord:
-    """What one ``compress`` call did.
-
-    Attributes
-    ----------
-    doc_key:
-        Hex digest of the document (the same for every question on it).
-    query:
-        The question.
-    budget:
-        The token budget.
-    tokens:
-        Tokens of the output, in the harness's tokenizer.
-    timings:
-        Seconds per step (:data:`STEPS`) and ``"total"`` as the call ran (a reused step costs
-        about nothing).
-    cold:
-        Seconds per step and ``"total"`` without the reuse: a reused step counts the seconds it
-        took when it was computed.
-    reused:
-        The steps whose outcome was reused (``"analysis"``, ``"structure"``, ``"selection"``).
-    source:
-        Where the document's structure came from (``"numbered"``, ``"headings"``, ``"html"``,
-        ``"markdown"``, ``"paragraphs"``, ``"model"``).
-    sections:
-        Titled sections of the structure.
-    leaves:
-        Paragraph leaves of the structure.
-    coverage:
-        :func:`hrefine.longrefiner.coverage` of the structure (1.0: no text lost).
-    analysis:
-        Step 1's label (``"local"`` or ``"global"``) and weights.
-    selected:
-        Titles step 3 chose (empty when it was off).
-    selection_source:
-        ``"off"``, ``"lm"``, ``"llm"`` or ``"fallback"``.
-    trimmed:
-        The budget was below every unit: the best paragraph was cut.
-    """
+    """What one ``compress`` call did."""
 
     doc_key: str
+    """Hex digest of the document (the same for every question on it)."""
     query: str
+    """The question."""
     budget: int
+    """The token budget."""
     tokens: int
+    """Tokens of the output, in the harness's tokenizer."""
     timings: dict[str, float]
+    """Seconds per step (:data:`STEPS`) and ``"total"`` as the call ran (a reused step costs
+    about nothing).
+    """
     cold: dict[str, float]
+    """Seconds per step and ``"total"`` without the reuse: a reused step counts the seconds it
+    took when it was computed.
+    """
     reused: tuple[str, ...]
+    """The steps whose outcome was reused (``"analysis"``, ``"structure"``, ``"selection"``)."""
     source: str
+    """Where the document's structure came from (``"numbered"``, ``"headings"``, ``"html"``,
+    ``"markdown"``, ``"paragraphs"``, ``"model"``).
+    """
     sections: int
+    """Titled sections of the structure."""
     leaves: int
+    """Paragraph leaves of the structure."""
     coverage: float
+    """:func:`hrefine.longrefiner.coverage` of the structure (1.0: no text lost)."""
     analysis: dict[str, Any]
+    """Step 1's label (``"local"`` or ``"global"``) and weights."""
     selected: tuple[str, ...]
+    """Titles step 3 chose (empty when it was off)."""
     selection_source: str
+    """``"off"``, ``"lm"``, ``"llm"`` or ``"fallback"``."""
     trimmed: bool
+    """The budget was below every unit: the best paragraph was cut."""
 
 
 class _ReusingRefiner(LongRefiner):

@@ -22,122 +22,80 @@ __all__ = ["BudgetSummary", "EvalResult", "ItemResult", "score_output", "summari
 
 @dataclass
 class ItemResult:
-    """One item at one budget.
-
-    Attributes
-    ----------
-    item_id:
-        The question's id.
-    doc_id:
-        Its document's id.
-    budget:
-        The token budget it was run at.
-    tokens_in:
-        Tokens of the raw document.
-    tokens_out:
-        Tokens of the returned context.
-    seconds:
-        Wall time of the ``compress`` call.
-    over_budget:
-        True when ``tokens_out > budget``.
-    error:
-        ``"ErrorType: message"`` when the method raised (then the context counts as empty).
-    metrics:
-        Metric name to value; None where the item cannot be scored for it.
-    prediction:
-        The reader LLM's answer, when a reader was given.
-    """
+    """One item at one budget."""
 
     item_id: str
+    """The question's id."""
     doc_id: str
+    """Its document's id."""
     budget: int
+    """The token budget it was run at."""
     tokens_in: int
+    """Tokens of the raw document."""
     tokens_out: int
+    """Tokens of the returned context."""
     seconds: float
+    """Wall time of the ``compress`` call."""
     over_budget: bool
+    """True when ``tokens_out > budget``."""
     error: str | None
+    """``"ErrorType: message"`` when the method raised (then the context counts as empty)."""
     metrics: dict[str, float | None]
+    """Metric name to value; None where the item cannot be scored for it."""
     prediction: str | None = None
+    """The reader LLM's answer, when a reader was given."""
 
 
 @dataclass
 class BudgetSummary:
-    """Means over the items of one run at one budget.
-
-    Attributes
-    ----------
-    budget:
-        Token budget.
-    n:
-        Items run.
-    errors:
-        Items where the method raised.
-    over_budget:
-        Items whose context exceeded the budget.
-    metrics:
-        Mean of each metric over the items it could score.
-    scored:
-        How many items each metric scored.
-    tokens_in:
-        Mean tokens of the documents.
-    tokens_out:
-        Mean tokens of the contexts.
-    compression:
-        Mean of ``tokens_out / tokens_in``.
-    ms_per_item:
-        Mean milliseconds per ``compress`` call.
-    """
+    """Means over the items of one run at one budget."""
 
     budget: int
+    """Token budget."""
     n: int
+    """Items run."""
     errors: int
+    """Items where the method raised."""
     over_budget: int
+    """Items whose context exceeded the budget."""
     metrics: dict[str, float]
+    """Mean of each metric over the items it could score."""
     scored: dict[str, int]
+    """How many items each metric scored."""
     tokens_in: float
+    """Mean tokens of the documents."""
     tokens_out: float
+    """Mean tokens of the contexts."""
     compression: float
+    """Mean of ``tokens_out / tokens_in``."""
     ms_per_item: float
+    """Mean milliseconds per ``compress`` call."""
 
 
 @dataclass
 class EvalResult:
-    """A method's results on one dataset.
-
-    Attributes
-    ----------
-    method:
-        The method's name.
-    dataset:
-        The dataset's name.
-    budgets:
-        Budgets run.
-    primary_metric:
-        The dataset's headline metric.
-    metrics:
-        Every metric reported, headline first.
-    n_items:
-        Items evaluated.
-    summaries:
-        One :class:`BudgetSummary` per budget.
-    items:
-        Every :class:`ItemResult`.
-    skipped:
-        Why the run did not happen (missing dataset or method), else None.
-    meta:
-        Run settings: tokenizer, limit, filters, data sha256.
-    """
+    """A method's results on one dataset."""
 
     method: str
+    """The method's name."""
     dataset: str
+    """The dataset's name."""
     budgets: list[int]
+    """Budgets run."""
     primary_metric: str
+    """The dataset's headline metric."""
     metrics: list[str]
+    """Every metric reported, headline first."""
     n_items: int = 0
+    """Items evaluated."""
     summaries: list[BudgetSummary] = field(default_factory=list)
+    """One :class:`BudgetSummary` per budget."""
     items: list[ItemResult] = field(default_factory=list)
+    """Every :class:`ItemResult`."""
     skipped: str | None = None
+    """Why the run did not happen (missing dataset or method), else None."""
     meta: dict[str, Any] = field(default_factory=dict)
+    """Run settings: tokenizer, limit, filters, data sha256."""
 
     def summary(self, budget: int) -> BudgetSummary:
         """The :class:`BudgetSummary` for ``budget``.

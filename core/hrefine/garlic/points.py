@@ -33,16 +33,14 @@ _WORD = re.compile(r"[^\W_]")
 class Point(NamedTuple):
     """One summary point of an answer.
 
-    Attributes
-    ----------
-    text:
-        The point, marker and surrounding whitespace removed, continuation lines joined by one
-        space.
     start, end:
         Span of the point's line(s) in the answer, marker included: ``answer[start:end]``.
     """
 
     text: str
+    """The point, marker and surrounding whitespace removed, continuation lines joined by one
+    space.
+    """
     start: int
     end: int
 

@@ -13,53 +13,36 @@ __all__ = ["SearchResult", "SearchStep", "VisitedNode"]
 
 @dataclass(frozen=True)
 class VisitedNode:
-    """One node the search read, in the order it was read.
-
-    Attributes
-    ----------
-    id:
-        Node id in the graph's tree.
-    text:
-        The node's text.
-    level:
-        0 for a leaf chunk, 1 and up for summary points.
-    step:
-        0 for the top-level nodes the search starts with, ``k`` for the node added at step ``k``.
-    score:
-        ``z_n + embedding_weight * s_n`` when it was picked; ``None`` for the top-level nodes.
-    attention:
-        Its ``a_i``: attention mass to the query times its position in the prompt (attention
-        mode), or its query similarity (prompt-only mode).
-    p_yes:
-        P("Yes") asked right after it was read (the top level's shared step-0 answer).
-    metadata:
-        A copy of the node's metadata (a leaf's source and character offsets).
-    similarity:
-        Its ``s``: the query's cosine similarity to it (negative values at 0), in [0, 1] and
-        comparable across nodes and searches (``score`` is relative to the step's candidates).
-    """
+    """One node the search read, in the order it was read."""
 
     id: int
+    """Node id in the graph's tree."""
     text: str
+    """The node's text."""
     level: int
+    """0 for a leaf chunk, 1 and up for summary points."""
     step: int
+    """0 for the top-level nodes the search starts with, ``k`` for the node added at step ``k``."""
     score: float | None
+    """``z_n + embedding_weight * s_n`` when it was picked; ``None`` for the top-level nodes."""
     attention: float
+    """Its ``a_i``: attention mass to the query times its position in the prompt (attention
+    mode), or its query similarity (prompt-only mode).
+    """
     p_yes: float
+    """P("Yes") asked right after it was read (the top level's shared step-0 answer)."""
     metadata: dict[str, Any] = field(default_factory=dict)
+    """A copy of the node's metadata (a leaf's source and character offsets)."""
     similarity: float = 0.0
+    """Its ``s``: the query's cosine similarity to it (negative values at 0), in [0, 1] and
+    comparable across nodes and searches (``score`` is relative to the step's candidates).
+    """
 
 
 @dataclass(frozen=True)
 class SearchStep:
     """One Yes/No question of the search.
 
-    Attributes
-    ----------
-    step:
-        0 after the top level, then 1, 2, ... after each added node.
-    node_id:
-        The node added before this question (``None`` at step 0).
     p_yes, p_no:
         Probabilities of "Yes" and "No" as the next token, renormalised over the two (1 and 0
         from a text reply in prompt-only mode).
@@ -75,7 +58,9 @@ class SearchStep:
     """
 
     step: int
+    """0 after the top level, then 1, 2, ... after each added node."""
     node_id: int | None
+    """The node added before this question (``None`` at step 0)."""
     p_yes: float
     p_no: float
     said_yes: bool
@@ -86,43 +71,30 @@ class SearchStep:
 
 @dataclass(frozen=True)
 class SearchResult:
-    """What :meth:`GarlicSearcher.search` read, and why it stopped.
-
-    Attributes
-    ----------
-    query:
-        The question.
-    visited:
-        The nodes read, in reading order (the top level first).
-    trace:
-        One :class:`SearchStep` per Yes/No question.
-    prefilled_tokens:
-        Tokens the model actually ran (the KV-cached session's total; the sum of every whole
-        prompt in prompt-only mode).
-    recompute_tokens:
-        Tokens that recomputing the whole prompt at every step would have run.
-    stopped_by:
-        One of :data:`STOP_REASONS`.
-    seconds:
-        Wall time of the whole search.
-    mode:
-        ``"attention"`` or ``"prompt"``.
-    notes:
-        Anything worth knowing (replies that were neither Yes nor No).
-    document_order:
-        The visited ids in document order.
-    """
+    """What :meth:`GarlicSearcher.search` read, and why it stopped."""
 
     query: str
+    """The question."""
     visited: list[VisitedNode]
+    """The nodes read, in reading order (the top level first)."""
     trace: list[SearchStep]
+    """One :class:`SearchStep` per Yes/No question."""
     prefilled_tokens: int
+    """Tokens the model actually ran (the KV-cached session's total; the sum of every whole
+    prompt in prompt-only mode).
+    """
     recompute_tokens: int
+    """Tokens that recomputing the whole prompt at every step would have run."""
     stopped_by: str
+    """One of :data:`STOP_REASONS`."""
     seconds: float
+    """Wall time of the whole search."""
     mode: str
+    """``"attention"`` or ``"prompt"``."""
     notes: list[str] = field(default_factory=list)
+    """Anything worth knowing (replies that were neither Yes nor No)."""
     document_order: list[int] = field(default_factory=list)
+    """The visited ids in document order."""
 
     @property
     def said_yes(self) -> bool:

@@ -92,27 +92,18 @@ def edge_mode(edges: str, lm: object) -> str:
 
 @dataclass(frozen=True)
 class Batch:
-    """Consecutive nodes of one level summarised by one call.
-
-    Attributes
-    ----------
-    index:
-        Position of the batch in its level.
-    inputs:
-        Ids of its input nodes, in document order.
-    lines:
-        Their texts, one line each, as the prompt holds them.
-    prompt:
-        The summary prompt (before any chat template).
-    tokens:
-        Tokens of the prompt as the writer sends it (with its chat template, for a LocalLM).
-    """
+    """Consecutive nodes of one level summarised by one call."""
 
     index: int
+    """Position of the batch in its level."""
     inputs: tuple[int, ...]
+    """Ids of its input nodes, in document order."""
     lines: tuple[str, ...]
+    """Their texts, one line each, as the prompt holds them."""
     prompt: str
+    """The summary prompt (before any chat template)."""
     tokens: int
+    """Tokens of the prompt as the writer sends it (with its chat template, for a LocalLM)."""
 
 
 @dataclass(frozen=True)

@@ -42,28 +42,20 @@ _GRAPH_ONLY = ("hrefine_source", "hrefine_source_id", "hrefine_batch")
 
 @dataclass(frozen=True)
 class Described:
-    """One visited node and what an adapter returns for it.
-
-    Attributes
-    ----------
-    node:
-        The core's record of the visit.
-    kind:
-        ``"chunk"`` or ``"summary"``.
-    relevance:
-        Its relevance in [0, 1] (:func:`relevance`).
-    metadata:
-        A copy of the node's metadata (a chunk's holds its document's) plus the keys of
-        :data:`METADATA_KEYS` and ``relevance_score``.
-    sources:
-        The ids of the documents under it (their indexes where no id was given).
-    """
+    """One visited node and what an adapter returns for it."""
 
     node: VisitedNode
+    """The core's record of the visit."""
     kind: str
+    """``"chunk"`` or ``"summary"``."""
     relevance: float
+    """Its relevance in [0, 1] (:func:`relevance`)."""
     metadata: dict[str, Any]
+    """A copy of the node's metadata (a chunk's holds its document's) plus the keys of
+    :data:`METADATA_KEYS` and ``relevance_score``.
+    """
     sources: list[str | int]
+    """The ids of the documents under it (their indexes where no id was given)."""
 
 
 def relevance(visited: VisitedNode) -> float:

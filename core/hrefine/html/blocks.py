@@ -74,24 +74,16 @@ def build_block_tree(
 
 @dataclass
 class BlockForest:
-    """A block tree over one or more documents, with each node's lxml element.
-
-    Attributes
-    ----------
-    tree:
-        The block tree; node ``i`` belongs to ``elements[i]``.
-    elements:
-        The DOM element of every tree node.
-    roots:
-        The ``<html>`` element of each document.
-    doc_ids:
-        The input-document index of each root (``node.metadata["doc"]`` uses these).
-    """
+    """A block tree over one or more documents, with each node's lxml element."""
 
     tree: Tree
+    """The block tree; node ``i`` belongs to ``elements[i]``."""
     elements: list[Any]
+    """The DOM element of every tree node."""
     roots: list[Any]
+    """The ``<html>`` element of each document."""
     doc_ids: list[int]
+    """The input-document index of each root (``node.metadata["doc"]`` uses these)."""
 
     def block_ids(self) -> list[int]:
         """Ids of nodes that are blocks (have text), in document order."""

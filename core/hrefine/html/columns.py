@@ -57,24 +57,16 @@ _TIE = 1e-6
 
 @dataclass
 class TableGrid:
-    """A table's cells placed on its column grid.
-
-    Attributes
-    ----------
-    table:
-        The ``<table>`` element.
-    rows:
-        Its rows (``<tr>``, directly or through ``thead``/``tbody``/``tfoot``), in order.
-    cells:
-        Per row, each cell with the first and last grid column it covers.
-    n_cols:
-        Number of grid columns.
-    """
+    """A table's cells placed on its column grid."""
 
     table: Any
+    """The ``<table>`` element."""
     rows: list[Any]
+    """Its rows (``<tr>``, directly or through ``thead``/``tbody``/``tfoot``), in order."""
     cells: list[list[tuple[Any, int, int]]]
+    """Per row, each cell with the first and last grid column it covers."""
     n_cols: int
+    """Number of grid columns."""
 
     def spans_all(self, first: int, last: int) -> bool:
         """Whether a cell covering ``first..last`` spans the whole table (a section title)."""

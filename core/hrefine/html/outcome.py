@@ -45,54 +45,40 @@ __all__ = [
 
 @dataclass(frozen=True)
 class DocumentOutcome:
-    """What pruning did to one input page.
-
-    Attributes
-    ----------
-    index:
-        Position of the page in the input.
-    html:
-        The pruned HTML ("" when every block was dropped).
-    score:
-        Best first-stage score among the kept blocks, raw (None when none was kept).
-    stage2_score:
-        Best generative-stage score among the kept blocks, when that stage ran.
-    blocks_kept:
-        Number of the page's blocks kept.
-    blocks_total:
-        Number of the page's blocks found.
-    budget:
-        The token budget the page was pruned under.
-    scope:
-        ``"shared"`` (all pages against one budget), ``"document"`` (a budget per page) or
-        ``"split"`` (``top_n`` pages, each an equal share of the budget: see :class:`PruneJob`).
-    page_score:
-        Best first-stage score among all the page's blocks, kept or not (None: no block).
-    relevance:
-        ``score`` in [0, 1] (:func:`hrefine.results.unit_scores`); set by :class:`PruneJob`.
-    below_top_n:
-        The page was left out because ``top_n`` more relevant pages were returned.
-    input_format:
-        What the page was read as: ``"html"``, ``"markdown"`` or ``"text"``
-        (:func:`hrefine.html.formats.detect_format`; None: not known).
-    error:
-        Why the page could not be read (binary, too large, of a wrong type...), when it could
-        not; the other pages were pruned without it.
-    """
+    """What pruning did to one input page."""
 
     index: int
+    """Position of the page in the input."""
     html: str
+    """The pruned HTML ("" when every block was dropped)."""
     score: float | None
+    """Best first-stage score among the kept blocks, raw (None when none was kept)."""
     stage2_score: float | None
+    """Best generative-stage score among the kept blocks, when that stage ran."""
     blocks_kept: int
+    """Number of the page's blocks kept."""
     blocks_total: int
+    """Number of the page's blocks found."""
     budget: int
+    """The token budget the page was pruned under."""
     scope: str = "shared"
+    """``"shared"`` (all pages against one budget), ``"document"`` (a budget per page) or
+    ``"split"`` (``top_n`` pages, each an equal share of the budget: see :class:`PruneJob`).
+    """
     page_score: float | None = None
+    """Best first-stage score among all the page's blocks, kept or not (None: no block)."""
     relevance: float | None = None
+    """``score`` in [0, 1] (:func:`hrefine.results.unit_scores`); set by :class:`PruneJob`."""
     below_top_n: bool = False
+    """The page was left out because ``top_n`` more relevant pages were returned."""
     input_format: str | None = None
+    """What the page was read as: ``"html"``, ``"markdown"`` or ``"text"``
+    (:func:`hrefine.html.formats.detect_format`; None: not known).
+    """
     error: str | None = None
+    """Why the page could not be read (binary, too large, of a wrong type...), when it could
+    not; the other pages were pruned without it.
+    """
 
     @property
     def kept(self) -> bool:
@@ -202,36 +188,28 @@ def score_scale(pruner: HtmlPruner) -> tuple[str, float]:
 class PruneJob(TopNRetry[DocumentOutcome]):
     """One adapter call: retrieved pages pruned for a query, against one shared budget or a
     budget each.
-
-    Attributes
-    ----------
-    pruner:
-        The configured pruner.
-    pages:
-        HTML of each retrieved page, in retrieval order.
-    query:
-        The question.
-    max_tokens:
-        The budget: for all pages together (``together=True``, as in the paper) or per page.
-    together:
-        Whether the pages compete for one budget.
-    top_n:
-        Most pages returned (None: every page with something kept). The ``top_n`` pages with
-        the best block scores are chosen; pruned together, each must keep at least one block,
-        and when one would not, each of them is pruned to an equal share of the budget
-        instead (scope ``"split"``), so exactly ``min(top_n, pages with text)`` pages come back.
-    strict:
-        Raise :class:`~hrefine.errors.EmptyInputError` when every page is empty; otherwise
-        every outcome comes back empty and the reason is logged.
     """
 
     pruner: HtmlPruner
+    """The configured pruner."""
     pages: Sequence[str]
+    """HTML of each retrieved page, in retrieval order."""
     query: str
+    """The question."""
     max_tokens: int
+    """The budget: for all pages together (``together=True``, as in the paper) or per page."""
     together: bool = True
+    """Whether the pages compete for one budget."""
     top_n: int | None = None
+    """Most pages returned (None: every page with something kept). The ``top_n`` pages with
+    the best block scores are chosen; pruned together, each must keep at least one block,
+    and when one would not, each of them is pruned to an equal share of the budget
+    instead (scope ``"split"``), so exactly ``min(top_n, pages with text)`` pages come back.
+    """
     strict: bool = False
+    """Raise :class:`~hrefine.errors.EmptyInputError` when every page is empty; otherwise
+    every outcome comes back empty and the reason is logged.
+    """
 
     @classmethod
     def from_fields(

@@ -19,55 +19,42 @@ __all__ = ["BlockReport", "PruneResult"]
 
 @dataclass
 class BlockReport:
-    """One block of the input and what became of it.
-
-    Attributes
-    ----------
-    block_id:
-        Node id in the block tree of the stage that decided about the block.
-    doc:
-        Index of the input document the block comes from.
-    tag_path:
-        Real tag names from the root, e.g. ``"html>body>div>table"``.
-    text:
-        The block's plain text.
-    tokens:
-        Token cost of the block's HTML (budget tokenizer).
-    stage1_score:
-        Score of the embedding/BM25 stage (None if not scored).
-    stage2_score:
-        Score of the generative stage (None if not scored).
-    rank:
-        0 for the best-scored block of the deciding stage, 1 for the next, and so on.
-    kept:
-        Whether the block is in the output.
-    reason:
-        Why it is not: ``"over_budget"`` (it did not fit when its turn came),
-        ``"heading_alone"`` (a heading none of whose section's text was kept), ``"empty"`` (its
-        document had no text); ``"truncated"`` for a kept block cut to fit; None when kept
-        whole.
-    element:
-        Where the block lies in ``PruneResult.cleaned[doc]``: the index of its element among
-        that document's elements in document order (0 is ``<html>``), as
-        ``lxml``'s ``root.iter()`` lists them after parsing ``cleaned[doc]``. None when the
-        block has no element (an empty document) or could not be placed.
-    own_text:
-        True when the block is only its element's own text (an element too big to be one block,
-        whose children are blocks of their own); False when it is the element's whole content.
-    """
+    """One block of the input and what became of it."""
 
     block_id: int
+    """Node id in the block tree of the stage that decided about the block."""
     doc: int
+    """Index of the input document the block comes from."""
     tag_path: str
+    """Real tag names from the root, e.g. ``"html>body>div>table"``."""
     text: str
+    """The block's plain text."""
     tokens: int
+    """Token cost of the block's HTML (budget tokenizer)."""
     stage1_score: float | None
+    """Score of the embedding/BM25 stage (None if not scored)."""
     stage2_score: float | None
+    """Score of the generative stage (None if not scored)."""
     rank: int
+    """0 for the best-scored block of the deciding stage, 1 for the next, and so on."""
     kept: bool
+    """Whether the block is in the output."""
     reason: str | None
+    """Why it is not: ``"over_budget"`` (it did not fit when its turn came),
+    ``"heading_alone"`` (a heading none of whose section's text was kept), ``"empty"`` (its
+    document had no text); ``"truncated"`` for a kept block cut to fit; None when kept
+    whole.
+    """
     element: int | None = None
+    """Where the block lies in ``PruneResult.cleaned[doc]``: the index of its element among
+    that document's elements in document order (0 is ``<html>``), as
+    ``lxml``'s ``root.iter()`` lists them after parsing ``cleaned[doc]``. None when the
+    block has no element (an empty document) or could not be placed.
+    """
     own_text: bool = False
+    """True when the block is only its element's own text (an element too big to be one block,
+    whose children are blocks of their own); False when it is the element's whole content.
+    """
 
 
 @dataclass
@@ -83,40 +70,34 @@ class PruneResult:
     html:
         All kept documents' pruned HTML, joined with ``"\\n"``; ``tokens`` of it never exceed
         ``budget``.
-    documents:
-        Pruned HTML per input document (``""`` for a document all of whose blocks were
-        outranked; the set as a whole is never empty).
-    blocks:
-        A report on every block, outer blocks first (a table's rows after the blocks beside
-        the table); ``element`` gives a block's place in the document, where it has one.
-    query:
-        The question the output was pruned for.
-    budget:
-        The token budget asked for.
-    tokenizer:
-        Name of the tokenizer that counted the budget.
-    tokens:
-        Tokens of ``html``.
-    original_tokens:
-        Tokens of the cleaned input documents.
-    cleaned:
-        Cleaned HTML per input document.
-    stats:
-        Extra numbers: ``"stage1_tokens"``, ``"renders"``, ``"truncated"`` (the best block was
-        cut to fit), and for the generative stage ``"prefilled_tokens"``, ``"prompt_tokens"``,
-        ``"lm_calls"``.
     """
 
     html: str
     documents: list[str]
+    """Pruned HTML per input document (``""`` for a document all of whose blocks were
+    outranked; the set as a whole is never empty).
+    """
     blocks: list[BlockReport]
+    """A report on every block, outer blocks first (a table's rows after the blocks beside
+    the table); ``element`` gives a block's place in the document, where it has one.
+    """
     query: str
+    """The question the output was pruned for."""
     budget: int
+    """The token budget asked for."""
     tokens: int
+    """Tokens of ``html``."""
     original_tokens: int
+    """Tokens of the cleaned input documents."""
     cleaned: list[str]
+    """Cleaned HTML per input document."""
     tokenizer: str
+    """Name of the tokenizer that counted the budget."""
     stats: dict[str, Any] = field(default_factory=dict)
+    """Extra numbers: ``"stage1_tokens"``, ``"renders"``, ``"truncated"`` (the best block was
+    cut to fit), and for the generative stage ``"prefilled_tokens"``, ``"prompt_tokens"``,
+    ``"lm_calls"``.
+    """
 
     @property
     def kept_blocks(self) -> list[BlockReport]:

@@ -58,32 +58,24 @@ def joined(heading: str, body: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ScoredItem:
-    """One text that stage 1 scores.
-
-    Attributes
-    ----------
-    kind:
-        ``"block"``, ``"group"`` (a table or list as a whole), ``"paragraph"`` (a split
-        paragraph whole, scored for its pieces) or ``"text"`` (a bare text).
-    node:
-        The block-tree node it scores (a paragraph: its first piece); -1 for a bare text.
-    heading:
-        Its headings (section titles, table header).
-    body:
-        Its own text.
-    borrow:
-        Index of the item whose dense score this one takes; its words are then matched apart
-        from its headings (see :func:`lexical_match`).
-    back:
-        Back matter (references, notes...): scored below every other item.
-    """
+    """One text that stage 1 scores."""
 
     kind: ItemKind
+    """``"block"``, ``"group"`` (a table or list as a whole), ``"paragraph"`` (a split
+    paragraph whole, scored for its pieces) or ``"text"`` (a bare text).
+    """
     node: int
+    """The block-tree node it scores (a paragraph: its first piece); -1 for a bare text."""
     heading: str
+    """Its headings (section titles, table header)."""
     body: str
+    """Its own text."""
     borrow: int | None = None
+    """Index of the item whose dense score this one takes; its words are then matched apart
+    from its headings (see :func:`lexical_match`).
+    """
     back: bool = False
+    """Back matter (references, notes...): scored below every other item."""
 
     @property
     def text(self) -> str:

@@ -30,33 +30,26 @@ __all__ = ["StructuredDocument", "build_document", "check_structure", "coverage"
 
 @dataclasses.dataclass
 class StructuredDocument:
-    """A document's text and its section tree.
-
-    Attributes
-    ----------
-    text:
-        The document's plain text (for HTML input: its visible text, blocks on their own lines).
-    tree:
-        Node 0 is the ``document`` root; below it ``section`` and ``paragraph`` nodes with their
-        extents in ``metadata`` (see the module docstring).
-    source:
-        Where the structure came from: ``"html"``, ``"markdown"``, ``"numbered"``,
-        ``"headings"``, ``"paragraphs"`` or ``"model"``.
-    title:
-        The document's title (its metadata's, or its first heading's; may be empty).
-    notes:
-        What went wrong and what was done instead (a model's output that could not be parsed,
-        a fallback to markup), in order.
-    raw_outputs:
-        The model's answers, one per window, when the model structured it.
-    """
+    """A document's text and its section tree."""
 
     text: str
+    """The document's plain text (for HTML input: its visible text, blocks on their own lines)."""
     tree: Tree
+    """Node 0 is the ``document`` root; below it ``section`` and ``paragraph`` nodes with their
+    extents in ``metadata`` (see the module docstring).
+    """
     source: str
+    """Where the structure came from: ``"html"``, ``"markdown"``, ``"numbered"``,
+    ``"headings"``, ``"paragraphs"`` or ``"model"``.
+    """
     title: str = ""
+    """The document's title (its metadata's, or its first heading's; may be empty)."""
     notes: list[str] = dataclasses.field(default_factory=list)
+    """What went wrong and what was done instead (a model's output that could not be parsed,
+    a fallback to markup), in order.
+    """
     raw_outputs: list[str] = dataclasses.field(default_factory=list)
+    """The model's answers, one per window, when the model structured it."""
 
     def extent(self, node_id: int) -> tuple[int, int]:
         """``(start, end)`` of the document a node covers."""

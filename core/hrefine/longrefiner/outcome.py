@@ -58,63 +58,50 @@ class RefinerSlot(Rebuilt[LongRefiner]):
 
 @dataclass(frozen=True)
 class DocumentOutcome:
-    """What refining did to one input document.
-
-    Attributes
-    ----------
-    index:
-        Position of the document in the input.
-    text:
-        The kept text (``""`` when nothing was kept).
-    score:
-        The best combined score (``w_local * LS + w_global * GS``) among the kept nodes; None
-        when nothing was kept.
-    tokens:
-        Tokens of ``text`` in the budget's tokenizer.
-    budget:
-        The token budget the document was refined under.
-    tokenizer:
-        Name of the budget's tokenizer.
-    scope:
-        ``"shared"`` (all documents against one budget) or ``"split"`` (``top_n`` documents,
-        each an equal share of the budget: see :class:`RefineJob`).
-    structure:
-        Where the document's sections came from (``"markup"`` sources, ``"model"``,
-        ``"paragraphs"``, or ``"empty"`` for a document with no text).
-    sections_kept:
-        Titles of the sections the kept text comes from, in document order (the lead text
-        before the first section is ``"Abstract"``).
-    sections_selected:
-        Titles of the sections step 3 (global selection) chose, in document order.
-    analysis:
-        Step 1's outcome for the query (the weights used).
-    notes:
-        Fallbacks and repairs that concern this document (its structure's notes, a query
-        analysis answer that named no label, a best paragraph cut to fit).
-    doc_score:
-        The best combined score among all the document's nodes, kept or not (None: no text);
-        ``top_n`` picks by it.
-    units_kept:
-        Number of the document's nodes kept.
-    below_top_n:
-        The document was left out because ``top_n`` more relevant ones were returned.
-    """
+    """What refining did to one input document."""
 
     index: int
+    """Position of the document in the input."""
     text: str
+    """The kept text (``""`` when nothing was kept)."""
     score: float | None
+    """The best combined score (``w_local * LS + w_global * GS``) among the kept nodes; None
+    when nothing was kept.
+    """
     tokens: int
+    """Tokens of ``text`` in the budget's tokenizer."""
     budget: int
+    """The token budget the document was refined under."""
     tokenizer: str
+    """Name of the budget's tokenizer."""
     scope: str = "shared"
+    """``"shared"`` (all documents against one budget) or ``"split"`` (``top_n`` documents,
+    each an equal share of the budget: see :class:`RefineJob`).
+    """
     structure: str = "empty"
+    """Where the document's sections came from (``"markup"`` sources, ``"model"``,
+    ``"paragraphs"``, or ``"empty"`` for a document with no text).
+    """
     sections_kept: tuple[str, ...] = ()
+    """Titles of the sections the kept text comes from, in document order (the lead text
+    before the first section is ``"Abstract"``).
+    """
     sections_selected: tuple[str, ...] = ()
+    """Titles of the sections step 3 (global selection) chose, in document order."""
     analysis: QueryAnalysis | None = None
+    """Step 1's outcome for the query (the weights used)."""
     notes: tuple[str, ...] = ()
+    """Fallbacks and repairs that concern this document (its structure's notes, a query
+    analysis answer that named no label, a best paragraph cut to fit).
+    """
     doc_score: float | None = None
+    """The best combined score among all the document's nodes, kept or not (None: no text);
+    ``top_n`` picks by it.
+    """
     units_kept: int = 0
+    """Number of the document's nodes kept."""
     below_top_n: bool = False
+    """The document was left out because ``top_n`` more relevant ones were returned."""
 
     @property
     def kept(self) -> bool:
@@ -220,38 +207,29 @@ def outcomes_of(
 
 @dataclass(frozen=True)
 class RefineJob(TopNRetry[DocumentOutcome]):
-    """One adapter call: retrieved documents refined for a query against one shared budget.
-
-    Attributes
-    ----------
-    refiner:
-        The configured refiner.
-    texts:
-        Text of each retrieved document (HTML, Markdown or plain text), in retrieval order.
-    query:
-        The question.
-    max_tokens:
-        The budget, for all documents' kept text together (as in the paper).
-    titles:
-        Title of each document (step 3's outline shows it), or None.
-    top_n:
-        Most documents returned (None: every document with something kept). The ``top_n``
-        documents with the best-scored nodes are chosen; when others kept text too, the chosen
-        ones are refined again on their own, so they share the whole budget, and when one of
-        them would keep nothing each is refined to an equal share of the budget instead
-        (scope ``"split"``), so exactly ``min(top_n, documents with text)`` come back.
-    strict:
-        Raise :class:`~hrefine.errors.EmptyInputError` when every document is empty; otherwise
-        every outcome comes back empty and the reason is logged.
-    """
+    """One adapter call: retrieved documents refined for a query against one shared budget."""
 
     refiner: LongRefiner
+    """The configured refiner."""
     texts: Sequence[str]
+    """Text of each retrieved document (HTML, Markdown or plain text), in retrieval order."""
     query: str
+    """The question."""
     max_tokens: int
+    """The budget, for all documents' kept text together (as in the paper)."""
     titles: Sequence[str] | None = None
+    """Title of each document (step 3's outline shows it), or None."""
     top_n: int | None = None
+    """Most documents returned (None: every document with something kept). The ``top_n``
+    documents with the best-scored nodes are chosen; when others kept text too, the chosen
+    ones are refined again on their own, so they share the whole budget, and when one of
+    them would keep nothing each is refined to an equal share of the budget instead
+    (scope ``"split"``), so exactly ``min(top_n, documents with text)`` come back.
+    """
     strict: bool = False
+    """Raise :class:`~hrefine.errors.EmptyInputError` when every document is empty; otherwise
+    every outcome comes back empty and the reason is logged.
+    """
 
     @classmethod
     def from_fields(

@@ -19,21 +19,6 @@ __all__ = ["RefineResult", "RefinedDocument"]
 class RefinedDocument:
     """One input document's part of a :class:`RefineResult`.
 
-    Attributes
-    ----------
-    index:
-        Position of the document in the input.
-    text:
-        The kept text: the kept units in document order, joined by the separator (``""`` when
-        nothing of this document was kept).
-    kept:
-        Ids of the kept nodes of ``structure.tree``, in document order.
-    tokens:
-        Tokens of ``text`` in the budget's tokenizer.
-    score:
-        The best combined score among the kept nodes (None when nothing was kept).
-    structure:
-        The document's section tree.
     local, global_, combined:
         Every node's local score, global score and combined score (arrays indexed by node id).
     selection:
@@ -43,11 +28,19 @@ class RefinedDocument:
     """
 
     index: int
+    """Position of the document in the input."""
     text: str
+    """The kept text: the kept units in document order, joined by the separator (``""`` when
+    nothing of this document was kept).
+    """
     kept: list[int]
+    """Ids of the kept nodes of ``structure.tree``, in document order."""
     tokens: int
+    """Tokens of ``text`` in the budget's tokenizer."""
     score: float | None
+    """The best combined score among the kept nodes (None when nothing was kept)."""
     structure: StructuredDocument
+    """The document's section tree."""
     local: np.ndarray
     global_: np.ndarray
     combined: np.ndarray
@@ -57,43 +50,30 @@ class RefinedDocument:
 
 @dataclasses.dataclass
 class RefineResult:
-    """The outcome of :meth:`LongRefiner.refine`.
-
-    Attributes
-    ----------
-    query:
-        The question.
-    documents:
-        One entry per input document, in input order.
-    analysis:
-        Step 1's outcome (the weights used).
-    budget:
-        The token budget asked for.
-    tokens:
-        Tokens of the output (all documents' texts joined), never over ``budget``.
-    tokenizer:
-        Name of the tokenizer that counted them.
-    separator:
-        What joins kept units and documents in :attr:`text`.
-    timings:
-        Seconds per step: ``"analysis"``, ``"structure"``, ``"selection"`` (step 3),
-        ``"scoring"`` (local scores), ``"fill"`` (the budgeted selection) and ``"total"``.
-    trimmed:
-        The budget was below every unit: the best paragraph was cut to fit.
-    notes:
-        Fallbacks and repairs, in order (also in each structure's ``notes``).
-    """
+    """The outcome of :meth:`LongRefiner.refine`."""
 
     query: str
+    """The question."""
     documents: list[RefinedDocument]
+    """One entry per input document, in input order."""
     analysis: QueryAnalysis
+    """Step 1's outcome (the weights used)."""
     budget: int
+    """The token budget asked for."""
     tokens: int
+    """Tokens of the output (all documents' texts joined), never over ``budget``."""
     tokenizer: str
+    """Name of the tokenizer that counted them."""
     separator: str
+    """What joins kept units and documents in :attr:`text`."""
     timings: dict[str, float]
+    """Seconds per step: ``"analysis"``, ``"structure"``, ``"selection"`` (step 3),
+    ``"scoring"`` (local scores), ``"fill"`` (the budgeted selection) and ``"total"``.
+    """
     trimmed: bool = False
+    """The budget was below every unit: the best paragraph was cut to fit."""
     notes: list[str] = dataclasses.field(default_factory=list)
+    """Fallbacks and repairs, in order (also in each structure's ``notes``)."""
 
     @property
     def text(self) -> str:

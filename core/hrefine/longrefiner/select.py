@@ -49,27 +49,18 @@ _OUTLINE_PREFIX = re.compile(r"^\s*(?:sub-?section|section|title)\s*\d*\s*:\s*",
 
 @dataclasses.dataclass(frozen=True)
 class GlobalSelection:
-    """Step 3's outcome for one document.
-
-    Attributes
-    ----------
-    selected:
-        Ids of the chosen sections (the lead's id for ``abstract``).
-    names:
-        The titles the model named, as it wrote them.
-    unmatched:
-        Names that matched no title of the outline.
-    raw:
-        The model's answer as it came (None when step 3 did not run).
-    source:
-        ``"lm"``, ``"llm"``, ``"off"`` or ``"fallback"`` (the answer could not be read).
-    """
+    """Step 3's outcome for one document."""
 
     selected: tuple[int, ...] = ()
+    """Ids of the chosen sections (the lead's id for ``abstract``)."""
     names: tuple[str, ...] = ()
+    """The titles the model named, as it wrote them."""
     unmatched: tuple[str, ...] = ()
+    """Names that matched no title of the outline."""
     raw: str | None = None
+    """The model's answer as it came (None when step 3 did not run)."""
     source: str = "off"
+    """``"lm"``, ``"llm"``, ``"off"`` or ``"fallback"`` (the answer could not be read)."""
 
 
 def _norm(title: str) -> str:
@@ -233,27 +224,18 @@ def local_scores(
 
 @dataclasses.dataclass(frozen=True)
 class Picked:
-    """What the selection kept.
-
-    Attributes
-    ----------
-    kept:
-        Per document, the ids of the kept nodes in document order (none inside another).
-    texts:
-        Per document, the kept text (units joined by the separator; ``""`` for none kept).
-    tokens:
-        Tokens of the output, as counted for the budget.
-    dropped:
-        Per document, every node left out mapped to why (``budget.fill``'s reasons).
-    trimmed:
-        Whether the one kept unit had to be cut to fit (a budget below every unit's cost).
-    """
+    """What the selection kept."""
 
     kept: list[list[int]]
+    """Per document, the ids of the kept nodes in document order (none inside another)."""
     texts: list[str]
+    """Per document, the kept text (units joined by the separator; ``""`` for none kept)."""
     tokens: int
+    """Tokens of the output, as counted for the budget."""
     dropped: list[dict[int, str]]
+    """Per document, every node left out mapped to why (``budget.fill``'s reasons)."""
     trimmed: bool = False
+    """Whether the one kept unit had to be cut to fit (a budget below every unit's cost)."""
 
 
 def _atoms(doc: StructuredDocument) -> tuple[list[tuple[int, int]], dict[int, list[int]]]:

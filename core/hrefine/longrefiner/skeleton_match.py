@@ -16,30 +16,20 @@ __all__ = ["MatchReport", "match_skeleton"]
 
 @dataclass
 class MatchReport:
-    """How a skeleton matched its text.
-
-    Attributes
-    ----------
-    paragraphs:
-        Paragraphs the skeleton gave.
-    matched:
-        Paragraphs whose head was found (in order, after the previous one).
-    unmatched:
-        Paragraphs not found (skipped; their text goes to the nearest section).
-    tails_missed:
-        Matched paragraphs whose tail was not found (the paragraph ends at its head).
-    recovered_chars:
-        Characters of text no paragraph claimed, given to the nearest section.
-    problems:
-        The skeleton's problems and the matcher's, one line each.
-    """
+    """How a skeleton matched its text."""
 
     paragraphs: int = 0
+    """Paragraphs the skeleton gave."""
     matched: int = 0
+    """Paragraphs whose head was found (in order, after the previous one)."""
     unmatched: int = 0
+    """Paragraphs not found (skipped; their text goes to the nearest section)."""
     tails_missed: int = 0
+    """Matched paragraphs whose tail was not found (the paragraph ends at its head)."""
     recovered_chars: int = 0
+    """Characters of text no paragraph claimed, given to the nearest section."""
     problems: list[str] = field(default_factory=list)
+    """The skeleton's problems and the matcher's, one line each."""
 
 
 class _Compact:

@@ -31,40 +31,30 @@ _QUOTES = "\"'\u201c\u201d\u2018\u2019`"
 
 @dataclass
 class SkeletonPart:
-    """One section's paragraphs, in output order.
-
-    Attributes
-    ----------
-    path:
-        Titles of the section and those above it, outermost first; ``()`` is the abstract.
-    paragraphs:
-        Each paragraph as ``(head, tail)``: the whole paragraph with ``tail=None``, or its
-        first and last tokens around the abbreviation mark.
-    """
+    """One section's paragraphs, in output order."""
 
     path: tuple[str, ...]
+    """Titles of the section and those above it, outermost first; ``()`` is the abstract."""
     paragraphs: list[tuple[str, str | None]] = field(default_factory=list)
+    """Each paragraph as ``(head, tail)``: the whole paragraph with ``tail=None``, or its
+    first and last tokens around the abbreviation mark.
+    """
 
 
 @dataclass
 class Skeleton:
-    """A parsed structuring output.
-
-    Attributes
-    ----------
-    parts:
-        The sections in output order (a section whose paragraphs are interrupted by a
-        sub-section appears again after it).
-    problems:
-        What was repaired or ignored (missing closing tags, text outside any tag, a cut-off
-        end, ...), one line each.
-    truncated:
-        The output ended inside a tag or with sections still open.
-    """
+    """A parsed structuring output."""
 
     parts: list[SkeletonPart] = field(default_factory=list)
+    """The sections in output order (a section whose paragraphs are interrupted by a
+    sub-section appears again after it).
+    """
     problems: list[str] = field(default_factory=list)
+    """What was repaired or ignored (missing closing tags, text outside any tag, a cut-off
+    end, ...), one line each.
+    """
     truncated: bool = False
+    """The output ended inside a tag or with sections still open."""
 
     @property
     def paragraph_count(self) -> int:

@@ -21,18 +21,6 @@ __all__ = ["PACKAGED", "PackagedModel", "find_packaged", "installed_folder", "mo
 class PackagedModel:
     """One model shipped as part packages, with the bytes it must join to.
 
-    Attributes
-    ----------
-    name:
-        The name hrefine accepts (``lm="qwen2.5-coder-1.5b"``); also the cache folder's name.
-    kind:
-        ``"lm"`` (a :class:`~hrefine.models.LocalLM`) or ``"embedder"``.
-    distributions:
-        The part packages, in the order their slices are joined.
-    version:
-        The part packages' version that was checked.
-    part_pattern:
-        A regular expression that the one slice file in each part package matches.
     size, sha256:
         Length and SHA-256 of the joined file; anything else is refused.
     form:
@@ -45,10 +33,15 @@ class PackagedModel:
     """
 
     name: str
+    """The name hrefine accepts (``lm="qwen2.5-coder-1.5b"``); also the cache folder's name."""
     kind: Literal["lm", "embedder"]
+    """``"lm"`` (a :class:`~hrefine.models.LocalLM`) or ``"embedder"``."""
     distributions: tuple[str, ...]
+    """The part packages, in the order their slices are joined."""
     version: str
+    """The part packages' version that was checked."""
     part_pattern: str
+    """A regular expression that the one slice file in each part package matches."""
     size: int
     sha256: str
     form: Literal["gguf", "zip"]

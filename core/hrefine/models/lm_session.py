@@ -28,42 +28,32 @@ __all__ = ["AppendResult", "ForwardResult", "LMSession"]
 
 @dataclass(frozen=True)
 class ForwardResult:
-    """What one :meth:`LocalLM.forward` pass returns.
-
-    Attributes
-    ----------
-    cache:
-        The KV cache with the new tokens added (pass it to the next :meth:`LocalLM.forward`).
-    logits:
-        ``float32`` torch tensor of shape ``(vocab_size,)``: next-token logits after the last
-        new token.
-    attention:
-        With ``capture``: segment name → attention mass from the new tokens to that span
-        (summed over its key positions, averaged over heads, layers and new tokens; spans of the
-        same name are summed). ``None`` otherwise.
-    """
+    """What one :meth:`LocalLM.forward` pass returns."""
 
     cache: Any
+    """The KV cache with the new tokens added (pass it to the next :meth:`LocalLM.forward`)."""
     logits: torch.Tensor
+    """``float32`` torch tensor of shape ``(vocab_size,)``: next-token logits after the last
+    new token.
+    """
     attention: dict[str, float] | None = None
+    """With ``capture``: segment name → attention mass from the new tokens to that span
+    (summed over its key positions, averaged over heads, layers and new tokens; spans of the
+    same name are summed). ``None`` otherwise.
+    """
 
 
 @dataclass(frozen=True)
 class AppendResult:
-    """What :meth:`LMSession.append` did.
-
-    Attributes
-    ----------
-    new_tokens:
-        Number of tokens run through the model (and added to the cache).
-    attention:
-        With ``capture_attention=True``: segment name → attention mass from the new tokens to that
-        earlier segment (summed over its key positions, averaged over heads, layers and new tokens;
-        spans appended under the same name are summed). ``None`` otherwise.
-    """
+    """What :meth:`LMSession.append` did."""
 
     new_tokens: int
+    """Number of tokens run through the model (and added to the cache)."""
     attention: dict[str, float] | None = None
+    """With ``capture_attention=True``: segment name → attention mass from the new tokens to that
+    earlier segment (summed over its key positions, averaged over heads, layers and new tokens;
+    spans appended under the same name are summed). ``None`` otherwise.
+    """
 
 
 class LMSession:

@@ -33,27 +33,18 @@ class _Session(Protocol):
 
 @dataclass
 class PathScores:
-    """Log-probability of each path, with the cost of computing them.
-
-    Attributes
-    ----------
-    scores:
-        Sum of log token probabilities along each path (Eq. 3), in the order of the paths given.
-    prompt_tokens:
-        Tokens of the prompt, pre-filled once.
-    prefilled_tokens:
-        All tokens the model pre-filled: the prompt plus each trie edge appended once.
-    lm_calls:
-        Branching points the model was asked about.
-    trie_edges:
-        Distinct token edges in the trie.
-    """
+    """Log-probability of each path, with the cost of computing them."""
 
     scores: np.ndarray
+    """Sum of log token probabilities along each path (Eq. 3), in the order of the paths given."""
     prompt_tokens: int = 0
+    """Tokens of the prompt, pre-filled once."""
     prefilled_tokens: int = 0
+    """All tokens the model pre-filled: the prompt plus each trie edge appended once."""
     lm_calls: int = 0
+    """Branching points the model was asked about."""
     trie_edges: int = 0
+    """Distinct token edges in the trie."""
 
 
 def encode(tokenizer: Any, text: str) -> list[int]:

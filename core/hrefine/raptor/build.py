@@ -43,21 +43,14 @@ SOURCE, START, END, TOKENS, SOURCES = (
 
 @dataclass(frozen=True)
 class Source:
-    """One input document.
-
-    Attributes
-    ----------
-    text:
-        Its plain text.
-    metadata:
-        Copied onto each of its leaves (JSON-able values, if the tree is to be saved).
-    id:
-        Optional identifier, kept in the tree's list of sources.
-    """
+    """One input document."""
 
     text: str
+    """Its plain text."""
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    """Copied onto each of its leaves (JSON-able values, if the tree is to be saved)."""
     id: str | None = None
+    """Optional identifier, kept in the tree's list of sources."""
 
 
 def as_sources(docs: object) -> list[Source]:

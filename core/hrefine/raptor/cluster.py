@@ -57,18 +57,12 @@ MAX_DEPTH = 4
 
 @dataclass(frozen=True)
 class Cluster:
-    """One cluster of a layer.
-
-    Attributes
-    ----------
-    members:
-        Positions of its nodes in the layer (ascending).
-    weights:
-        Each member's membership probability (1.0 where the node joined by fallback).
-    """
+    """One cluster of a layer."""
 
     members: tuple[int, ...]
+    """Positions of its nodes in the layer (ascending)."""
     weights: tuple[float, ...]
+    """Each member's membership probability (1.0 where the node joined by fallback)."""
 
 
 @dataclass(frozen=True)

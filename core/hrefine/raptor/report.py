@@ -116,27 +116,21 @@ details summary{cursor:pointer;color:#22579a;font-size:12.5px}
 
 @dataclass(frozen=True)
 class Explained:
-    """Why each node of a tree is or is not in a retrieval (see :func:`explain`).
-
-    Attributes
-    ----------
-    scores:
-        Cosine similarity of every node to the query, indexed by node id.
-    chosen:
-        Ids chosen by the settings, best first (equal to the retrieved ids when they were
-        retrieved with these settings).
-    reasons:
-        For a node left out: ``"over_budget"``, ``"k_reached"``, ``"repeats_returned_text"``
-        (a summary whose sentences the chosen nodes all return), ``"not_top_k_of_layer"``,
-        ``"not_reached"`` or ``"summaries_off"``.
-    room:
-        For a node left out as over budget: the tokens left in the budget when its turn came.
-    """
+    """Why each node of a tree is or is not in a retrieval (see :func:`explain`)."""
 
     scores: np.ndarray
+    """Cosine similarity of every node to the query, indexed by node id."""
     chosen: list[int]
+    """Ids chosen by the settings, best first (equal to the retrieved ids when they were
+    retrieved with these settings).
+    """
     reasons: dict[int, str]
+    """For a node left out: ``"over_budget"``, ``"k_reached"``, ``"repeats_returned_text"``
+    (a summary whose sentences the chosen nodes all return), ``"not_top_k_of_layer"``,
+    ``"not_reached"`` or ``"summaries_off"``.
+    """
     room: dict[int, int]
+    """For a node left out as over budget: the tokens left in the budget when its turn came."""
 
 
 def explain(

@@ -45,44 +45,33 @@ __all__ = [
 
 @dataclass(frozen=True)
 class RetrievedNode:
-    """One node returned by :meth:`~hrefine.raptor.RaptorTree.retrieve`.
-
-    Attributes
-    ----------
-    id:
-        Node id in the tree.
-    text:
-        The chunk or summary text. A summary returns only the sentences that the retrieved
-        leaves and better-scored summaries do not return already (an extract repeats its
-        leaves' sentences).
-    score:
-        Cosine similarity to the query, plus the weighted BM25 match (``lexical_weight``).
-    relevance:
-        ``score`` mapped into [0, 1] (divided by ``1 + lexical_weight``, negatives at 0).
-    layer:
-        0 for a leaf chunk, 1 for a summary of chunks, and so on.
-    kind:
-        ``"chunk"`` or ``"summary"``.
-    sources:
-        Indexes of the input documents the text comes from (a summary: all below it).
-    tokens:
-        The length of ``text`` in the tree's tokenizer.
-    metadata:
-        A leaf: its document's metadata and ``hrefine_source``/``hrefine_start``/
-        ``hrefine_end`` (character offsets in that document); a summary:
-        ``hrefine_children`` (the ids it summarises) and, when sentences were left out as
-        repeats, ``hrefine_repeated_sentences`` (how many).
-    """
+    """One node returned by :meth:`~hrefine.raptor.RaptorTree.retrieve`."""
 
     id: int
+    """Node id in the tree."""
     text: str
+    """The chunk or summary text. A summary returns only the sentences that the retrieved
+    leaves and better-scored summaries do not return already (an extract repeats its
+    leaves' sentences).
+    """
     score: float
+    """Cosine similarity to the query, plus the weighted BM25 match (``lexical_weight``)."""
     relevance: float
+    """``score`` mapped into [0, 1] (divided by ``1 + lexical_weight``, negatives at 0)."""
     layer: int
+    """0 for a leaf chunk, 1 for a summary of chunks, and so on."""
     kind: str
+    """``"chunk"`` or ``"summary"``."""
     sources: tuple[int, ...]
+    """Indexes of the input documents the text comes from (a summary: all below it)."""
     tokens: int
+    """The length of ``text`` in the tree's tokenizer."""
     metadata: dict[str, Any] = field(default_factory=dict)
+    """A leaf: its document's metadata and ``hrefine_source``/``hrefine_start``/
+    ``hrefine_end`` (character offsets in that document); a summary:
+    ``hrefine_children`` (the ids it summarises) and, when sentences were left out as
+    repeats, ``hrefine_repeated_sentences`` (how many).
+    """
 
 
 def node_scores(
@@ -134,32 +123,24 @@ NOT_REACHED = "not_reached"
 
 @dataclass(frozen=True)
 class Picked:
-    """The nodes a retrieval returns and why the others were left out (see :func:`pick`).
-
-    Attributes
-    ----------
-    chosen:
-        Node ids, best first.
-    texts:
-        The text each chosen node returns: its own, but for a summary the sentences that the
-        chosen leaves or a better summary already return are left out.
-    tokens:
-        The tokens of each chosen node's returned text.
-    repeated:
-        For a chosen summary shortened that way: how many sentences were left out.
-    reasons:
-        For a candidate left out: :data:`OVER_BUDGET`, :data:`K_REACHED` or :data:`REPEATED`
-        (a summary all of whose sentences are returned already).
-    room:
-        For a node left out as over budget: the tokens left when its turn came.
-    """
+    """The nodes a retrieval returns and why the others were left out (see :func:`pick`)."""
 
     chosen: list[int]
+    """Node ids, best first."""
     texts: dict[int, str]
+    """The text each chosen node returns: its own, but for a summary the sentences that the
+    chosen leaves or a better summary already return are left out.
+    """
     tokens: dict[int, int]
+    """The tokens of each chosen node's returned text."""
     repeated: dict[int, int]
+    """For a chosen summary shortened that way: how many sentences were left out."""
     reasons: dict[int, str]
+    """For a candidate left out: :data:`OVER_BUDGET`, :data:`K_REACHED` or :data:`REPEATED`
+    (a summary all of whose sentences are returned already).
+    """
     room: dict[int, int]
+    """For a node left out as over budget: the tokens left when its turn came."""
 
 
 def pick(

@@ -42,24 +42,16 @@ HalfChoice = Literal["tune", "check", "all"]
 
 @dataclasses.dataclass
 class BuildReport:
-    """Built examples and what was left out.
-
-    Attributes
-    ----------
-    examples:
-        The examples, source by source.
-    items:
-        Questions read.
-    skipped:
-        Questions (or documents) that gave no example, by reason.
-    sources:
-        The datasets or files read, with the half used (``"wtq[tune]"``, ``"mine.jsonl"``).
-    """
+    """Built examples and what was left out."""
 
     examples: list[Example]
+    """The examples, source by source."""
     items: int = 0
+    """Questions read."""
     skipped: Counter[str] = dataclasses.field(default_factory=Counter)
+    """Questions (or documents) that gave no example, by reason."""
     sources: list[str] = dataclasses.field(default_factory=list)
+    """The datasets or files read, with the half used (``"wtq[tune]"``, ``"mine.jsonl"``)."""
 
 
 def _is_file(source: str) -> bool:

@@ -22,25 +22,18 @@ __all__ = ["EVAL_TARGETS", "EvalTarget", "eval_command"]
 
 @dataclass(frozen=True)
 class EvalTarget:
-    """Where a task's adapter is evaluated.
-
-    Attributes
-    ----------
-    method:
-        The ``hrefine eval`` method that runs the adapter.
-    option:
-        The method's option that names the adapter's folder.
-    datasets:
-        The evaluation datasets the check runs on by default.
-    extra:
-        Further options the check needs (``structure=model``: a structuring adapter only runs
-        on documents the model structures).
-    """
+    """Where a task's adapter is evaluated."""
 
     method: str
+    """The ``hrefine eval`` method that runs the adapter."""
     option: str
+    """The method's option that names the adapter's folder."""
     datasets: tuple[str, ...]
+    """The evaluation datasets the check runs on by default."""
     extra: tuple[tuple[str, str], ...] = ()
+    """Further options the check needs (``structure=model``: a structuring adapter only runs
+    on documents the model structures).
+    """
 
 
 #: Each task's method, option and default datasets in ``hrefine eval``.

@@ -26,30 +26,20 @@ TASKS = ("html-pruner", "query-analysis", "structuring", "global-selection")
 
 @dataclass(frozen=True, kw_only=True)
 class Example:
-    """One supervised example.
-
-    Attributes
-    ----------
-    task:
-        One of :data:`TASKS`.
-    user:
-        The user message, exactly as the inference code writes it.
-    target:
-        What the model should answer (the tokens the loss is taken on).
-    system:
-        The system message, or None (the pruner's prompt has none).
-    group:
-        The source document's id: the held-out split never separates one document's examples.
-    meta:
-        Where the example came from (dataset, question id, the rule that labelled it ...).
-    """
+    """One supervised example."""
 
     task: str
+    """One of :data:`TASKS`."""
     user: str
+    """The user message, exactly as the inference code writes it."""
     target: str
+    """What the model should answer (the tokens the loss is taken on)."""
     system: str | None = None
+    """The system message, or None (the pruner's prompt has none)."""
     group: str = ""
+    """The source document's id: the held-out split never separates one document's examples."""
     meta: Mapping[str, Any] = field(default_factory=dict)
+    """Where the example came from (dataset, question id, the rule that labelled it ...)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The example as one JSON-able row."""
@@ -65,21 +55,14 @@ class Example:
 
 @dataclass
 class ReadReport:
-    """The outcome of reading an examples file.
-
-    Attributes
-    ----------
-    examples:
-        The usable rows, in file order.
-    lines:
-        Non-blank lines read.
-    malformed:
-        Rows skipped, with the reason: ``(line number, reason)``.
-    """
+    """The outcome of reading an examples file."""
 
     examples: list[Example]
+    """The usable rows, in file order."""
     lines: int = 0
+    """Non-blank lines read."""
     malformed: list[tuple[int, str]] = field(default_factory=list)
+    """Rows skipped, with the reason: ``(line number, reason)``."""
 
 
 def example_from_dict(row: Any, *, task: str | None = None) -> Example:

@@ -63,20 +63,6 @@ logger = logging.getLogger(__name__)
 class TrainResult:
     """What a run did.
 
-    Attributes
-    ----------
-    out:
-        The output folder (the adapter is at its top).
-    steps:
-        Optimizer steps done in all (including those before a resume).
-    resumed_from:
-        The step the run went on from, or None for a fresh run.
-    losses:
-        ``(step, mean loss per target token)`` of each step.
-    evals:
-        Held-out evaluations: ``step``, ``loss`` (per target token), ``token_accuracy`` (the
-        model's top token equals the target's) and ``exact`` (share of examples whose every
-        target token is the top token).
     train_examples, eval_examples:
         Sizes of the two parts.
     truncated:
@@ -90,10 +76,18 @@ class TrainResult:
     """
 
     out: Path
+    """The output folder (the adapter is at its top)."""
     steps: int
+    """Optimizer steps done in all (including those before a resume)."""
     resumed_from: int | None
+    """The step the run went on from, or None for a fresh run."""
     losses: list[tuple[int, float]]
+    """``(step, mean loss per target token)`` of each step."""
     evals: list[dict[str, float]]
+    """Held-out evaluations: ``step``, ``loss`` (per target token), ``token_accuracy`` (the
+    model's top token equals the target's) and ``exact`` (share of examples whose every
+    target token is the top token).
+    """
     train_examples: int
     eval_examples: int
     truncated: int
