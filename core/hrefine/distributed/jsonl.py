@@ -12,7 +12,6 @@ Imported by :func:`~hrefine.distributed.io.read_corpus` only, once Ray is there.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -20,7 +19,7 @@ from typing import Any
 import pandas as pd
 from ray.data.datasource import FileBasedDatasource, Partitioning, PartitionStyle
 
-from hrefine.errors import ConfigError
+from hrefine._json_lines import json_object
 
 __all__ = ["JSON_EXTENSIONS", "JsonLinesDatasource", "json_rows", "read_jsonl"]
 
@@ -71,14 +70,7 @@ def json_rows(
     for number, line in enumerate(_lines(chunks), 1):
         if not line.strip():
             continue
-        try:
-            row = json.loads(line)
-        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
-            msg = f"{path}, line {number}: not JSON ({exc})"
-            raise ConfigError(msg) from exc
-        if not isinstance(row, dict):
-            msg = f"{path}, line {number}: a JSON {type(row).__name__}, expected an object"
-            raise ConfigError(msg)
+        row = json_object(line, f"{path}, line {number}")
         rows.append(_whole(row) if _SURROGATE.search(line) else row)
         size += len(line)
         if size >= block_bytes:

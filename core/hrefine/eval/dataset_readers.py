@@ -4,13 +4,13 @@ objects, and the helpers the user's own JSONL is read with too."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from hrefine.errors import ConfigError, DatasetUnavailableError
+from hrefine._json_lines import json_object
+from hrefine.errors import DatasetUnavailableError
 from hrefine.eval.items import DocFormat, EvalItem, read_document
 
 __all__ = [
@@ -34,15 +34,7 @@ def jsonl_rows(path: Path) -> Iterable[dict[str, Any]]:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
                 continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                msg = f"{path}:{lineno} is not valid JSON: {exc.msg}"
-                raise ConfigError(msg) from exc
-            if not isinstance(row, dict):
-                msg = f"{path}:{lineno} holds a {type(row).__name__}, expected a JSON object"
-                raise ConfigError(msg)
-            yield row
+            yield json_object(line, f"{path}, line {lineno}")
 
 
 def require_file(path: Path, dataset: str) -> Path:

@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 from hrefine._prompt_slot import slot_text
+from hrefine._question_words import QUESTION_STOP_WORDS
 from hrefine.errors import ConfigError, InputTypeError
 from hrefine.garlic.options import SEARCH_PROMPT, SUMMARY_PROMPT, GarlicOptions
 from hrefine.garlic.readers import INFORMATION_MARK, QUESTION_MARK
@@ -24,50 +25,7 @@ __all__ = ["ExtractiveGarlicLM", "default_search_lm"]
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
 _WORD = re.compile(r"[a-z0-9]+")
 #: Words the Yes/No rule ignores in a question.
-_STOP_WORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "did",
-        "do",
-        "does",
-        "for",
-        "from",
-        "had",
-        "has",
-        "have",
-        "how",
-        "in",
-        "is",
-        "it",
-        "its",
-        "of",
-        "on",
-        "or",
-        "that",
-        "the",
-        "their",
-        "this",
-        "to",
-        "was",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "why",
-        "with",
-    ]
-)
+_STOP_WORDS = QUESTION_STOP_WORDS | {"their"}
 
 
 class ExtractiveGarlicLM:

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from hrefine._atomic import write_text
-from hrefine.errors import PersistenceError
+from hrefine._json_lines import json_object
+from hrefine.errors import ConfigError, PersistenceError
 
 __all__ = [
     "CHECKPOINTS",
@@ -143,14 +144,10 @@ def read_state(folder: Path) -> dict[str, Any]:
         The file is missing, unreadable or not a JSON object.
     """
     try:
-        state = json.loads((folder / _STATE).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        return json_object((folder / _STATE).read_text(encoding="utf-8"), _STATE)
+    except (OSError, ConfigError) as exc:  # ConfigError: not JSON, or not an object
         msg = f"cannot read the checkpoint {folder}: {exc}; remove it to resume from an older one"
         raise PersistenceError(msg) from exc
-    if not isinstance(state, dict):
-        msg = f"cannot read the checkpoint {folder}: {_STATE} is not a JSON object"
-        raise PersistenceError(msg)
-    return state
 
 
 def load(folder: Path, *, optimizer: Any) -> dict[str, Any]:
@@ -166,8 +163,8 @@ def load(folder: Path, *, optimizer: Any) -> dict[str, Any]:
     import torch
     from safetensors.torch import load_file
 
+    state = read_state(folder)
     try:
-        state: dict[str, Any] = json.loads((folder / _STATE).read_text(encoding="utf-8"))
         tensors = load_file(str(folder / "optimizer.safetensors"))
         rng = load_file(str(folder / "rng.safetensors"))
     except (OSError, ValueError) as exc:

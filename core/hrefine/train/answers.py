@@ -5,63 +5,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from hrefine._question_words import QUESTION_STOP_WORDS
+
 __all__ = ["contains_answers", "norm", "question_overlap"]
 
 _WS = re.compile(r"\s+")
 _WORD = re.compile(r"\w+")
 # Question words that say nothing about where the answer is.
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "of",
-        "in",
-        "on",
-        "at",
-        "to",
-        "for",
-        "by",
-        "with",
-        "from",
-        "and",
-        "or",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "been",
-        "what",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "when",
-        "where",
-        "why",
-        "how",
-        "many",
-        "much",
-        "does",
-        "do",
-        "did",
-        "has",
-        "have",
-        "had",
-        "that",
-        "this",
-        "these",
-        "those",
-        "it",
-        "its",
-        "as",
-        "than",
-        "not",
-        "no",
-        "yes",
-    ]
-)
+_STOP = QUESTION_STOP_WORDS | {"been", "many", "much", "no", "not", "than", "these", "those", "yes"}
 
 
 def norm(text: str) -> str:
