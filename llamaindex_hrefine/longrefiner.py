@@ -100,10 +100,9 @@ class LongRefinerNodePostprocessor(_LongRefinerFields):
     (the paper's 2048 by default).
     """
     embed_model: BaseEmbedding | Embedder | None = embed_model_field()
-    """A LlamaIndex ``BaseEmbedding`` or an hrefine ``Embedder`` for the ``"embedding"``
-    scorer; None: hrefine's embedded all-MiniLM-L6-v2 (``Settings.embed_model`` is never
-    read).
-    """
+    """The model of the sections' and paragraphs' embedding scores (LlamaIndex
+    ``BaseEmbedding`` or hrefine ``Embedder``; None: the embedded all-MiniLM-L6-v2; never
+    ``Settings.embed_model``)."""
     llm: Any = Field(
         default=None,
         description=(

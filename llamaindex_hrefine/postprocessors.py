@@ -86,10 +86,9 @@ class HtmlRagNodePostprocessor(_HtmlRagFields):
     ``prune_together``).
     """
     embed_model: BaseEmbedding | Embedder | None = embed_model_field()
-    """A LlamaIndex ``BaseEmbedding`` or an hrefine ``Embedder`` for the ``"embedding"``
-    scorer; None: hrefine's embedded all-MiniLM-L6-v2 (``Settings.embed_model`` is never
-    read).
-    """
+    """What embeds the query and the blocks for the ``"embedding"`` scorer: a LlamaIndex
+    ``BaseEmbedding`` or an hrefine ``Embedder``; None: the embedded all-MiniLM-L6-v2.
+    ``Settings.embed_model`` is never read."""
     prune_together: bool = Field(
         default=True,
         description=(
