@@ -47,9 +47,6 @@ __all__ = [
 _HTML_SUFFIXES = frozenset({".html", ".htm", ".xhtml"})
 #: What a saved kind is called in messages.
 _SAVED_NAMES = {"raptor": "RAPTOR tree", "garlic": "GARLIC graph"}
-#: The name both methods give their no-model summariser (RAPTOR's ``ExtractiveSummariser``,
-#: GARLIC's ``ExtractiveGarlicLM``).
-_NO_MODEL = "extractive"
 
 _Docs = Annotated[
     list[str],
@@ -133,20 +130,17 @@ def built_line(
     unit: str,
     *,
     calls: str,
-    llm: str,
     edges: str | None = None,
     output: Path | None = None,
 ) -> str:
     """The closing line of a build: leaves, ``height`` summary layers or levels (``unit``), the
-    nodes per ``unit``, ``edges`` (when given), LLM calls (``stats[calls]``; 0 when ``llm``, the
-    summariser's name, is the no-model stand-in's), seconds, and the folder it was saved to."""
+    nodes per ``unit``, ``edges`` (when given), LLM calls (``stats[calls]``: none for the no-model
+    stand-ins), seconds, and the folder it was saved to."""
     per_unit = " / ".join(str(n) for n in stats.get(f"nodes_per_{unit}", []))
-    # The build statistics count the stand-in's extracts as calls; no LLM made them.
-    made = 0 if llm == _NO_MODEL else stats.get(calls, 0)
     line = (
         f"built {stats.get('leaves', 0)} leaves, {height} summary {unit}s "
         f"(nodes per {unit} {per_unit}), {'' if edges is None else f'{edges} edges, '}"
-        f"{made} LLM calls, in {float(stats.get('build_seconds', 0.0)):.1f} s"
+        f"{stats.get(calls, 0)} LLM calls, in {float(stats.get('build_seconds', 0.0)):.1f} s"
     )
     return line + ("" if output is None else encodable(f"; saved to {output}"))
 

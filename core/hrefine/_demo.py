@@ -289,8 +289,9 @@ def run_raptor_demo(*, data: Path | None, console: Console, llm: Any = None) -> 
     recall = option_recall(context, item.answers[0]) or 0.0
     console.print(
         f"gold option: {item.answers[0]!r}; {recall:.0%} of its words are in the retrieved "
-        f"text. Tree built in {built:.0f} s, models loaded and {stats.get('llm_calls', 0)} "
-        "summaries written on this machine."
+        f"text. Tree built in {built:.0f} s, models loaded and "
+        f"{sum(stats['nodes_per_layer'][1:])} summaries written on this machine "
+        f"({stats.get('llm_calls', 0)} LLM calls)."
     )
     return {
         "doc": doc_id,

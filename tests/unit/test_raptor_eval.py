@@ -118,7 +118,7 @@ def test_extractive_summaries_are_sentences_of_their_children(
     method = RaptorCompressor(llm="extractive", embedder=embedder, tokenizer=counter)
     out = method.compress(hotpot_item.document, hotpot_item.question, 300)
     assert 0 < counter.count(out) <= 300
-    assert method.llm_calls > 0
+    assert method.llm_calls == 0  # the stand-in's extracts are not LLM calls
     tree = method.tree_for(hotpot_item.document)
     summaries = [n for n in tree.tree if n.kind == NodeKind.SUMMARY]
     assert summaries

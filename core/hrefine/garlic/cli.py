@@ -95,7 +95,6 @@ def build_summary(graph: GarlicGraph, output: Path | None = None) -> str:
         graph.levels,
         "level",
         calls="calls",
-        llm=str(graph.stats.get("llm", "")),
         edges=graph.edge_mode,
         output=output,
     )

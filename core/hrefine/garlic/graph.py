@@ -288,7 +288,8 @@ class _Grower:
             stats["nodes_per_level"].append(len(new))
             stats["batches_per_level"].append(len(batches))
             stats["level_seconds"].append(round(time.perf_counter() - started, 4))
-            stats["calls"] += calls
+            # The no-model stand-in's extracts are not LLM calls.
+            stats["calls"] += 0 if self.writer.extractive else calls
             stats["retries"] += retries
             stats["oversized_batches"] += oversized
             if len(batches) == 1:

@@ -125,6 +125,9 @@ class LocalWriter:
         The graph's settings (prompt, summary length, seed).
     """
 
+    #: A LocalLM always writes its own points.
+    extractive = False
+
     def __init__(self, lm: Any, options: GarlicOptions) -> None:
         self.lm = lm
         self.options = options

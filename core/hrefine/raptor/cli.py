@@ -62,9 +62,7 @@ SeedOpt = Annotated[int, flag(RaptorOptions, "seed")]
 
 def build_summary(tree: RaptorTree, output: Path | None = None) -> str:
     """The closing line of a build: leaves, layers, nodes per layer, LLM calls, seconds."""
-    # A built tree's summariser is made; a loaded one's (no stats to count) could load an LLM.
-    llm = tree.summariser.name if tree.stats else ""
-    return built_line(tree.stats, tree.layers, "layer", calls="llm_calls", llm=llm, output=output)
+    return built_line(tree.stats, tree.layers, "layer", calls="llm_calls", output=output)
 
 
 @_verbs.build(summary=build_summary)

@@ -82,7 +82,12 @@ class Summariser:
     def __init__(self, llm: Any, options: RaptorOptions) -> None:
         self.options = options
         self.generator = self._generator(llm, options)
+        #: Summaries asked for, retries included (the stand-in's extracts too).
         self.calls = 0
+        from hrefine.raptor.extractive import ExtractiveSummariser  # lazily, as _generator
+
+        #: No model writes: the summaries are the no-model stand-in's extracts.
+        self.extractive = llm is None or isinstance(llm, ExtractiveSummariser)
 
     @staticmethod
     def _generator(llm: Any, options: RaptorOptions) -> TextGenerator:

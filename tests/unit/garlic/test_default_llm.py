@@ -27,6 +27,8 @@ def test_the_default_graph_writes_only_sentences_of_the_source(
     graph = GarlicGraph.build(paragraphs, embedder=embedder, **SETTINGS)
     assert graph.stats["llm"] == "extractive"
     assert graph.edge_mode == "embedding"
+    # The stand-in wrote every batch's points, and none of that is an LLM call.
+    assert sum(graph.stats["batches_per_level"]) > 0 and graph.stats["calls"] == 0
     source = " ".join(" ".join(p.text for p in paragraphs).split())
     points = [n for n in graph.tree if n.kind != NodeKind.CHUNK]
     assert points, "the default graph has summary points above its leaves"

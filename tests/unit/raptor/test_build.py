@@ -34,6 +34,17 @@ def test_layers_of_summaries_over_100_token_leaves(built: RaptorTree) -> None:
             prompt = built.options.prompt.replace("{context}", "\n\n".join(texts))
             assert node.text == summary_of(prompt)
     assert bool(np.all(tree.embedding_mask))
+    # One LLM call per summary: the fake was asked each time.
+    assert built.stats["llm_calls"] == sum(sizes[1:]) > 0
+
+
+def test_the_no_model_stand_in_makes_no_llm_calls(qasper_doc: Any, embedder: Any) -> None:
+    # Its extracts were counted as LLM calls in the build statistics (and so in eval's
+    # llm_calls column and the report page); no model wrote them.
+    tree = RaptorTree.build([qasper_doc.document], embedder=embedder, chunk_tokens=200)
+    assert tree.summariser.extractive and tree.layers >= 1
+    assert tree.summariser.calls >= sum(tree.stats["nodes_per_layer"][1:])  # it did summarise
+    assert tree.stats["llm_calls"] == 0
 
 
 def test_leaves_point_back_into_their_document(built: RaptorTree, qasper_doc: Any) -> None:
