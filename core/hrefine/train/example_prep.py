@@ -24,7 +24,9 @@ def split_examples(
 ) -> tuple[list[Example], list[Example]]:
     """``(train, held out)``: whole documents (``Example.group``) go to the held-out part when
     the hash of ``seed`` and their id falls below ``fraction``; with two or more documents and
-    ``fraction > 0``, at least one is held out and at least one is trained on."""
+    ``fraction > 0``, at least one is held out and at least one is trained on. An example with
+    no group is a document of its own (keyed by its text, so the split does not depend on the
+    order of the file)."""
     if fraction <= 0:
         return list(examples), []
 
@@ -32,14 +34,27 @@ def split_examples(
         digest = hashlib.sha1(f"{seed}:{group}".encode()).digest()
         return int.from_bytes(digest[:4], "big") / 2**32
 
-    groups = sorted({e.group for e in examples}, key=h)
+    keys = [_group_key(e) for e in examples]
+    groups = sorted(set(keys), key=h)
     held = {g for g in groups if h(g) < fraction}
     if len(groups) >= 2:
         if not held:
             held = {groups[0]}
         if len(held) == len(groups):
             held.discard(groups[-1])
-    return [e for e in examples if e.group not in held], [e for e in examples if e.group in held]
+    return (
+        [e for e, k in zip(examples, keys, strict=True) if k not in held],
+        [e for e, k in zip(examples, keys, strict=True) if k in held],
+    )
+
+
+def _group_key(example: Example) -> str:
+    """The example's document: its group, or, with none, its own text (a NUL first, so that no
+    group name can be the same key)."""
+    if example.group:
+        return example.group
+    text = "\0".join((example.system or "", example.user, example.target))
+    return "\0" + hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def tokenize(lm: Any, example: Example, max_length: int) -> Tokenized | None:

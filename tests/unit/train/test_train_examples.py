@@ -91,6 +91,22 @@ def test_held_out_split_keeps_documents_whole_and_both_parts_non_empty() -> None
     assert split_examples(two, 0.0, seed=0) == (two, [])
 
 
+def test_examples_without_a_group_are_each_a_document_of_their_own() -> None:
+    # They all shared the group "": the held-out part was all of them or none.
+    loose = [_example(i, "") for i in range(40)]
+    train, held = split_examples(loose, 0.3, seed=0)
+    assert train and held and len(train) + len(held) == 40
+    assert 0.1 < len(held) / 40 < 0.5  # about the share asked for
+    # The split follows each example's text, not its place in the file.
+    again_train, again_held = split_examples(loose[::-1], 0.3, seed=0)
+    assert sorted(e.user for e in again_held) == sorted(e.user for e in held)
+    # Grouped examples next to loose ones: a document still goes whole to one side.
+    mixed = loose + [_example(100 + i, f"doc{i % 3}") for i in range(9)]
+    t, h = split_examples(mixed, 0.3, seed=1)
+    for name in ("doc0", "doc1", "doc2"):
+        assert not ({e.group for e in t} >= {name} and {e.group for e in h} >= {name})
+
+
 @pytest.mark.parametrize(
     ("settings", "error"),
     [
