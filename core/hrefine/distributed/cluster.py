@@ -101,21 +101,25 @@ def connect(address: str | None = None, *, num_cpus: int | None = None) -> None:
 
 
 class _Counter:
-    """A sum the tasks of one run add to (the body of :func:`tally`'s actor)."""
+    """A sum the tasks of one run add to (the body of :func:`tally`'s actor).
+
+    Each count comes with the key of what was counted (a block's ids, a group's name): a task
+    Ray runs again after a failure reports the same key, and is counted once.
+    """
 
     def __init__(self) -> None:
-        self.total = 0
+        self.counts: dict[str, int] = {}
 
-    def add(self, count: int) -> None:
-        self.total += count
+    def add(self, key: str, count: int) -> None:
+        self.counts[key] = count
 
     def read(self) -> int:
-        return self.total
+        return sum(self.counts.values())
 
 
 def tally() -> Any:
     """A counter actor that asks for no CPU: a run's tasks add to it with
-    ``ray.get(counter.add.remote(n))`` and the driver reads ``counter.read.remote()`` at the
+    ``ray.get(counter.add.remote(key, n))`` and the driver reads ``counter.read.remote()`` at the
     end (Ray Data gives a task no other way to report a number back)."""
     return ray().remote(num_cpus=0)(_Counter).remote()
 

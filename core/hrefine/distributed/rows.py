@@ -189,17 +189,21 @@ def prepare(
         return out
     finished = pc.is_in(out.column("id"), value_set=pa.array(list(done), pa.string()))
     kept = out.filter(pc.invert(pc.fill_null(finished, False)))
-    _tell(tally, rows - kept.num_rows)
+    # The block's ids and paths are its key: a retried task reads the same block again.
+    block = hashlib.sha256()
+    for value in (*ids, *paths.to_pylist()):
+        block.update(f"{value}\0".encode("utf-8", "surrogatepass"))
+    _tell(tally, f"rows:{block.hexdigest()}", rows - kept.num_rows)
     return kept
 
 
-def _tell(tally: Any | None, count: int) -> None:
-    """Add ``count`` skipped rows (or groups) to the run's counter, if any."""
+def _tell(tally: Any | None, key: str, count: int) -> None:
+    """Count ``count`` skipped rows (or groups) under ``key`` on the run's counter, if any."""
     if tally is not None and count:
         import ray
 
         # waited for, so that every count is in before the run's last block is written
-        ray.get(tally.add.remote(count))
+        ray.get(tally.add.remote(key, count))
 
 
 def _name(value: Any) -> str:
@@ -226,6 +230,6 @@ def drop_built_groups(
         return group
     members = built[name]
     if members is None or sorted(members) == sorted(group.column("id").to_pylist()):
-        _tell(tally, 1)
+        _tell(tally, f"group:{name}", 1)
         return group.slice(0, 0)
     return group

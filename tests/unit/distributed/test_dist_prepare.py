@@ -120,3 +120,32 @@ def test_a_group_is_dropped_only_when_built_from_the_same_members() -> None:
     assert drop_built_groups(group("new", ["x"]), built=built).num_rows == 1
     # a failure recorded without its members (earlier versions) stays finished
     assert drop_built_groups(group("old", ["y", "z"]), built=built).num_rows == 0
+
+
+def test_a_counted_block_or_group_is_counted_once_however_often_ray_runs_it() -> None:
+    from hrefine.distributed.cluster import _Counter
+
+    counter = _Counter()
+    counter.add("rows:block-1", 2)
+    counter.add("rows:block-1", 2)  # the same block's task, retried after a failure
+    counter.add("group:g", 1)
+    assert counter.read() == 3
+
+
+def test_skipped_rows_are_counted_per_block_through_the_runs_actor(local_ray: Any) -> None:
+    from hrefine.distributed.cluster import tally
+    from hrefine.distributed.rows import drop_built_groups
+
+    counter = tally()
+    try:
+        for _ in range(2):  # a task Ray runs again reads the same block
+            kept = _prepare(_batch(), done=["a", "c"], tally=counter)
+            assert kept.num_rows == 1
+        other = _batch().set_column(3, "path", pa.array(["/data/q.jsonl"] * 3))
+        _prepare(other, done=["a"], tally=counter)  # another file's block: its own count
+        group = pa.table({"id": ["a", "b"], "group": ["g", "g"]})
+        for _ in range(2):
+            assert drop_built_groups(group, built={"g": ["b", "a"]}, tally=counter).num_rows == 0
+        assert local_ray.get(counter.read.remote()) == 2 + 1 + 1
+    finally:
+        local_ray.kill(counter)

@@ -98,7 +98,7 @@ def test_examples_without_a_group_are_each_a_document_of_their_own() -> None:
     assert train and held and len(train) + len(held) == 40
     assert 0.1 < len(held) / 40 < 0.5  # about the share asked for
     # The split follows each example's text, not its place in the file.
-    again_train, again_held = split_examples(loose[::-1], 0.3, seed=0)
+    _, again_held = split_examples(loose[::-1], 0.3, seed=0)
     assert sorted(e.user for e in again_held) == sorted(e.user for e in held)
     # Grouped examples next to loose ones: a document still goes whole to one side.
     mixed = loose + [_example(100 + i, f"doc{i % 3}") for i in range(9)]
