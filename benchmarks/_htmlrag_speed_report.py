@@ -101,8 +101,8 @@ def render_markdown(res: dict[str, Any]) -> str:
         "",
         "Embedder dtype per run: "
         + ", ".join(f"{k} {v}" for k, v in res["dtype"].items())
-        + ". Ours is held to float32 (its default on CPUs without native bfloat16); htmlrag's "
-        "sentence-transformers runs in float32.",
+        + ". Ours is held to float32 (its default on every CPU since 2026-11-30, and before "
+        "that on CPUs without native bfloat16); htmlrag's sentence-transformers runs in float32.",
         "",
         "## Read length and quality (answer containment at "
         f"{res['budget']} tokens, same questions)",

@@ -224,9 +224,9 @@ class Ours:
         self.pruner_embed = HtmlPruner(
             scorer="embedding", embedder=self.embedder, max_words=MAX_WORDS
         )
-        # The same pruner with the embedder held to float32, timed on the same cold calls: the
-        # default precision is bfloat16 where the CPU multiplies it in hardware, and this row
-        # says how much of the speed-up that is.
+        # The same pruner with the embedder held to float32, timed on the same cold calls: runs
+        # of 2026-11-30 and later have float32 as the default everywhere (earlier ones took
+        # bfloat16 where the CPU multiplies it in hardware), and this row says what it changes.
         self.embedder_f32 = embedder("float32")
         self.pruner_f32 = HtmlPruner(
             scorer="embedding", embedder=self.embedder_f32, max_words=MAX_WORDS
@@ -769,9 +769,10 @@ def _speed(
             "theirs = EmbedHTMLPruner.calculate_block_rankings + prune_HTML at that budget, "
             "with its cleaning and block tree not counted.",
             f"embedding pruning, cold: our embedder ran in {precision} (its default precision "
-            "on this CPU: bfloat16 where the CPU multiplies it in hardware, else float32; "
-            "htmlrag's, in float32). The float32 row is the same calls of ours with the "
-            "embedder held to float32, each cold too, right after the default one; "
+            "on this CPU when the run was made; since 2026-11-30 float32 on every CPU, before "
+            "that bfloat16 where the CPU multiplies it in hardware; htmlrag's, in float32). "
+            "The float32 row is the same calls of ours with the embedder held to float32, each "
+            "cold too, right after the default one; "
             "theirs is the same reference calls.",
             "embedding pruning, cold, end to end: the same calls of ours; theirs adds the "
             "page's clean_html + build_block_tree, which a user of the reference runs before "

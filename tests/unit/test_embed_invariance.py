@@ -1,6 +1,6 @@
 """Same input, same output: a text's vector from the default embedder is the same bit for bit
 alone or in a batch of mixed lengths, in any order, fresh or cached, on one thread or two, on
-every compute path this CPU can take.
+every compute path this CPU can take, and (in float32) the same under every instruction set.
 
 The paths: float32; bfloat16 linears in oneDNN's AVX512-BF16 kernels and in its AMX kernels
 (each forced with ``ONEDNN_MAX_CPU_ISA`` in a process of its own, skipped with the reason where
@@ -209,3 +209,68 @@ def test_one_thread_map_runs_each_item_on_one_torch_thread() -> None:
     seen = one_thread_map(lambda x: (x, torch.get_num_threads()), list(range(7)))
     assert seen == [(x, 1) for x in range(7)]
     assert one_thread_map(lambda x: x, []) == []
+
+
+def vector_digest(data: Path) -> str:
+    """Run in a process of its own: the sha256 of the float32 vectors of the mixed texts."""
+    import hashlib
+
+    fresh = SentenceTransformerEmbedder(
+        str(default_embedder_path()), precision="float32", cache_size=0
+    )
+    vectors = np.ascontiguousarray(fresh.embed(mixed_texts(data)), dtype="<f4")
+    return hashlib.sha256(vectors.tobytes()).hexdigest()
+
+
+#: Instruction sets forced on torch's own kernels (``ATEN_CPU_CAPABILITY``) and on its matrix
+#: products (oneDNN, MKL), each in a process of its own (the libraries read them once): how
+#: another CPU computes, on this one. A setting above what the CPU has falls back to its best.
+CPUS: list[tuple[str, dict[str, str]]] = [
+    ("as found", {}),
+    (
+        "AVX2",
+        {
+            "ATEN_CPU_CAPABILITY": "avx2",
+            "ONEDNN_MAX_CPU_ISA": "AVX2",
+            "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+        },
+    ),
+    (
+        "AVX512",
+        {
+            "ATEN_CPU_CAPABILITY": "avx512",
+            "ONEDNN_MAX_CPU_ISA": "AVX512_CORE",
+            "MKL_ENABLE_INSTRUCTIONS": "AVX512",
+        },
+    ),
+    ("no vector units", {"ATEN_CPU_CAPABILITY": "default", "MKL_ENABLE_INSTRUCTIONS": "SSE4_2"}),
+]
+
+#: The digest of :func:`vector_digest`, recorded on an AMD CPU with AVX512-BF16 under each
+#: setting of :data:`CPUS` (all four the same).
+RECORDED_DIGEST = "5a8f98b426cd2ea2425fd71970d9c70377ebe36d3dafdfdc1855f852b2d29217"
+
+
+def test_the_float32_vectors_are_the_same_on_every_cpu(shared_data: Path) -> None:
+    # In float32 the kernels' own orders of addition moved the last bits of a vector from one
+    # instruction set to another, and RAPTOR then built another tree on another machine. The
+    # full-precision path computes in float64 and rounds each vector, so no bit moves.
+    code = (
+        "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); "
+        "import test_embed_invariance as t; print(t.vector_digest(Path(sys.argv[2])))"
+    )
+    digests = {}
+    for name, forced in CPUS:
+        env = {**os.environ, **forced}
+        env.pop("HREFINE_EMBED_PRECISION", None)
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(Path(__file__).parent), str(shared_data)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        digests[name] = done.stdout.strip().splitlines()[-1]
+    assert set(digests.values()) == {RECORDED_DIGEST}, digests

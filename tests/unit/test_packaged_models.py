@@ -232,19 +232,22 @@ def test_a_missing_packaged_model_names_its_install_command() -> None:
         LocalLM("qwen2.5-coder-1.5b")  # at construction, before any load is tried
 
 
-def test_an_installed_name_gives_its_folder_with_the_native_dtype(own_cache: Path) -> None:
+def test_an_installed_name_gives_its_folder_in_the_default_dtype(own_cache: Path) -> None:
     for name in ("qwen2.5-coder-1.5b", "all-mpnet-base-v2"):
         folder = own_cache / "models" / name
         folder.mkdir(parents=True)
         (folder / COMPLETE_MARKER).write_text("{}")
     lm = local_lm_from("Qwen2.5-Coder-1.5B-Instruct")
     assert lm.model_name_or_path == str(own_cache / "models" / "qwen2.5-coder-1.5b")
-    assert lm.name == "qwen2.5-coder-1.5b" and lm._dtype == "native"
+    # The default dtype: float32 on every CPU ("native" bfloat16 answered otherwise on CPUs
+    # with AVX512-BF16 or AMX than on the rest).
+    assert lm.name == "qwen2.5-coder-1.5b" and lm._dtype is None
     assert local_lm_from("qwen2.5-coder-1.5b") is lm  # one model per process, shared
     own = LocalLM("qwen2.5-coder-1.5b")  # the class itself takes the name too
     assert own.model_name_or_path == lm.model_name_or_path and own.name == "qwen2.5-coder-1.5b"
     assert (
-        own._dtype == "native"
+        own._dtype is None
+        and LocalLM("qwen2.5-coder-1.5b", dtype="native")._dtype == "native"
         and LocalLM("qwen2.5-coder-1.5b", dtype="float32")._dtype == "float32"
     )
     assert LocalLM(str(own_cache), name="x").model_name_or_path == str(own_cache)  # a folder wins
@@ -430,11 +433,12 @@ def test_every_cli_verb_takes_the_packaged_name(
 
 
 @pytest.mark.lm
-def test_a_packaged_lm_runs_in_bfloat16_where_the_hardware_has_it(
+def test_a_packaged_lm_runs_in_bfloat16_where_the_hardware_has_it_when_asked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The ``native`` path taken on AVX512-BF16 and AMX CPUs, forced here (emulated where the
-    CPU lacks it): the packaged name loads in bfloat16 and answers as float32 does."""
+    """The ``native`` path, taken on AVX512-BF16 and AMX CPUs when asked for, forced here
+    (emulated where the CPU lacks it): the packaged model loads in bfloat16 and answers as
+    float32 does, within bfloat16's rounding; by name it loads in float32, as everywhere."""
     import torch
     from hrefine.models import _hf_load
     from hrefine.models.smollm2 import _smollm2_gguf, default_lm
@@ -452,7 +456,8 @@ def test_a_packaged_lm_runs_in_bfloat16_where_the_hardware_has_it(
     )
     build(spec, _split(data, tmp_path / "parts", 2))
     monkeypatch.setattr(_hf_load, "native_bf16", lambda device: True)
-    lm = local_lm_from("qwen2.5-coder-1.5b")
+    assert local_lm_from("qwen2.5-coder-1.5b").model.dtype is torch.float32
+    lm = LocalLM("qwen2.5-coder-1.5b", dtype="native")
     question = "Is Paris the capital of France? Answer Yes or No."
     probs = lm.choice_probs(question, ["Yes", "No"])
     assert lm.model.dtype is torch.bfloat16

@@ -10,6 +10,14 @@ computed on one torch thread. So each call a text's numbers go through is one wh
 that text does not depend on what else is embedded, and its vector is the same bit for bit
 alone, in any batch, in any order, fresh or cached, on one thread or several.
 
+It is also the same on every CPU. The kernels (torch's own, built for each instruction set, and
+the BLAS's matrix products) add up in orders and with approximations of their own: in float32
+they moved a vector's last bits between AVX2, AVX512 and plain builds of one model, and RAPTOR's
+clustering turned such bits into another tree. So the full-precision path computes in float64
+and rounds each vector to float32 at the end: the kernels then differ by about 1e-15, far below
+float32's spacing, and a value would have to lie that close to a rounding boundary to come out
+differently. (bfloat16 linears, opt-in, are not the same across CPUs.)
+
 Only the model's own arithmetic is reproduced (embeddings, self-attention, GELU feed-forward, layer
 norms, mean or CLS pooling); :func:`invariant_parts` says whether a loaded model is one this module
 computes exactly (``BertModel`` with absolute positions and GELU) and gives None otherwise.
@@ -31,9 +39,7 @@ __all__ = [
     "encode_invariant",
     "invariant_encoder",
     "invariant_parts",
-    "pick_invariant_parts",
     "small_tiles_hold",
-    "tile_seconds",
 ]
 
 #: Tokens per call of every per-token step. 128 ran MiniLM's blocks as fast as 256 on 2 cores
@@ -70,12 +76,26 @@ class InvariantParts:
     layers: tuple[_Layer, ...]
     heads: int
     pooling: str
-    dtype: Any  # the linears' weights' dtype: float32 or bfloat16
+    dtype: Any  # the linears' weights' dtype: float64 (the full-precision path) or bfloat16
 
     @property
     def precision(self) -> str:
-        """``"bfloat16"`` or ``"float32"``: the linears' weights' dtype by name."""
-        return str(self.dtype).removeprefix("torch.")
+        """``"bfloat16"``, or ``"float32"`` for the full-precision path (float32 vectors,
+        computed in float64)."""
+        return "bfloat16" if self.precision_is_bf16 else "float32"
+
+    @property
+    def precision_is_bf16(self) -> bool:
+        """Whether the linears multiply in bfloat16."""
+        return str(self.dtype) == "torch.bfloat16"
+
+    @property
+    def act_dtype(self) -> Any:
+        """The activations' dtype: float64 on the full-precision path, float32 beside
+        bfloat16 linears."""
+        import torch
+
+        return torch.float32 if self.precision_is_bf16 else torch.float64
 
 
 def invariant_encoder(model: Any, pooling: str | None) -> Any:
@@ -99,7 +119,8 @@ def invariant_parts(model: Any, pooling: str | None, bf16: bool) -> InvariantPar
     CLS) -> [Normalize] sentence-transformers model over a ``BertModel`` with absolute position
     embeddings and exact GELU; None for any other model. With ``bf16``, the linear layers'
     weights are bfloat16 copies (their inputs are rounded to bfloat16 and the products come
-    back in float32), and everything else stays in float32."""
+    back in float32), and everything else stays in float32. Without, everything is float64
+    (the module's docstring says why)."""
     auto = invariant_encoder(model, pooling)
     if auto is None or pooling is None:
         return None
@@ -107,16 +128,17 @@ def invariant_parts(model: Any, pooling: str | None, bf16: bool) -> InvariantPar
 
     config = auto.config
     emb = auto.embeddings
-    wdtype = torch.bfloat16 if bf16 else torch.float32
+    wdtype = torch.bfloat16 if bf16 else torch.float64
+    act = torch.float32 if bf16 else torch.float64
 
     def w(linear: Any) -> Any:
         return linear.weight.detach().to(wdtype).contiguous()
 
     def b(linear: Any) -> Any:
-        return linear.bias.detach().float().contiguous()
+        return linear.bias.detach().to(act).contiguous()
 
     def ln(norm: Any) -> tuple[Any, Any, float]:
-        return (norm.weight.detach().float(), norm.bias.detach().float(), float(norm.eps))
+        return (norm.weight.detach().to(act), norm.bias.detach().to(act), float(norm.eps))
 
     layers = []
     for layer in auto.encoder.layer:
@@ -125,7 +147,7 @@ def invariant_parts(model: Any, pooling: str | None, bf16: bool) -> InvariantPar
         layers.append(
             _Layer(
                 qkv_w=torch.cat([x.weight.detach() for x in qkv]).to(wdtype).contiguous(),
-                qkv_b=torch.cat([x.bias.detach() for x in qkv]).float().contiguous(),
+                qkv_b=torch.cat([x.bias.detach() for x in qkv]).to(act).contiguous(),
                 out_w=w(layer.attention.output.dense),
                 out_b=b(layer.attention.output.dense),
                 ln1=ln(layer.attention.output.LayerNorm),
@@ -137,9 +159,9 @@ def invariant_parts(model: Any, pooling: str | None, bf16: bool) -> InvariantPar
             )
         )
     return InvariantParts(
-        word=emb.word_embeddings.weight.detach().float(),
-        position=emb.position_embeddings.weight.detach().float(),
-        token_type=emb.token_type_embeddings.weight.detach().float(),
+        word=emb.word_embeddings.weight.detach().to(act),
+        position=emb.position_embeddings.weight.detach().to(act),
+        token_type=emb.token_type_embeddings.weight.detach().to(act),
         ln=ln(emb.LayerNorm),
         layers=tuple(layers),
         heads=int(config.num_attention_heads),
@@ -151,7 +173,7 @@ def invariant_parts(model: Any, pooling: str | None, bf16: bool) -> InvariantPar
 def _linear(x: Any, weight: Any, bias: Any) -> Any:
     import torch
 
-    if weight.dtype == torch.float32:
+    if weight.dtype != torch.bfloat16:
         return torch.nn.functional.linear(x, weight, bias)
     out = torch.nn.functional.linear(x.to(weight.dtype), weight).float()
     return out.add_(bias)
@@ -258,9 +280,10 @@ def _run_texts(
     spans = [slice(t * ROW_TILE, min(rows, (t + 1) * ROW_TILE)) for t in range(tiles)]
     heads = parts.heads
     head_dim = dim // heads
-    hidden = torch.empty((rows, dim), dtype=torch.float32)
-    qkv = torch.empty((rows, 3 * dim), dtype=torch.float32)
-    context = torch.zeros((rows, dim), dtype=torch.float32)
+    act = parts.act_dtype
+    hidden = torch.empty((rows, dim), dtype=act)
+    qkv = torch.empty((rows, 3 * dim), dtype=act)
+    context = torch.zeros((rows, dim), dtype=act)
     layers = parts.layers
     sdpa = torch.nn.functional.scaled_dot_product_attention
     with torch.inference_mode():
@@ -285,7 +308,8 @@ def _run_texts(
         for m, start, b in groups:
             h = hidden[start : start + b * m].view(b, m, dim)
             pooled.append(h[:, 0] if parts.pooling == "cls" else h.sum(dim=1) / m)
-        return torch.nn.functional.normalize(torch.cat(pooled), dim=1)
+        # Rounded to float32 only here (the module's docstring says why).
+        return torch.nn.functional.normalize(torch.cat(pooled), dim=1).float()
 
 
 # Texts for :func:`small_tiles_hold`: 1 to about 100 word pieces, so that alone they run in
@@ -319,54 +343,3 @@ def small_tiles_hold(parts: InvariantParts, pieces: Any) -> bool:
         if not np.array_equal(alone[0], full[k]):
             return False
     return True
-
-
-#: bfloat16 is taken by ``precision="auto"`` only where a tile runs at least this much faster
-#: in it: a margin, so that timing noise on a CPU where the two are close does not flip the
-#: choice (and the vectors) from one process to the next.
-BF16_MIN_SPEEDUP = 1.2
-
-
-def pick_invariant_parts(model: Any, pooling: str) -> InvariantParts | None:
-    """The weights ``precision="auto"`` runs: bfloat16 ones where the CPU multiplies bfloat16 in
-    hardware and a full tile through the model's first layer's linears runs at least
-    :data:`BF16_MIN_SPEEDUP` times faster in it than in float32 (:func:`tile_seconds`);
-    float32 ones otherwise (None for a model :func:`invariant_encoder` does not take). On AMX
-    CPUs bfloat16 was slower than float32 for small calls; with every call a full tile the
-    measurement decides for the shape the path runs."""
-    from hrefine.models.device import native_bf16
-
-    f32 = invariant_parts(model, pooling, bf16=False)
-    if f32 is None or not native_bf16("cpu"):
-        return f32
-    half = invariant_parts(model, pooling, bf16=True)
-    if half is None:  # not reached: the same model as above
-        return f32
-    speedup = tile_seconds(f32) / max(tile_seconds(half), 1e-9)
-    return half if speedup >= BF16_MIN_SPEEDUP else f32
-
-
-def tile_seconds(parts: InvariantParts) -> float:
-    """Seconds a full tile takes through the first layer's linears of ``parts`` (in their
-    dtype): the best of five timings, on one thread."""
-    import time
-
-    import torch
-
-    from hrefine.models.device import one_thread_map
-
-    layer = parts.layers[0]
-    x = torch.randn(ROW_TILE, int(parts.word.shape[1]))
-
-    def run(_: int) -> float:
-        best = float("inf")
-        with torch.inference_mode():
-            for _ in range(5):
-                t = time.perf_counter()
-                _linear(x, layer.qkv_w, layer.qkv_b)
-                up = _linear(x, layer.up_w, layer.up_b)
-                _linear(up, layer.down_w, layer.down_b)
-                best = min(best, time.perf_counter() - t)
-        return best
-
-    return one_thread_map(run, [0])[0]

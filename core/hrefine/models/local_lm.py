@@ -44,8 +44,8 @@ class LocalLM:
     ----------
     model_name_or_path:
         A Hugging Face model's folder or a name in the local Hugging Face cache, an installed
-        packaged model's name (``"qwen2.5-coder-1.5b"``: its converted folder, ``dtype="native"``
-        unless told otherwise), or the folder holding ``gguf_file``. Nothing is downloaded.
+        packaged model's name (``"qwen2.5-coder-1.5b"``: its converted folder), or the folder
+        holding ``gguf_file``. Nothing is downloaded.
     gguf_file:
         File name of a GGUF checkpoint inside ``model_name_or_path``; its weights are
         de-quantised into a plain dense model on load.
@@ -54,8 +54,9 @@ class LocalLM:
     dtype:
         ``"float32"``, ``"bfloat16"``, ``"float16"``, ``"auto"`` (the checkpoint's own) or
         ``"native"`` (bfloat16 where the device multiplies it in hardware: a CUDA GPU that
-        supports it, a CPU with AVX512-BF16 or AMX; float32 elsewhere); ``None`` takes bfloat16
-        on a CUDA device that supports it and float32 elsewhere.
+        supports it, a CPU with AVX512-BF16 or AMX; float32 elsewhere: faster on such a CPU, but
+        the answers then differ from other CPUs'); ``None`` takes bfloat16 on a CUDA device that
+        supports it and float32 on every CPU.
     attn_implementation:
         Attention kernel for ordinary passes. ``"sdpa"`` (default) is 4-5x faster than
         ``"eager"`` on a 5,000-token CPU prompt; passes that capture attention switch to
@@ -94,7 +95,7 @@ class LocalLM:
 
             if (packaged := find_packaged(str(model_name_or_path), "lm")) is not None:
                 model_name_or_path = str(installed_folder(packaged))  # or says how to install
-                name, dtype = name or packaged.name, dtype or "native"
+                name = name or packaged.name
         self.model_name_or_path = str(model_name_or_path)
         self.gguf_file = gguf_file
         self.attn_implementation = attn_implementation

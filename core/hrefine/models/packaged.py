@@ -291,7 +291,9 @@ def packaged_lm(name: str) -> Any:
 def _lm_at(folder: str, name: str) -> Any:
     from hrefine.models.local_lm import LocalLM
 
-    return LocalLM(folder, name=name, dtype="native")
+    # float32 on every CPU (as SmolLM2): "native" bfloat16 gave other answers on CPUs with
+    # AVX512-BF16 or AMX than on the rest.
+    return LocalLM(folder, name=name)
 
 
 def _names(kind: str) -> list[str]:

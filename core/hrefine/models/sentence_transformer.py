@@ -37,7 +37,6 @@ from hrefine.models._embed_invariant import (
     encode_invariant,
     invariant_encoder,
     invariant_parts,
-    pick_invariant_parts,
     small_tiles_hold,
 )
 from hrefine.models._embed_state import VectorCache, embed_through_cache
@@ -94,23 +93,24 @@ class SentenceTransformerEmbedder:
     precision:
         ``"float32"``, ``"bfloat16"`` or ``"auto"``. With ``"bfloat16"``, the transformer's
         linear layers (nine tenths of its work) multiply in bfloat16 with float32 results;
-        embeddings, layer norms, attention and pooling stay in float32. ``"auto"`` (the
-        default) takes bfloat16 only on a CPU that multiplies it in hardware
-        (:func:`hrefine.models.device.native_bf16`: AVX512-BF16 or AMX) and, for a
-        batch-invariant model (below), only where a timed tile runs at least
-        1.2 times faster in it than in float32; float32 anywhere else. The environment
-        variable ``HREFINE_EMBED_PRECISION`` (``float32`` or ``bfloat16``) overrides what
-        ``"auto"`` takes. A copy or pickle of a loaded embedder keeps the precision taken, so a
-        Ray worker computes as its parent did.
+        embeddings, layer norms, attention and pooling stay in float32: faster where the CPU
+        multiplies bfloat16 in hardware (AVX512-BF16, AMX), but the vectors move by up to
+        about 1e-3 and differ from one CPU to another. ``"auto"`` (the default) is
+        ``"float32"`` on every machine, unless the environment variable
+        ``HREFINE_EMBED_PRECISION`` (``float32`` or ``bfloat16``) says otherwise. A copy or
+        pickle of a loaded embedder keeps the precision taken, so a Ray worker computes as its
+        parent did.
 
     Notes
     -----
     On the CPU (``batch_size`` not set), a BERT-family model with mean or CLS pooling (the
     default all-MiniLM-L6-v2 is one) is run batch-invariantly
     (:mod:`hrefine.models._embed_invariant`): a text's vector is the same bit for bit alone or
-    in any batch, in any order, fresh or cached, on one thread or several, in any process on
-    the same CPU. Other models, and accelerators, go through batched passes whose vectors can
-    move in the last bits with the texts batched beside them.
+    in any batch, in any order, fresh or cached, on one thread or several, and on any CPU
+    (AVX2, AVX512, AMX or none: in float32 it computes in float64 and rounds each vector, so
+    the kernels' own orders of addition do not reach the result). Other models, and
+    accelerators, go through batched passes whose vectors can move in the last bits with the
+    texts batched beside them and from one device to another.
 
     ``embed``, ``embed_query`` and ``embed_query_and_documents`` take ``max_tokens``: the word
     pieces each text of that call is read to (None: the limit above). A text's vector is the
@@ -227,31 +227,25 @@ class SentenceTransformerEmbedder:
             model.max_seq_length = self.max_seq_length
         dtype = self.precision
         if dtype == "auto":
-            dtype = _precision_from_env() or dtype
+            # Never chosen by the CPU: bfloat16 vectors differ from float32 ones, and so would
+            # what every method keeps on one machine and another.
+            dtype = _precision_from_env() or "float32"
         on_cpu = model.device.type == "cpu" and self.batch_size is None
         pooling = packable_pooling(model) if on_cpu and plain_right_padded(model) else None
         parts = None
         if pooling is not None and invariant_encoder(model, pooling) is not None:
             # Batch-invariant path: its own weight copies, the model itself left in float32.
-            if dtype == "auto":
-                parts = pick_invariant_parts(model, pooling)
-            else:
-                parts = invariant_parts(model, pooling, bf16=dtype == "bfloat16")
+            parts = invariant_parts(model, pooling, bf16=dtype == "bfloat16")
         if parts is not None:
             dtype = parts.precision
             self._small_tiles = small_tiles_hold(parts, piece_reader(model, model.max_seq_length))
             self._invariant = parts
-        else:
-            if dtype == "auto":
-                from hrefine.models.device import native_bf16
-
-                dtype = "bfloat16" if native_bf16(str(model.device)) else "float32"
-            if dtype == "bfloat16":
-                # Whether texts can share rows is checked in float32: in bfloat16, rounding
-                # after each layer moves a vector by more than the check's tolerance.
-                if self._packing is False and on_cpu and plain_right_padded(model):
-                    self._packing = check_packing(model, self._workers(), self.name)
-                linears_in_bf16(model)
+        elif dtype == "bfloat16":
+            # Whether texts can share rows is checked in float32: in bfloat16, rounding after
+            # each layer moves a vector by more than the check's tolerance.
+            if self._packing is False and on_cpu and plain_right_padded(model):
+                self._packing = check_packing(model, self._workers(), self.name)
+            linears_in_bf16(model)
         self._dtype = dtype
         own = self._own_limit = model.max_seq_length
         self._gate = ModelGate(functools.partial(setattr, model, "max_seq_length"), own, rest=own)
