@@ -6,10 +6,14 @@ import os
 from pathlib import Path
 
 import pytest
+from hrefine.raptor._numba_target import hold_to_avx2
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# What the first UMAP of a process does (numba compiled for AVX2 where the CPU has it), done
+# before any test can import numba itself: the clusters are then those of every x86-64 CPU.
+hold_to_avx2()
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from fresh_process import call_in_process, held_to_avx2
 from hrefine.models import SentenceTransformerEmbedder
 from hrefine.models import _embed_invariant as invariant
 from hrefine.models import sentence_transformer as embedder_module
@@ -119,22 +118,8 @@ def test_a_vector_is_the_same_alone_and_in_a_batch_of_mixed_lengths(
     env["OMP_NUM_THREADS"] = "2"  # two threads, so that one thread is a change
     if isa:
         env["ONEDNN_MAX_CPU_ISA"] = isa  # read once, when oneDNN first runs: a new process
-    code = (
-        "import json, sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); "
-        "import test_embed_invariance as t; "
-        "print(json.dumps(t.check_paths(Path(sys.argv[2]), sys.argv[3])))"
-    )
-    here = str(Path(__file__).parent)
-    done = subprocess.run(
-        [sys.executable, "-c", code, here, str(shared_data), precision],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    got = json.loads(done.stdout.strip().splitlines()[-1])
+    call = "__import__('json').dumps(t.check_paths(Path(sys.argv[2]), sys.argv[3]))"
+    got = json.loads(call_in_process(__file__, call, str(shared_data), precision, env=env))
     assert got["dtype"] == precision and got["invariant_path"], got
     assert got["longest"] == 256 and got["texts"] > 20, got  # the batch does mix lengths
     for what in ("alone", "order", "cache", "threads", "query", "unit"):
@@ -227,14 +212,7 @@ def vector_digest(data: Path) -> str:
 #: another CPU computes, on this one. A setting above what the CPU has falls back to its best.
 CPUS: list[tuple[str, dict[str, str]]] = [
     ("as found", {}),
-    (
-        "AVX2",
-        {
-            "ATEN_CPU_CAPABILITY": "avx2",
-            "ONEDNN_MAX_CPU_ISA": "AVX2",
-            "MKL_ENABLE_INSTRUCTIONS": "AVX2",
-        },
-    ),
+    ("AVX2", held_to_avx2()),
     (
         "AVX512",
         {
@@ -255,22 +233,10 @@ def test_the_float32_vectors_are_the_same_on_every_cpu(shared_data: Path) -> Non
     # In float32 the kernels' own orders of addition moved the last bits of a vector from one
     # instruction set to another, and RAPTOR then built another tree on another machine. The
     # full-precision path computes in float64 and rounds each vector, so no bit moves.
-    code = (
-        "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); "
-        "import test_embed_invariance as t; print(t.vector_digest(Path(sys.argv[2])))"
-    )
     digests = {}
     for name, forced in CPUS:
         env = {**os.environ, **forced}
         env.pop("HREFINE_EMBED_PRECISION", None)
-        done = subprocess.run(
-            [sys.executable, "-c", code, str(Path(__file__).parent), str(shared_data)],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=900,
-            check=False,
-        )
-        assert done.returncode == 0, done.stderr[-3000:]
-        digests[name] = done.stdout.strip().splitlines()[-1]
+        call = "t.vector_digest(Path(sys.argv[2]))"
+        digests[name] = call_in_process(__file__, call, str(shared_data), env=env)
     assert set(digests.values()) == {RECORDED_DIGEST}, digests

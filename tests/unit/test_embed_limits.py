@@ -5,8 +5,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -16,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from fresh_process import run_python
 from hrefine.errors import ConfigError, InputTypeError
 from hrefine.models import EmbeddingScorer, get_scorer
 from hrefine.models._gate import ModelGate
@@ -309,16 +308,7 @@ def test_models_load_without_the_network_or_offline_variables(tmp_path: Any) -> 
         if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
     }
     env["HF_HOME"] = str(tmp_path / "hf")  # an empty Hugging Face cache
-    done = subprocess.run(
-        [sys.executable, "-c", _OFFLINE_SCRIPT],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+    out = json.loads(run_python(_OFFLINE_SCRIPT, env=env, timeout=300))
     assert out == {
         "shape": [1, 384],
         "missing": "ModelNotFoundError",

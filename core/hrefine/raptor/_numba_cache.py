@@ -9,8 +9,9 @@ uses, caches its own functions already and is left alone).
 
 Where the cache lives: ``numba`` under hrefine's cache (``$HREFINE_CACHE``, else
 ``~/.cache/hrefine``), or ``$NUMBA_CACHE_DIR`` when the user set it (numba's own rule); a folder
-that cannot be written falls back to numba's other places. No environment variable is changed,
-and importing hrefine imports no numba. ``HREFINE_NUMBA_CACHE=0`` leaves umap as it ships.
+that cannot be written falls back to numba's other places. Importing hrefine imports no numba;
+the first UMAP of a process sets numba's instruction set (:mod:`hrefine.raptor._numba_target`).
+``HREFINE_NUMBA_CACHE=0`` leaves umap as it ships.
 
 Numba keys each cached function by its source file's size and modification time, so upgrading
 umap-learn compiles afresh rather than loading stale code; a function numba cannot cache (a
@@ -28,6 +29,7 @@ from types import ModuleType
 from typing import Any
 
 from hrefine._optional import require
+from hrefine.raptor._numba_target import hold_to_avx2
 
 __all__ = ["ENV_SWITCH", "cache_dir", "enabled", "load_umap"]
 
@@ -57,7 +59,9 @@ def cache_dir() -> Path:
 
 
 def load_umap() -> ModuleType:
-    """``umap``, imported with numba's on-disk cache on for its jitted functions (once)."""
+    """``umap``, imported with numba's on-disk cache on for its jitted functions (once), and
+    compiled for AVX2 where the CPU has it (:func:`~hrefine.raptor._numba_target.hold_to_avx2`)."""
+    hold_to_avx2()
     umap = require("umap", "raptor")
     if enabled():
         with _lock:

@@ -209,15 +209,9 @@ class RaptorTree:
             "nodes_per_layer": [levels.count(lv) for lv in range(max(levels, default=0) + 1)],
             "clusters_per_layer": stats.get("clusters", []),
             "layer_seconds": stats.get("layer_seconds", []),
-            "llm_calls": self._llm_calls(),
+            "llm_calls": 0 if self._summariser is None else self._summariser.llm_calls,
             "build_seconds": round(time.perf_counter() - started, 4),
         }
-
-    def _llm_calls(self) -> int:
-        """Calls the summariser made to an LLM (0 for the no-model stand-in, whose extracts
-        no model wrote, and for a loaded tree)."""
-        made = self._summariser
-        return 0 if made is None or made.extractive else int(made.calls)
 
     def insert(self, docs: Sequence[str | Source]) -> RaptorTree:
         """Add ``docs`` to the tree, re-summarising only the nodes their leaves reach.

@@ -118,6 +118,12 @@ class Summariser:
         )
 
     @property
+    def llm_calls(self) -> int:
+        """Summaries an LLM was asked for, retries included (0 for the no-model stand-in: no
+        model wrote its extracts)."""
+        return 0 if self.extractive else self.calls
+
+    @property
     def name(self) -> str:
         """The LLM's name (for stats and errors)."""
         return str(self.generator.name)

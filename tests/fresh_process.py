@@ -1,0 +1,61 @@
+"""Run Python in a process of its own: for what a library reads once per process (instruction
+set caps, offline variables, thread counts) and for what a fresh import must show."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+
+def run_python(
+    code: str, *args: str, env: Mapping[str, str] | None = None, timeout: float = 900
+) -> str:
+    """The last line ``code`` printed, run by this interpreter with ``args`` as
+    ``sys.argv[1:]`` and ``env`` (default: this process's); a failed run fails the test with
+    the tail of its stderr."""
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        env=dict(os.environ if env is None else env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.strip().splitlines()[-1]
+
+
+def call_in_process(
+    test_file: str, call: str, *args: str, env: Mapping[str, str] | None = None
+) -> str:
+    """What ``call`` (an expression on the test module ``t`` of ``test_file``, which may read
+    ``sys.argv[2:]``, that is ``args``) prints in a process of its own."""
+    here = Path(test_file)
+    tests = str(Path(__file__).parent)  # the test module imports helpers from here too
+    code = (
+        f"import sys; from pathlib import Path; sys.path[:0] = [sys.argv[1], {tests!r}]; "
+        f"import {here.stem} as t; print({call})"
+    )
+    return run_python(code, str(here.parent), *args, env=env)
+
+
+def held_to_avx2() -> dict[str, str]:
+    """The environment that holds torch's own kernels, its matrix products (oneDNN, MKL),
+    numpy's BLAS and numba's code to AVX2 in a new process: how an AVX2 CPU computes, on this
+    one (a setting above what the CPU has falls back to its best). numpy's own loops are not
+    held: they pick their width when numpy is imported, and hrefine cannot choose it (see
+    docs/models.md)."""
+    from hrefine.raptor._numba_target import AVX2_FEATURES
+
+    env = {
+        "ATEN_CPU_CAPABILITY": "avx2",
+        "ONEDNN_MAX_CPU_ISA": "AVX2",
+        "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+        "OPENBLAS_CORETYPE": "Haswell",
+        "NUMBA_CPU_NAME": "haswell",
+        "NUMBA_CPU_FEATURES": AVX2_FEATURES,
+    }
+    return env
