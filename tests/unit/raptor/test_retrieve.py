@@ -58,7 +58,9 @@ def test_summary_rank_below_and_off(built: RaptorTree, qasper_doc: Any) -> None:
 def test_collapsed_fills_the_budget_with_the_best_nodes(
     built: RaptorTree, qasper_doc: Any, budget: int
 ) -> None:
-    hits = built.retrieve(qasper_doc.question, max_tokens=budget, k=None)
+    # summary_rank="free": every layer competes, as _scores ranks them (the default returns
+    # leaves only, which matched _scores only while the best node was a leaf).
+    hits = built.retrieve(qasper_doc.question, max_tokens=budget, k=None, summary_rank="free")
     used = sum(h.tokens for h in hits)
     assert used <= budget
     # No node left out would still fit into the room that is left.
@@ -78,7 +80,7 @@ def test_the_budget_counts_in_the_trees_tokenizer(built: RaptorTree, qasper_doc:
 
 
 def test_collapsed_without_budget_returns_k(built: RaptorTree, qasper_doc: Any) -> None:
-    hits = built.retrieve(qasper_doc.question, k=3, max_tokens=None)
+    hits = built.retrieve(qasper_doc.question, k=3, max_tokens=None, summary_rank="free")
     assert len(hits) == 3
     order = np.argsort(-_scores(built, qasper_doc.question), kind="stable")[:3]
     assert [h.id for h in hits] == [int(i) for i in order]
