@@ -59,3 +59,16 @@ def held_to_avx2() -> dict[str, str]:
         "NUMBA_CPU_FEATURES": AVX2_FEATURES,
     }
     return env
+
+
+def per_cpu(
+    test_file: str, call: str, cpus: list[tuple[str, dict[str, str]]], *args: str
+) -> dict[str, str]:
+    """What ``call`` (see :func:`call_in_process`) prints under each ``(name, environment)`` of
+    ``cpus``, each in a process of its own at the default embedder precision."""
+    out = {}
+    for name, forced in cpus:
+        env = {**os.environ, **forced}
+        env.pop("HREFINE_EMBED_PRECISION", None)
+        out[name] = call_in_process(test_file, call, *args, env=env)
+    return out

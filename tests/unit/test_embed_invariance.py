@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from fresh_process import call_in_process, held_to_avx2
+from fresh_process import call_in_process, held_to_avx2, per_cpu
 from hrefine.models import SentenceTransformerEmbedder
 from hrefine.models import _embed_invariant as invariant
 from hrefine.models import sentence_transformer as embedder_module
@@ -233,10 +233,5 @@ def test_the_float32_vectors_are_the_same_on_every_cpu(shared_data: Path) -> Non
     # In float32 the kernels' own orders of addition moved the last bits of a vector from one
     # instruction set to another, and RAPTOR then built another tree on another machine. The
     # full-precision path computes in float64 and rounds each vector, so no bit moves.
-    digests = {}
-    for name, forced in CPUS:
-        env = {**os.environ, **forced}
-        env.pop("HREFINE_EMBED_PRECISION", None)
-        call = "t.vector_digest(Path(sys.argv[2]))"
-        digests[name] = call_in_process(__file__, call, str(shared_data), env=env)
+    digests = per_cpu(__file__, "t.vector_digest(Path(sys.argv[2]))", CPUS, str(shared_data))
     assert set(digests.values()) == {RECORDED_DIGEST}, digests

@@ -12,10 +12,9 @@ differed on an AVX512 CPU (docs/models.md).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-from fresh_process import call_in_process, held_to_avx2
+from fresh_process import held_to_avx2, per_cpu
 
 #: (name, environment) of each build: the CPU as found, and held to AVX2.
 CPUS: list[tuple[str, dict[str, str]]] = [
@@ -41,10 +40,5 @@ def tree_digest(data: Path) -> str:
 
 
 def test_the_default_tree_is_the_same_held_to_avx2(shared_data: Path) -> None:
-    digests = {}
-    for name, forced in CPUS:
-        env = {**os.environ, **forced}
-        env.pop("HREFINE_EMBED_PRECISION", None)
-        call = "t.tree_digest(Path(sys.argv[2]))"
-        digests[name] = call_in_process(__file__, call, str(shared_data), env=env)
+    digests = per_cpu(__file__, "t.tree_digest(Path(sys.argv[2]))", CPUS, str(shared_data))
     assert len(set(digests.values())) == 1, digests
