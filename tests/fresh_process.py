@@ -44,10 +44,8 @@ def call_in_process(
 
 def held_to_avx2() -> dict[str, str]:
     """The environment that holds torch's own kernels, its matrix products (oneDNN, MKL),
-    numpy's BLAS and numba's code to AVX2 in a new process: how an AVX2 CPU computes, on this
-    one (a setting above what the CPU has falls back to its best). numpy's own loops are not
-    held: they pick their width when numpy is imported, and hrefine cannot choose it (see
-    docs/models.md)."""
+    numpy's BLAS, numpy's own loops and numba's code to AVX2 in a new process: how an AVX2 CPU
+    computes, on this one (a setting above what the CPU has falls back to its best)."""
     from hrefine.raptor._numba_target import AVX2_FEATURES
 
     env = {
@@ -58,7 +56,23 @@ def held_to_avx2() -> dict[str, str]:
         "NUMBA_CPU_NAME": "haswell",
         "NUMBA_CPU_FEATURES": AVX2_FEATURES,
     }
+    wider = numpy_avx512_targets()
+    if wider:
+        env["NPY_DISABLE_CPU_FEATURES"] = " ".join(wider)
     return env
+
+
+def numpy_avx512_targets() -> list[str]:
+    """numpy's dispatch targets above AVX2 that this CPU runs (``X86_V4``, ``AVX512_*``): the
+    names ``NPY_DISABLE_CPU_FEATURES`` takes to keep numpy's own loops to AVX2. numpy only
+    accepts names of features the CPU has, hence the list is asked of it."""
+    from numpy._core import _multiarray_umath as umath
+
+    return [
+        name
+        for name in umath.__cpu_dispatch__
+        if (name == "X86_V4" or name.startswith("AVX512")) and umath.__cpu_features__.get(name)
+    ]
 
 
 def per_cpu(

@@ -238,6 +238,15 @@ def _soft_clusters(x: np.ndarray, s: _Settings, *, neighbours: int | None) -> li
     return groups
 
 
+#: The layout curve umap fits for its defaults (``find_ab_params(spread=1.0, min_dist=0.1)``),
+#: given so that it is not fitted on each machine: the fit runs on numpy's ``exp`` and
+#: ``power``, whose AVX512 and AVX2 loops differ in the last bit, and 500 epochs of layout
+#: turned the ~2e-10 that made in ``a`` and ``b`` into other clusters. These are the AVX512
+#: fit's values (the trees this project recorded); a test checks them against umap's fit.
+UMAP_A = 1.5769434602697652
+UMAP_B = 0.8950608778515733
+
+
 def _reduce(x: np.ndarray, s: _Settings, *, neighbours: int | None) -> np.ndarray:
     """UMAP of ``x`` (more than ``dim + 1`` distinct rows) to ``dim`` dimensions, seeded."""
     umap = load_umap()
@@ -262,6 +271,8 @@ def _reduce(x: np.ndarray, s: _Settings, *, neighbours: int | None) -> np.ndarra
             metric="cosine",
             random_state=s.seed,
             init=init,
+            a=UMAP_A,
+            b=UMAP_B,
         )
         return np.asarray(reducer.fit_transform(x), dtype=np.float64)
 
