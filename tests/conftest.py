@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
-from hrefine.raptor._numba_target import hold_to_avx2
+from hrefine._numba_target import hold_to_avx2
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

@@ -46,7 +46,7 @@ def held_to_avx2() -> dict[str, str]:
     """The environment that holds torch's own kernels, its matrix products (oneDNN, MKL),
     numpy's BLAS, numpy's own loops and numba's code to AVX2 in a new process: how an AVX2 CPU
     computes, on this one (a setting above what the CPU has falls back to its best)."""
-    from hrefine.raptor._numba_target import AVX2_FEATURES
+    from hrefine._numba_target import AVX2_FEATURES
 
     env = {
         "ATEN_CPU_CAPABILITY": "avx2",

@@ -10,7 +10,7 @@ uses, caches its own functions already and is left alone).
 Where the cache lives: ``numba`` under hrefine's cache (``$HREFINE_CACHE``, else
 ``~/.cache/hrefine``), or ``$NUMBA_CACHE_DIR`` when the user set it (numba's own rule); a folder
 that cannot be written falls back to numba's other places. Importing hrefine imports no numba;
-the first UMAP of a process sets numba's instruction set (:mod:`hrefine.raptor._numba_target`).
+the first UMAP of a process sets numba's instruction set (:mod:`hrefine._numba_target`).
 ``HREFINE_NUMBA_CACHE=0`` leaves umap as it ships.
 
 Numba keys each cached function by its source file's size and modification time, so upgrading
@@ -28,8 +28,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from hrefine._numba_target import hold_to_avx2
 from hrefine._optional import require
-from hrefine.raptor._numba_target import hold_to_avx2
 
 __all__ = ["ENV_SWITCH", "cache_dir", "enabled", "load_umap"]
 
@@ -60,7 +60,7 @@ def cache_dir() -> Path:
 
 def load_umap() -> ModuleType:
     """``umap``, imported with numba's on-disk cache on for its jitted functions (once), and
-    compiled for AVX2 where the CPU has it (:func:`~hrefine.raptor._numba_target.hold_to_avx2`)."""
+    compiled for AVX2 where the CPU has it (:func:`~hrefine._numba_target.hold_to_avx2`)."""
     hold_to_avx2()
     umap = require("umap", "raptor")
     if enabled():

@@ -14,12 +14,13 @@ from raptor_fakes import Summariser
 
 
 def _scores(tree: RaptorTree, query: str) -> np.ndarray:
-    """Each node's cosine plus half its BM25 match scaled by the best (the default fusion)."""
+    """Each node's cosine plus ``lexical_weight`` of its BM25 match scaled by the best (the
+    default fusion)."""
     vectors = tree.tree.embeddings
     assert vectors is not None
     cosine = np.asarray(vectors @ tree.embedder.embed_query(query), dtype=np.float64)
     match = BM25Scorer().score(query, [n.text for n in tree.tree]).astype(np.float64)
-    return cosine + 0.5 * match / match.max()
+    return cosine + tree.options.lexical_weight * match / match.max()
 
 
 def test_a_rare_word_of_the_query_lifts_the_leaf_that_holds_it(built: RaptorTree) -> None:

@@ -1,4 +1,4 @@
-"""When hrefine has numba compile UMAP for AVX2 (hrefine.raptor._numba_target), and when it
+"""When hrefine has numba compile UMAP for AVX2 (hrefine._numba_target), and when it
 leaves numba's choice alone."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import sys
 import types
 
 import pytest
-from hrefine.raptor import _numba_target as target
+from hrefine import _numba_target as target
 
 
 @pytest.fixture
@@ -50,3 +50,25 @@ def test_numbas_own_choice_is_left_alone(clean: pytest.MonkeyPatch, case: str) -
         clean.setitem(sys.modules, "llvmlite", types.SimpleNamespace(binding=binding))
     assert not target.hold_to_avx2()
     assert target.os.environ.get("NUMBA_CPU_FEATURES") is None
+
+
+def bm25_first() -> str:
+    """Run in a process of its own: numba's instruction set after a BM25 score came first
+    (bm25s, whose stopword list the scorer reads, imports numba)."""
+    from hrefine.models.lexical import BM25Scorer
+
+    BM25Scorer().score("what is held", ["numba is held to AVX2", "nothing else"])
+    import numba
+
+    return f"{'numba' in sys.modules} {numba.config.CPU_NAME}"
+
+
+def test_a_bm25_score_before_the_first_umap_still_holds_numba() -> None:
+    from fresh_process import call_in_process
+
+    env = {k: v for k, v in target.os.environ.items() if not k.startswith("NUMBA_CPU")}
+    env.pop(target.ENV_SWITCH, None)
+    # The session's conftest held numba where this CPU lets it; a fresh process must do the same.
+    held = target.os.environ.get("NUMBA_CPU_NAME") == "haswell"
+    expected = "haswell" if held else "None"
+    assert call_in_process(__file__, "t.bm25_first()", env=env) == f"True {expected}"

@@ -9,7 +9,10 @@ FMA, BMI...) on any CPU that has it, as it does natively on an AVX2 CPU, so an A
 builds the trees an AVX2 one does.
 
 It works through numba's own settings, ``NUMBA_CPU_NAME`` and ``NUMBA_CPU_FEATURES``, which
-numba reads when it is first imported: they are set only when numba has not been imported yet
+numba reads when it is first imported. So it runs before hrefine imports anything that imports
+numba: umap (:mod:`hrefine.raptor._numba_cache`) and bm25s, whose stopword list the BM25 scorer
+reads (:mod:`hrefine.models.lexical`; a BM25 score before the first RAPTOR build used to import
+numba unheld). The settings are set only when numba has not been imported yet
 in the process, neither is set already (the user's choice wins), the CPU is x86-64 and it has
 every feature of the set. Elsewhere (an ARM CPU, a CPU without AVX2 or FMA, numba imported
 first) numba compiles for the CPU as it is, and a tree may differ from an AVX2 machine's.
