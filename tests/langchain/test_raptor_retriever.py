@@ -154,9 +154,9 @@ def test_documents_are_ordered_by_relevance_with_their_metadata(retriever: Rapto
     assert "hrefine_source" not in best.metadata
     for doc in docs:
         meta = doc.metadata
-        # The raw score is the cosine plus up to 0.25 of BM25 match (lexical_weight).
+        # The raw score is the cosine plus up to 0.5 of BM25 match (lexical_weight).
         assert meta["relevance_score"] == pytest.approx(
-            min(1.0, max(0.0, meta["hrefine_raw_score"] / 1.25))
+            min(1.0, max(0.0, meta["hrefine_raw_score"] / 1.5))
         )
         assert meta["hrefine_kind"] in ("chunk", "summary")
         assert isinstance(meta["hrefine_node_id"], int)

@@ -70,7 +70,7 @@ class RaptorOptions(Options):
         None, help="Token budget of the returned nodes together; None: only k limits them."
     )
     lexical_weight: float = setting(
-        0.25,
+        0.5,
         help="Weight of the BM25 match (scaled by the best node's) added to each node's cosine.",
     )
     summary_rank: str = setting(
