@@ -99,17 +99,10 @@ GRAPHS = CACHE / "garlic-graphs"
 #: a later round kept text of its section and it still fits; RAPTOR 4: UMAP's spectral start
 #: computed so that it is the same every build; RAPTOR 5: leaves only by default; RAPTOR's
 #: traversal 1: the room its branches leave in the budget filled with the best other nodes; 2:
-#: the fill stops at k a layer, the most nodes a traversal returns; LongRefiner 1:
-#: ``lexical_weight`` 0.25 by default, was 0.5; RAPTOR 8 (7: a trial of that weight), its
-#: traversal 4: trees built with numba held to AVX2 in the benchmark's own process too, where
-#: bm25s imported numba first).
-OUTPUT_VERSION: dict[str, int] = {
-    "raptor": 8,
-    "raptor-traversal": 4,
-    "garlic": 3,
-    "htmlrag": 2,
-    "longrefiner": 1,
-}
+#: the fill stops at k a layer, the most nodes a traversal returns; RAPTOR 8 (7: a trial of
+#: ``lexical_weight`` 0.25), its traversal 4: trees built with numba held to AVX2 in the
+#: benchmark's own process too, where bm25s imported numba first).
+OUTPUT_VERSION: dict[str, int] = {"raptor": 8, "raptor-traversal": 4, "garlic": 3, "htmlrag": 2}
 #: The text the baselines read of an HTML dataset's pages (:func:`hrefine.eval.text.html_to_text`),
 #: bumped when it changes: 1: MediaWiki's sort keys dropped, as the cleaner drops them (7 strict
 #: WTQ answers were unfindable in the text; no other dataset has sort keys).

@@ -71,7 +71,7 @@ class LongRefinerOptions(Options):
         ),
     )
     lexical_weight: float = setting(
-        0.25,
+        0.5,
         help="Weight of the BM25 match (scaled by the best leaf's) added to an embedding score.",
     )
     leaf_tokens: int = setting(
