@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from hrefine._numba_target import hold_to_avx2
 from hrefine._optional import require
 from hrefine._unicode import CJK
 from hrefine.errors import ConfigError
@@ -231,8 +232,6 @@ def _stopwords(name: str | None) -> frozenset[str]:
     """The stopword list ``name`` (``"en"``: bm25s' English list), or none for None."""
     if name is None:
         return frozenset()
-    from hrefine._numba_target import hold_to_avx2
-
     hold_to_avx2()  # bm25s imports numba: a later UMAP in this process is then held too
     stopwords = require("bm25s.stopwords", "models")
     return frozenset(stopwords.STOPWORDS_EN)

@@ -140,12 +140,14 @@ def _sentences_returned(hits: list[Any]) -> list[str]:
     return [s for h in hits for s in sentences(h.text)]
 
 
-@pytest.mark.parametrize("budget", [256, 1024, None])
+@pytest.mark.parametrize("budget", [384, 1024, None])
 def test_a_tree_of_extracts_returns_each_sentence_once(
     qasper_doc: Any, embedder: Any, budget: int | None
 ) -> None:
     # The default summariser on a real paper: the extracts repeat their leaves' sentences.
     # Summaries compete with the leaves (the paper's ranking; the default returns leaves only).
+    # 384 tokens is the small budget: at 256 this paper's best hits are all leaves, and the
+    # check needs a summary among them (the tree is the same on every CPU).
     tree = RaptorTree.build(
         [qasper_doc.document],
         llm=ExtractiveSummariser(max_tokens=100),
@@ -158,9 +160,7 @@ def test_a_tree_of_extracts_returns_each_sentence_once(
     summary_said = [s for h in hits if h.kind == "summary" for s in sentences(h.text)]
     assert not leaves.intersection(summary_said)
     assert len(summary_said) == len(set(summary_said))
-    assert len(said) > 0
-    if budget != 256:  # 256 tokens hold a few hits, all leaves on some trees: no check there
-        assert any(h.kind == "summary" for h in hits)
+    assert any(h.kind == "summary" for h in hits) and len(said) > 0
     for h in hits:
         assert h.tokens == tree.counter.count(h.text) or "hrefine_repeated_sentences" not in (
             h.metadata
