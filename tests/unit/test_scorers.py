@@ -381,6 +381,13 @@ def test_bm25_gives_bm25s_scores_on_a_real_pages_blocks(
         assert ours.dtype == np.float32 and (ours > 0).sum() > 3
         np.testing.assert_allclose(ours, _bm25s_scores(scorer, query, texts), rtol=1e-5)
     assert scorer.score("zebra quagga", texts).tolist() == [0.0] * len(texts)
+    # A passage as the query has more distinct words than most blocks: their own words are
+    # walked instead of the query's, to the same scores.
+    passage = " ".join(texts[:60])
+    assert len(scorer.terms(passage)) > max(len(set(t.split())) for t in texts[60:])
+    np.testing.assert_allclose(
+        scorer.score(passage, texts), _bm25s_scores(scorer, passage, texts), rtol=1e-5
+    )
     # Texts too long to have their counts remembered are counted each time, to the same scores.
     long_texts = [t * (2000 // max(1, len(t)) + 1) for t in texts[:20]]
     assert min(len(t) for t in long_texts) > 1024

@@ -193,11 +193,19 @@ class BM25Scorer:
         wanted = sorted(set(q))
         tf = np.zeros((len(wanted), len(texts)), dtype=np.float64)
         lengths = np.empty(len(texts), dtype=np.float64)
+        row = {word: j for j, word in enumerate(wanted)}
         for k, text in enumerate(texts):
             counts, n = _term_counts(text, key)
             lengths[k] = max(n, 1)
-            for j, word in enumerate(wanted):
-                tf[j, k] = counts.get(word, 0)
+            # The shorter side is walked: a long query (a pasted passage) meets short blocks.
+            if len(counts) < len(row):
+                for word, c in counts.items():
+                    j = row.get(word)
+                    if j is not None:
+                        tf[j, k] = c
+            else:
+                for word, j in row.items():
+                    tf[j, k] = counts.get(word, 0)
         df = (tf > 0).sum(axis=1)
         present = df > 0
         if not present.any():
@@ -208,7 +216,8 @@ class BM25Scorer:
         # A text without the word scores 0 for it (0/0 when k1 is 0).
         part = np.divide(tf, tf + norm[None, :], out=np.zeros_like(tf), where=tf > 0)
         per_word = idf[:, None] * part
-        times = np.asarray([q.count(w) for w in wanted], dtype=np.float64)
+        asked = Counter(q)
+        times = np.asarray([asked[w] for w in wanted], dtype=np.float64)
         scores = (times[present, None] * per_word[present]).sum(axis=0)
         return np.asarray(scores, dtype=np.float32)
 
