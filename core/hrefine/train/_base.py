@@ -40,11 +40,39 @@ def _config_file(name_or_path: str) -> Path | None:
     return Path(found) if isinstance(found, str) else None
 
 
+#: Files whose bytes are a model's weights (a folder may hold several shards).
+_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
+# Bytes read of each weight file: enough places that two trainings of one architecture, whose
+# files share their size and header, differ in them; few enough that a checkpoint of a model
+# of gigabytes is checked in milliseconds.
+_SAMPLES = 16
+_SAMPLE_BYTES = 64 * 1024
+
+
+def _weights_sha256(folder: Path) -> str | None:
+    """SHA-256 over each weight file's name, size and 16 slices of 64 KiB spread over it
+    (the first and last among them); None when ``folder`` holds no weight file."""
+    files = sorted(f for f in folder.iterdir() if f.is_file() and f.name.endswith(_WEIGHT_SUFFIXES))
+    if not files:
+        return None
+    h = hashlib.sha256()
+    for f in files:
+        size = f.stat().st_size
+        h.update(f"{f.name}\0{size}\0".encode())
+        last = max(0, size - _SAMPLE_BYTES)
+        with f.open("rb") as read:
+            for k in range(_SAMPLES):
+                read.seek(last * k // (_SAMPLES - 1))
+                h.update(read.read(_SAMPLE_BYTES))
+    return h.hexdigest()
+
+
 def identity(lm: Any) -> dict[str, Any]:
     """What a checkpoint records of its base model ``lm`` (a LocalLM): its folder (absolute) or
-    name, its GGUF file, and the SHA-256 of its ``config.json`` (None when it has none yet,
-    as the embedded model before its first conversion). The weights are not hashed: too slow
-    for a model of gigabytes, and a folder or name with the same config is taken as the same."""
+    name, its GGUF file, the SHA-256 of its ``config.json`` and, for a folder, a SHA-256 of
+    its weight files' names, sizes and slices (None where there is none yet, as the embedded
+    model before its first conversion). The weights are sampled, not read whole: a model of
+    gigabytes is checked in milliseconds."""
     name = str(lm.model_name_or_path)
     folder = Path(name).expanduser()
     config = _config_file(name)
@@ -52,13 +80,26 @@ def identity(lm: Any) -> dict[str, Any]:
         "model": str(folder.resolve()) if folder.exists() else name,
         "gguf_file": lm.gguf_file,
         "config_sha256": hashlib.sha256(config.read_bytes()).hexdigest() if config else None,
+        "weights_sha256": _weights_sha256(folder) if folder.is_dir() else None,
     }
+
+
+def _moved(saved: dict[str, Any], now: dict[str, Any]) -> bool:
+    """Whether ``now`` is the checkpoint's model in another folder: the same GGUF file,
+    ``config.json`` and weights, each known on both sides."""
+    same = ("gguf_file", "config_sha256", "weights_sha256")
+    return (
+        now["config_sha256"] is not None
+        and now["weights_sha256"] is not None
+        and all(saved.get(key) == now[key] for key in same)
+    )
 
 
 def difference(saved: dict[str, Any], now: dict[str, Any]) -> str | None:
     """How the base model ``now`` differs from the checkpoint's ``saved`` one (None: it does
-    not); a config hash unknown on either side is not compared."""
-    if saved.get("model") != now["model"]:
+    not); a hash unknown on either side is not compared. A folder that was moved or
+    copied (the same config and weights) is the same model."""
+    if saved.get("model") != now["model"] and not _moved(saved, now):
         return f"the checkpoint's is {saved.get('model')}, this run's {now['model']}"
     if saved.get("gguf_file") != now["gguf_file"]:
         return (
@@ -67,4 +108,7 @@ def difference(saved: dict[str, Any], now: dict[str, Any]) -> str | None:
     old, new = saved.get("config_sha256"), now["config_sha256"]
     if old and new and old != new:
         return f"the config.json of {now['model']} changed since the checkpoint was made"
+    old, new = saved.get("weights_sha256"), now["weights_sha256"]
+    if old and new and old != new:
+        return f"the weights in {now['model']} changed since the checkpoint was made"
     return None

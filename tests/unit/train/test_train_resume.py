@@ -1,6 +1,7 @@
 """Resuming a training run: a Ctrl-C inside a step or an evaluation resumes to the run an
-uninterrupted one makes, a checkpoint of another base model is refused, and the temporary
-folder of a run killed while saving is no obstacle. On the tiny random Llama of lm_fixture."""
+uninterrupted one makes, a checkpoint of another base model is refused (a moved one is not),
+and the temporary folder of a run killed while saving is no obstacle. On the tiny random Llama
+of lm_fixture."""
 
 from __future__ import annotations
 
@@ -161,3 +162,33 @@ def test_resume_into_a_folder_without_a_checkpoint_names_the_way_out(tmp_path: P
     with pytest.raises(ConfigError, match="no checkpoint to go on from") as caught:
         check_output(out, _examples(), options, resume=True, spelling="cli")
     assert "--resume" not in str(caught.value) and "--overwrite" in str(caught.value)
+
+
+def test_a_moved_base_model_resumes_and_changed_weights_are_refused(tmp_path: Path) -> None:
+    import shutil
+
+    out = tmp_path / "out"
+    settings = {**_SETTINGS, "eval_fraction": 0}
+    opts = TrainOptions.build(**settings)
+    base = build_tiny_lm(tmp_path / "base")
+    lm = LocalLM(str(base), device="cpu")
+    train(_examples(), out, lm=lm, callback=lambda s, _: s < 2, **settings)
+    # The same files in another folder (moved to a bigger disk, say): the same model.
+    moved = tmp_path / "elsewhere" / "base"
+    shutil.copytree(base, moved)
+    check_output(out, _examples(), opts, resume=True, lm=str(moved))
+    # Another training of the same architecture written over the folder: refused, though its
+    # file sizes, config and path are the checkpoint's.
+    other = build_tiny_lm(tmp_path / "seed1", seed=1)
+    for f in other.iterdir():
+        shutil.copy2(f, base / f.name)
+    with pytest.raises(ConfigError, match=r"the weights in .*base changed"):
+        check_output(out, _examples(), opts, resume=True, lm=str(base))
+    # A copy of it elsewhere is another model, not the checkpoint's moved.
+    with pytest.raises(ConfigError, match="another base model"):
+        check_output(out, _examples(), opts, resume=True, lm=str(other))
+    # Resumed from the moved folder, the run records where the model is now.
+    resumed = train(_examples(), out, lm=LocalLM(str(moved), device="cpu"), resume=True, **settings)
+    assert resumed.resumed_from == 2 and resumed.steps == 4
+    state = json.loads((out / "checkpoints" / "step-000004" / "state.json").read_text("utf-8"))
+    assert state["base_model"]["model"] == str(moved.resolve())
