@@ -257,7 +257,7 @@ def read_files(paths: Sequence[str], what: str) -> Iterator[InputFile]:
     HtmlParseError
         A file is binary (a PDF, an image, an archive).
     """
-    from hrefine.html._decode import decode_bytes
+    from hrefine._decode import decode_bytes
 
     if list(paths).count("-") > 1:
         msg = "stdin (-) is given more than once; give it once"

@@ -188,6 +188,10 @@ def test_html_prune_report_to_an_unwritable_path_is_a_clear_error(
         (["-d", "wtq", "-b", "512,-5"], "--budgets must be positive token counts"),
         (["-d", "wtq", "-b", "512,lots"], "--budgets must be whole token counts"),
         (["-d", "wtq", "--tokenizer", "no-such-tokenizer"], "tokenizer 'no-such-tokenizer'"),
+        (["-d", "wtq", "-n", "0"], "--limit/-n must be at least 1 item per dataset, got 0"),
+        (["-d", "wtq", "-n", "-2"], "--limit/-n must be at least 1 item per dataset, got -2"),
+        # A misspelt option is the caller's mistake, not a method to skip.
+        (["-d", "wtq", "-n", "1", "--option", "fooz=1"], "method 'htmlrag' takes no option 'fooz'"),
     ],
 )
 def test_eval_mistakes_are_one_line_errors(
@@ -427,6 +431,10 @@ def test_eval_checks_its_output_folder_first_and_keeps_stdout_for_the_table(
         report = json.loads((tmp_path / "out" / "eval.json").read_text(encoding="utf-8"))
         digests.append(_data_digests(report))
     assert digests[0] == digests[1] and digests[0]
+    # A budget past numpy's integers (2**64) is run and plotted, not a traceback.
+    huge = str(2**64)
+    assert main([*argv[:-3], huge, "--tokenizer", "regex", "--out", str(tmp_path / "huge")]) == 0
+    assert (tmp_path / "huge" / "eval.png").stat().st_size > 0
 
 
 def _data_digests(report: object) -> list[str]:

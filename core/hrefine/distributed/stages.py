@@ -17,6 +17,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+from hrefine._decode import decode_bytes
 from hrefine._optional import require
 from hrefine.distributed.rows import INPUT_ERROR
 from hrefine.errors import ConfigError, EmptyInputError, InputTypeError
@@ -158,8 +159,8 @@ class Stage:
             msg = f"the row has no column {name!r}; its columns are {sorted(row)}"
             raise ConfigError(msg)
         value = row[name]
-        if isinstance(value, bytes):
-            value = value.decode("utf-8", "replace")
+        if isinstance(value, bytes):  # a binary column: decoded as a page is (not UTF-8 only)
+            value = decode_bytes(value)
         if value is None:
             msg = f"column {name!r} is null"
             raise EmptyInputError(msg)

@@ -66,6 +66,21 @@ def _parse_options(pairs: list[str]) -> dict[str, Any]:
     return options
 
 
+def _check_options(methods: list[str], options: dict[str, Any], counter: Any) -> None:
+    """Build each method once to check ``options`` (models load on first use, so this is
+    cheap): a misspelt or invalid option is reported before the loading line, and a method
+    that cannot be built for another reason is left to the run, which skips it saying why."""
+    from hrefine.eval.methods import get_method
+
+    for method in methods:
+        try:
+            get_method(method, tokenizer=counter, **options)
+        except ConfigError:
+            raise
+        except (ImportError, ValueError, TypeError):
+            continue
+
+
 def _budgets(value: str) -> list[int]:
     try:
         budgets = [int(b) for b in _split(value)]
@@ -207,6 +222,9 @@ def eval_command(
         typer.echo("give --method and --dataset (see --list)", err=True)
         raise typer.Exit(2)
     budget_list = _budgets(budgets)
+    if limit is not None and limit < 1:
+        msg = f"--limit/-n must be at least 1 item per dataset, got {limit}"
+        raise ConfigError(msg)
     methods = _methods(methods)
     _check_datasets(datasets, data_dir)
     check_output_folder(out, "evaluation report")  # before the run, not after it
@@ -220,6 +238,7 @@ def eval_command(
     from hrefine.eval.runner import run_many
 
     counter = get_counter(tokenizer)  # a bad tokenizer fails here, before the models load
+    _check_options(methods, options, counter)
     _loading(methods, options, tokenizer)
     results = run_many(
         methods,

@@ -35,7 +35,7 @@ import difflib
 import importlib
 import inspect
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from hrefine.budget import TokenCounter, get_counter
@@ -87,6 +87,7 @@ def _lead(tokenizer: Any = None, **options: Any) -> Compressor:
     from hrefine.eval.baselines import LeadCompressor
 
     options.pop("chunk_tokens", None)  # lead has no chunks; accepted so mixed runs share options
+    _check_options(LeadCompressor, options, "lead-text")
     return LeadCompressor(tokenizer, **options)
 
 
@@ -94,6 +95,7 @@ def _chunks(scorer: str) -> Callable[..., Compressor]:
     def build(tokenizer: Any = None, **options: Any) -> Compressor:
         from hrefine.eval.baselines import ChunkCompressor
 
+        _check_options(ChunkCompressor, options, f"chunks-{scorer}")
         options.setdefault("name", f"chunks-{scorer}")
         return ChunkCompressor(scorer, tokenizer=tokenizer, **options)
 
@@ -229,6 +231,10 @@ def _import(path: str) -> Any:
     return obj
 
 
+# Parameters the evaluation fills in itself, not options of the user's.
+_GIVEN = frozenset({"self", "tokenizer", "counter", "name"})
+
+
 def _params(cls: type) -> set[str]:
     try:
         return set(inspect.signature(cls).parameters)
@@ -236,7 +242,28 @@ def _params(cls: type) -> set[str]:
         return set()
 
 
-def _instantiate(cls: type, counter: TokenCounter, options: dict[str, Any]) -> Any:
+def _check_options(factory: Any, options: Mapping[str, Any], method: object) -> None:
+    """Refuse options ``factory`` has no parameter for: a misspelt option is the caller's
+    mistake (a ConfigError), not a method that is unavailable (which an evaluation skips)."""
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # no signature to read: the constructor says
+        return
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    unknown = sorted(set(options) - set(params))
+    if unknown:
+        named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        takes = [n for n, p in params.items() if p.kind in named and n not in _GIVEN]
+        msg = (
+            f"method {method!r} takes no option {', '.join(map(repr, unknown))}; "
+            f"its options: {', '.join(takes) or 'none'}"
+        )
+        raise ConfigError(msg)
+
+
+def _instantiate(cls: type, counter: TokenCounter, options: dict[str, Any], method: object) -> Any:
+    _check_options(cls, options, method if isinstance(method, str) else cls.__name__)
     kwargs = dict(options)
     params = _params(cls)
     for key in ("tokenizer", "counter"):
@@ -320,6 +347,7 @@ def get_method(
             label = label or key
             target = _REGISTRY[key]
             if not isinstance(target, str):
+                _check_options(target, options, key)
                 comp = target(tokenizer=counter, **options)
                 if label != getattr(comp, "name", None):
                     return FunctionCompressor(comp.compress, name=label)
@@ -331,7 +359,7 @@ def get_method(
         options.pop("chunk_tokens", None)
     if inspect.isclass(target):
         label = label or target.__name__
-        target = _instantiate(target, counter, options)
+        target = _instantiate(target, counter, options, method)
     elif options:
         msg = f"options {sorted(options)} given, but {method!r} is not a class to construct"
         raise ConfigError(msg)

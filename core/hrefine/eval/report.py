@@ -201,7 +201,7 @@ def plot_results(data: dict[str, Any], path: str | os.PathLike[str], *, title: s
             n = max(n, max(s["scored"].get(metric, 0) for s in run["summaries"]))
             k = methods.index(run["method"])
             ax.plot(
-                [p[0] for p in pts],
+                [float(p[0]) for p in pts],  # a budget past 2**64 is no numpy integer
                 [p[1] for p in pts],
                 marker=markers[k % len(markers)],
                 color=colors(k % 10),
@@ -212,7 +212,7 @@ def plot_results(data: dict[str, Any], path: str | os.PathLike[str], *, title: s
         budgets = sorted({s["budget"] for r in runs for s in r["summaries"]})
         if budgets:
             ax.set_xscale("log", base=2)
-            ax.set_xticks(budgets)
+            ax.set_xticks([float(b) for b in budgets])
             ax.set_xticklabels([str(b) for b in budgets])
             ax.minorticks_off()
         ax.set_ylim(-0.02, 1.04)

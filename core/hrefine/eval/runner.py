@@ -337,6 +337,12 @@ def run_many(
     -------
     list[EvalResult]
         One per (dataset, method), datasets in the outer loop.
+
+    Raises
+    ------
+    ConfigError
+        A budget below 1, or a method option that is unknown or not valid (a method that
+        cannot be built for another reason, such as a missing extra, is skipped).
     """
     budget_list = sorted({int(b) for b in budgets})
     if not budget_list or budget_list[0] < 1:
@@ -347,6 +353,8 @@ def run_many(
     for i, method in enumerate(methods):
         try:
             built[i] = get_method(method, tokenizer=counter, **(method_options or {}))
+        except ConfigError:  # a setting the caller wrote wrong: no method of the run is skipped
+            raise
         except (ImportError, ValueError, TypeError) as exc:
             if fail_fast:
                 raise

@@ -1,6 +1,6 @@
 """Turn what a caller passes (str or bytes, any encoding, any breakage) into an lxml tree.
 
-Bytes are decoded by :mod:`hrefine.html._decode` (which refuses binary files). Before parsing,
+Bytes are decoded by :mod:`hrefine._decode` (which refuses binary files). Before parsing,
 the text loses what lxml refuses or libxml2 mishandles: characters XML does not allow (written
 or as references such as ``&#1;``), and the ``</body>`` and ``</html>`` end tags of a page with
 content after its ``</html>`` (libxml2 drops that content; browsers show it).
@@ -20,9 +20,9 @@ import re
 from html.parser import HTMLParser
 from typing import Any
 
+from hrefine._decode import decode_bytes, refuse_binary_text
 from hrefine._optional import require
 from hrefine.errors import EmptyInputError, HtmlParseError, InputTypeError
-from hrefine.html._decode import decode_bytes, refuse_binary_text
 from hrefine.html.tags import BLOCK_TAGS
 
 __all__ = [
@@ -244,7 +244,7 @@ def parse_document(
     Parameters
     ----------
     html:
-        The page (str or bytes; bytes are decoded as :func:`hrefine.html._decode.decode_page`
+        The page (str or bytes; bytes are decoded as :func:`hrefine._decode.decode_page`
         says).
     max_depth:
         Elements nested deeper are unwrapped (their text is kept); at most

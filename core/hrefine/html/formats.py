@@ -15,8 +15,8 @@ import html as html_lib
 import re
 from typing import Any, Literal
 
+from hrefine._decode import wide_encoding
 from hrefine.errors import ConfigError, InputTypeError
-from hrefine.html._decode import wide_encoding
 from hrefine.html._load import decode_bytes, to_text
 from hrefine.html.tags import BLOCK_TAGS, INLINE_TAGS, JUNK_TAGS, UNSHOWN_TAGS
 

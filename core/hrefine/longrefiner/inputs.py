@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence, Set
 from typing import Any
 
+from hrefine._decode import decode_bytes
 from hrefine._encodable import encodable
 from hrefine._query import check_query
 from hrefine.errors import ConfigError, EmptyInputError, InputTypeError
@@ -98,9 +99,14 @@ def check_budget(max_tokens: object) -> int:
 
 
 def check_document(document: object, max_chars: int) -> str:
-    """One document as text: bytes decoded, lone surrogates replaced, size and emptiness checked."""
+    """One document as text: bytes decoded, lone surrogates replaced, size and emptiness checked.
+
+    Bytes are decoded as a page's are (a byte-order mark, UTF-16 without one, UTF-8, the
+    declared charset, then legacy code pages: :mod:`hrefine._decode`), not as UTF-8
+    with every other byte replaced; a binary file is refused.
+    """
     if isinstance(document, (bytes, bytearray)):
-        document = bytes(document).decode("utf-8", errors="replace")
+        document = decode_bytes(bytes(document))
     if not isinstance(document, str):
         msg = f"a document must be a string (HTML, Markdown or text), got {type(document).__name__}"
         raise InputTypeError(msg)

@@ -149,3 +149,12 @@ def test_skipped_rows_are_counted_per_block_through_the_runs_actor(local_ray: An
         assert local_ray.get(counter.read.remote()) == 2 + 1 + 1
     finally:
         local_ray.kill(counter)
+
+
+def test_a_binary_text_column_is_decoded_as_a_pages_bytes_are() -> None:
+    from hrefine.distributed.stages import HtmlStage
+
+    stage = HtmlStage({}, {}, "text")
+    french = "<p>Le contrat est régi par le droit français.</p>"
+    for encoding in ("utf-8", "latin-1", "utf-16"):
+        assert stage.text({"text": french.encode(encoding)}) == french

@@ -160,3 +160,11 @@ def test_langchain_compressor_instance_ranks_then_fits_budget() -> None:
     assert "Clock Tower" in out
     assert "gardening" not in out
     assert get_counter().count(out) <= 200
+
+
+@pytest.mark.parametrize("method", ["lead-text", "chunks-bm25", "htmlrag", "raptor", "garlic"])
+def test_a_misspelt_option_is_a_config_error_naming_the_method(method: str) -> None:
+    # Was: a TypeError from deep in the constructor, which an evaluation skipped as a method
+    # that is unavailable.
+    with pytest.raises(ConfigError, match="chunk_tokenz"):
+        get_method(method, tokenizer="regex", chunk_tokenz=64)

@@ -9,9 +9,9 @@ import logging
 import random
 
 import pytest
+from hrefine._decode import decode_bytes, decode_page
 from hrefine.errors import HtmlParseError
 from hrefine.html import HtmlPruner, clean_html
-from hrefine.html._decode import decode_bytes, decode_page
 
 _PAGE = "<html><body><h1>Zürich</h1><p>café – 日本語 – naïve façade, Genève.</p></body></html>"
 
@@ -21,7 +21,7 @@ _PAGE = "<html><body><h1>Zürich</h1><p>café – 日本語 – naïve façade, 
 
 def test_one_invalid_byte_leaves_a_utf8_page_utf8(caplog: pytest.LogCaptureFixture) -> None:
     data = _PAGE.encode().replace(b"Gen", b"G\xffen")
-    with caplog.at_level(logging.WARNING, logger="hrefine.html._decode"):
+    with caplog.at_level(logging.WARNING, logger="hrefine._decode"):
         page = decode_page(data)
     assert page.encoding == "utf-8" and page.replaced == 1
     assert page.text == _PAGE.replace("Gen", "G\ufffden")
@@ -62,6 +62,21 @@ def test_a_written_replacement_character_is_not_counted_as_replaced() -> None:
 def test_legacy_pages_are_not_read_as_broken_utf8(text: str, encoding: str) -> None:
     # Legacy multi-byte text read as UTF-8 has far more invalid sequences than valid ones.
     assert text in decode_bytes(f"<html><body><p>{text}</p></body></html>".encode(encoding))
+
+
+@pytest.mark.parametrize(
+    ("text", "encoding"),
+    [
+        # windows-1252's punctuation: a DOS code page reads it as letters with less chaos.
+        ("He said \u201chello\u201d \u2013 it costs 5\u20ac. Caf\u00e9.", "cp1252"),
+        # Text that really is in a DOS code page keeps it.
+        ("Привет, как дела? Это короткий текст на русском языке.", "cp866"),
+        ("Zażółć gęślą jaźń. Dzień dobry, jak się masz?", "cp852"),
+        ("Καλημέρα, τι κάνεις; Είμαι καλά, ευχαριστώ.", "cp737"),
+    ],
+)
+def test_short_legacy_text_is_read_in_its_code_page(text: str, encoding: str) -> None:
+    assert decode_bytes(text.encode(encoding)) == text
 
 
 def test_a_legacy_page_that_wrongly_declares_utf8_is_still_detected() -> None:

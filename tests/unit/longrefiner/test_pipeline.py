@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 from hrefine.budget import get_counter
-from hrefine.errors import ConfigError, EmptyInputError, InputTypeError, ModelNotFoundError
+from hrefine.errors import (
+    ConfigError,
+    EmptyInputError,
+    HtmlParseError,
+    InputTypeError,
+    ModelNotFoundError,
+)
 from hrefine.eval.loaders import EvalItem, load_dataset
 from hrefine.eval.metrics import answer_containment
 from hrefine.longrefiner import LongRefiner, coverage
@@ -220,8 +226,13 @@ def test_bad_input_gets_clear_errors(refiner: LongRefiner) -> None:
         refiner.refine("q", [b"ok", 3], 100)  # type: ignore[list-item]
     with pytest.raises(InputTypeError, match="list of strings"):
         refiner.refine("q", 5, 100)  # type: ignore[arg-type]
-    # Bytes are one document, decoded as UTF-8.
+    # Bytes are one document, decoded as a page's bytes are: not as UTF-8 with the rest lost.
     assert refiner.refine("term", b"The term is five years.", 50).text == "The term is five years."
+    french = "Le contrat est régi par le droit français, « sans délai »."
+    for encoding in ("latin-1", "utf-16", "cp1252"):
+        assert refiner.refine("droit", french.encode(encoding), 50).text == french
+    with pytest.raises(HtmlParseError):
+        refiner.refine("q", b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj", 50)
     with pytest.raises(ConfigError, match="at least 1"):
         refiner.refine("q", "text", 0)
     with pytest.raises(EmptyInputError):

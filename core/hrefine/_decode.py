@@ -39,6 +39,13 @@ _META_CHARSET = re.compile(rb"""<meta[^>]{0,400}?charset\s*=\s*["']?\s*([A-Za-z0
 # than the best guess windows-1252 may show and still win.
 _WESTERN = frozenset({"cp1252", "latin_1", "iso8859_15"})
 _WESTERN_TOLERANCE = 0.05
+# A larger margin against a DOS (OEM) or Mac code page: they read windows-1252's punctuation
+# (curly quotes, dashes, the euro sign: bytes 0x80-0x9F) as letters, which a short text cannot
+# tell apart by chaos ("“hello” – 5€" as cp775's "ōhelloö ¢ 5Ć" scored 0.0 against 0.056), and
+# they are rare in today's documents. Text that really is in one is not windows-1252 at all:
+# charset-normalizer then rejects windows-1252 outright.
+_OLD_CODE_PAGES = re.compile(r"cp(?:437|7\d\d|8[56]\d)|mac_\w+")
+_OLD_CODE_PAGE_TOLERANCE = 0.15
 
 # File signatures of the binary formats most often passed by mistake (a retrieved attachment,
 # a file read without extracting its text). Checked on the first bytes only; none is likely at
@@ -256,7 +263,8 @@ def _guess_legacy(sample: bytes) -> str | None:
     markup inside a multi-byte character, but multi-byte code pages read Latin text that way
     (``résumé</p>`` as three CJK characters and ``/p>``). Windows-1252, the web's usual code page
     and the WHATWG default, wins whenever its chaos is within a tolerance of the best guess's:
-    Baltic and Central European code pages score as well or slightly better on Western text.
+    Baltic and Central European code pages score as well or slightly better on Western text,
+    and DOS and Mac code pages better still on a short one (a wider tolerance against them).
     """
     from charset_normalizer import from_bytes
 
@@ -272,6 +280,9 @@ def _guess_legacy(sample: bytes) -> str | None:
     western = next((m for m in candidates if m.encoding in _WESTERN), None)
     if western is None:  # on short samples the search stops before it tries windows-1252
         western = next(iter(from_bytes(sample, cp_isolation=["cp1252"])), None)
-    if western is not None and western.chaos <= candidates[0].chaos + _WESTERN_TOLERANCE:
+    best = candidates[0]
+    old_page = _OLD_CODE_PAGES.fullmatch(str(best.encoding))
+    margin = _OLD_CODE_PAGE_TOLERANCE if old_page else _WESTERN_TOLERANCE
+    if western is not None and western.chaos <= best.chaos + margin:
         return None
-    return str(candidates[0].encoding)
+    return str(best.encoding)
