@@ -75,6 +75,11 @@ def plain_flags(command: Any) -> None:
         plain_flags(sub)
 
 
+# The parser's error class: click's, which typer re-exports only through BadParameter (typer
+# 0.29 vendors click, older typers use the click package).
+UsageError: Any = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+
+
 class OneLineErrors(TyperGroup):
     """The root command group: an :class:`~hrefine.errors.HrefineError` raised by any command
     is printed as ``hrefine: error: <message>`` on one line, exit status 2. With ``--debug`` (or
@@ -95,6 +100,13 @@ class OneLineErrors(TyperGroup):
                 if ctx.params.get("debug"):
                     raise
                 say(f"hrefine: error: {one_line(exc)}")
+                raise typer.Exit(2) from exc
+            except UsageError as exc:  # a flag or value the parser refused: one line too
+                if ctx.params.get("debug"):
+                    raise
+                where = exc.ctx.command_path if exc.ctx is not None else "hrefine"
+                message = " ".join(exc.format_message().split())
+                say(f"hrefine: error: {message} (see {where} --help)")
                 raise typer.Exit(2) from exc
 
 

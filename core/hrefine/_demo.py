@@ -13,6 +13,8 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
+from hrefine.errors import ConfigError
+
 if TYPE_CHECKING:
     from hrefine.eval import EvalItem
 
@@ -71,17 +73,16 @@ def run_htmlrag_demo(
 
     try:
         items = load_dataset("wtq", data_dir=data)
-    except DatasetUnavailableError as exc:
-        console.print(
-            f"[red]{escape(str(exc))}[/red]: put ../shared beside the repo or set HREFINE_DATA."
-        )
-        raise SystemExit(2) from exc
+    except DatasetUnavailableError as exc:  # said on one line on stderr, like every mistake
+        msg = f"{exc}; give --data, put ../shared beside the repo, or set HREFINE_DATA"
+        raise DatasetUnavailableError(msg) from exc
     strict = [it for it in items if it.extra.get("strict")]
     if page:
         strict = [it for it in strict if it.doc_id == page]
         if not strict:
-            console.print(f"[red]no strict question on page {escape(page)}[/red]")
-            raise SystemExit(2)
+            pages = sorted({it.doc_id for it in items if it.extra.get("strict")})
+            msg = f"no strict question on page {page!r}; the pages are {', '.join(pages[:5])}, ..."
+            raise ConfigError(msg)
     # One question per page, first pages in file order: a fixed, content-independent pick.
     picked: list[EvalItem] = []
     seen: set[str] = set()

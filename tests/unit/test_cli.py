@@ -445,3 +445,34 @@ def _data_digests(report: object) -> list[str]:
     if isinstance(report, list):
         return [d for v in report for d in _data_digests(v)]
     return []
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["eval", "-m", "lead-text", "-d", "wtq", "-n", "1.5"], "'--limit' / '-n'"),
+        (["html", "prune", "page.html", "--bogus"], "No such option: --bogus"),
+        (["raptor", "query"], "Missing argument"),
+    ],
+)
+def test_a_flag_the_parser_refuses_is_one_line_too(
+    capsys: pytest.CaptureFixture[str], argv: list[str], expected: str
+) -> None:
+    # Was typer's usage lines and a boxed panel, though the docs promise one line.
+    line = _one_line_error(capsys, argv)
+    assert expected in line
+
+
+def test_demo_mistakes_are_the_usual_error_line(
+    capsys: pytest.CaptureFixture[str], shared_data: Path, tmp_path: Path
+) -> None:
+    # Was red text on stdout; the data hint did not name --data, the flag just given.
+    for argv, expected in (
+        (["demo", "--data", str(tmp_path)], "give --data, put ../shared beside the repo"),
+        (["demo", "--data", str(shared_data), "--page", "bogus"], "no strict question on page"),
+    ):
+        assert main(argv) == 2
+        captured = capsys.readouterr()
+        assert not captured.out
+        last = captured.err.strip().splitlines()[-1]
+        assert last.startswith("hrefine: error: ") and expected in last

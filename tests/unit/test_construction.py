@@ -95,6 +95,19 @@ def test_a_missing_folder_is_not_sent_to_the_hub_command(path: str) -> None:
     assert "huggingface-cli" not in str(caught.value)
 
 
+def test_a_missing_embedder_folder_is_named_before_sentence_transformers_loads(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from hrefine.models.sentence_transformer import SentenceTransformerEmbedder
+
+    embedder = SentenceTransformerEmbedder("/models/no-such-embedder")
+    with caplog.at_level("WARNING"):
+        with pytest.raises(ModelNotFoundError, match="is not a folder on this machine"):
+            embedder.embed_query("x")
+    # Was sentence-transformers' "Could not resolve the revision of '/models/...'" first.
+    assert "revision" not in caplog.text
+
+
 def test_a_missing_hub_name_gets_the_hub_command() -> None:
     with pytest.raises(ModelNotFoundError, match=f"huggingface-cli download {MISSING}"):
         require_local_model(MISSING, "generative LM")

@@ -99,6 +99,19 @@ def test_a_blank_raptor_query_is_an_empty_input_error(tree: RaptorTree, query: s
         asyncio.run(tree.aretrieve(query))
 
 
+def test_a_raptor_tree_loaded_with_an_embedder_of_another_size_says_so(
+    tree: RaptorTree, emb: KeywordEmbedder, tmp_path: Path
+) -> None:
+    # Was numpy's "matmul: Input operand 1 has a mismatch" (GARLIC already said it plainly).
+    tree.save(tmp_path / "t")
+    other = KeywordEmbedder(dim=emb.dim + 8)
+    loaded = RaptorTree.load(tmp_path / "t", llm=strict_raptor_llm, embedder=other)
+    with pytest.raises(ConfigError, match=r"has \d+ dimensions but the tree's nodes have"):
+        loaded.retrieve("cat")
+    with pytest.raises(ConfigError, match="the embedder the tree was built with"):
+        asyncio.run(loaded.aretrieve("cat"))
+
+
 def test_a_lone_surrogate_in_a_raptor_query_is_replaced(tree: RaptorTree) -> None:
     odd = tree.retrieve("cat \ud800 mat", k=3)
     assert [n.id for n in odd] == [n.id for n in tree.retrieve("cat \ufffd mat", k=3)]
@@ -234,6 +247,25 @@ def test_llamaindex_entry_points_refuse_what_is_not_a_list_of_nodes(
     with pytest.raises(InputTypeError, match="list of LlamaIndex"):
         li_index.insert_nodes(None)
     assert len(li_index.raptor_tree) == before
+
+
+def test_garlic_shares_metadata_that_cannot_be_deep_copied(emb: KeywordEmbedder) -> None:
+    # Was: TypeError "cannot pickle '_thread.lock'" once the search read a chunk, while the
+    # other methods share such a value, as docs/integrations.md says.
+    pytest.importorskip("langchain_core")
+    from langchain_core.documents import Document
+
+    from langchain_hrefine import GarlicCompressor, GarlicRetriever
+
+    lock = threading.Lock()
+    docs = [Document(page_content=CAT, metadata={"client": lock, "tags": ["a"]})]
+    compressed = GarlicCompressor(max_tokens=50, embeddings=emb, tokenizer="regex")
+    found = compressed.compress_documents(docs, "Who wrote about the cat?")
+    retriever = GarlicRetriever.from_documents(docs, embeddings=emb, tokenizer="regex")
+    found += retriever.invoke("Who wrote about the cat?")
+    chunks = [d for d in found if d.metadata.get("hrefine_kind") == "chunk"]
+    assert chunks and all(d.metadata["client"] is lock for d in chunks)
+    assert docs[0].metadata == {"client": lock, "tags": ["a"]}
 
 
 def test_llamaindex_metadata_that_cannot_be_copied_is_an_input_type_error(

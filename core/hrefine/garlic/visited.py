@@ -13,6 +13,7 @@ from typing import Any
 
 from hrefine.budget import TokenCounter, select
 from hrefine.garlic.search_result import SearchResult, VisitedNode
+from hrefine.results import copy_metadata
 from hrefine.tree import NodeKind, Tree
 from hrefine.tree_order import chunks_first
 
@@ -112,7 +113,7 @@ def visited_with_metadata(
     for node_id in chunks_first(tree, result.document_order if ids is None else ids):
         visited = by_id[node_id]
         node = tree[node_id]
-        meta = copy.deepcopy(dict(visited.metadata))
+        meta = copy_metadata(visited.metadata)  # shallow where a value (a lock) cannot be copied
         if node.kind == NodeKind.CHUNK:
             indexes = [int(meta["hrefine_source"])]
         else:

@@ -41,6 +41,7 @@ from hrefine.models._embed_invariant import (
 )
 from hrefine.models._embed_state import VectorCache, embed_through_cache
 from hrefine.models._gate import ModelGate
+from hrefine.models._local_files import require_local_model
 from hrefine.models.embedder_protocol import check_max_tokens, check_query_text, check_texts
 
 __all__ = ["PRECISIONS", "PRECISION_ENV", "SentenceTransformerEmbedder"]
@@ -209,6 +210,9 @@ class SentenceTransformerEmbedder:
         st = require("sentence_transformers", "models")
         from hrefine.models.device import pick_device
 
+        # A folder that is not there fails here, naming it as one, before sentence-transformers
+        # logs that it cannot resolve the "revision" of a path.
+        require_local_model(self.model_name_or_path, "embedding model")
         device = self.device or pick_device()
         try:
             # local_files_only: a name not in the local cache fails here, with no network

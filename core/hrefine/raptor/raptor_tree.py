@@ -277,7 +277,11 @@ class RaptorTree:
     def _scores(self, query_vector: np.ndarray, tree: Tree | None = None) -> np.ndarray:
         vectors = (self.tree if tree is None else tree).embeddings
         assert vectors is not None
-        q = np.asarray(query_vector, dtype=np.float32).reshape(-1)
+        # A caller's vector was checked already; this catches an embedder of another size
+        # than the tree's (a tree loaded with another model), not a numpy matmul error.
+        fix = "query with the embedder the tree was built with (give it when loading the tree)"
+        checked = check_query_vector(query_vector, vectors, nodes="the tree's nodes", fix=fix)
+        q = np.asarray(checked, dtype=np.float32).reshape(-1)
         norm = float(np.linalg.norm(q))
         return np.asarray(vectors @ (q / norm if norm else q), dtype=np.float64)
 
