@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from hrefine.errors import ConfigError, TreeError
+from hrefine.errors import ConfigError, InputTypeError, TreeError
 from hrefine.models import Embedder
 from hrefine.options import Options
 from hrefine.raptor import Source
@@ -26,7 +26,7 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, PrivateAttr
+from pydantic import ConfigDict, Field
 
 from langchain_hrefine._convert import documents_to_sources, texts_to_sources
 from langchain_hrefine._fields import field_settings, options_of
@@ -51,9 +51,9 @@ class LoadArgs:
 class StoreRetriever(BaseRetriever):
     """A LangChain retriever over a store an hrefine method builds from documents.
 
-    Its fields are the method's options (``adapter_model``) and its models: ``llm``,
-    ``embeddings`` and ``tokenizer``. A retriever made empty holds no store and returns no
-    documents.
+    Its fields are the method's options (``adapter_model``), its models: ``llm``,
+    ``embeddings`` and ``tokenizer``, and ``store``, the built store. A retriever made empty
+    holds no store and returns no documents.
 
     Subclasses set the class variables and implement :meth:`_build_store`, :meth:`_retrieve`,
     :meth:`_saveable` and :meth:`_load_store` (and :meth:`_abuild_store` and
@@ -67,6 +67,8 @@ class StoreRetriever(BaseRetriever):
     _component: ClassVar[str]
     #: The method's options class; its settings outside ``adapter_excluded`` are fields.
     _options_type: ClassVar[type[Options]]
+    #: The class of the method's store (``store`` holds one or None).
+    _store_type: ClassVar[type]
     #: The settings a call may change (``invoke(query, **settings)``).
     _call_names: ClassVar[tuple[str, ...]]
     #: The fields :meth:`save` writes over the store's own settings (the search settings).
@@ -76,7 +78,19 @@ class StoreRetriever(BaseRetriever):
     #: The message of :meth:`save` on a retriever with no store.
     _nothing_to_save: ClassVar[str]
 
-    _store: Any = PrivateAttr(default=None)
+    # A field, not a private attribute: LangChain makes a configured copy
+    # (``configurable_fields``) from the declared fields alone, and a private store was lost.
+    store: Any = Field(
+        default=None,
+        exclude=True,
+        repr=False,
+        description="The built store (set by from_documents and load); None: none yet.",
+    )
+    """The built store (None until one is built or loaded); :meth:`from_documents`,
+    :meth:`load` (and RAPTOR's ``add_documents``) set it. It is shared, not copied, by a copy
+    LangChain makes from the fields (``configurable_fields``), and left out of ``model_dump``
+    and ``repr``; :meth:`save` writes it.
+    """
 
     if TYPE_CHECKING:  # declared by each subclass, with its own description
         llm: Any
@@ -84,8 +98,15 @@ class StoreRetriever(BaseRetriever):
         tokenizer: Any
 
     def model_post_init(self, context: Any, /) -> None:
-        """Check the settings now, so that a bad one fails at construction."""
+        """Check the settings (and a given store's class) now, so that a bad one fails at
+        construction."""
         self._options()
+        if self.store is not None and not isinstance(self.store, self._store_type):
+            msg = (
+                f"{self._component}.store must be a {self._store_type.__name__} or None, got "
+                f"{type(self.store).__name__}; build one with from_documents() or load()"
+            )
+            raise InputTypeError(msg)
 
     def _options(self, **changes: Any) -> Any:
         """The fields as the method's options (checked), with ``changes``."""
@@ -162,7 +183,7 @@ class StoreRetriever(BaseRetriever):
         """A retriever with ``fields`` (its models among them), its store built over
         ``sources``."""
         self = cls(**fields)
-        self._store = self._build_store(sources, progress)
+        self.store = self._build_store(sources, progress)
         return self
 
     def _build_store(self, sources: list[Source], progress: bool) -> Any:
@@ -211,7 +232,7 @@ class StoreRetriever(BaseRetriever):
         cls: type[_R], sources: list[Source], progress: bool, fields: dict[str, Any]
     ) -> _R:
         self = cls(**fields)
-        self._store = await self._abuild_store(sources, progress)
+        self.store = await self._abuild_store(sources, progress)
         return self
 
     async def _abuild_store(self, sources: list[Source], progress: bool) -> Any:
@@ -250,18 +271,18 @@ class StoreRetriever(BaseRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         settings = self._call_settings(kwargs)
-        if self._store is None:
+        if self.store is None:
             return self._empty()
         # The LLM calls of the search are this run's children (callbacks, tracing).
-        return run_in(run_manager.get_child(), self._retrieve, self._store, query, settings)
+        return run_in(run_manager.get_child(), self._retrieve, self.store, query, settings)
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         settings = self._call_settings(kwargs)
-        if self._store is None:
+        if self.store is None:
             return self._empty()
-        search = self._aretrieve(self._store, query, settings)
+        search = self._aretrieve(self.store, query, settings)
         return await arun_in(run_manager.get_child(), search)
 
     # -- persistence ------------------------------------------------------------------------
@@ -274,7 +295,7 @@ class StoreRetriever(BaseRetriever):
         TreeError
             The retriever has no store yet.
         """
-        store = self._store
+        store = self.store
         if store is None:
             raise TreeError(self._nothing_to_save)
         # the current search fields, with the store's own building settings
@@ -335,7 +356,7 @@ class StoreRetriever(BaseRetriever):
             **saved,
             **others,
         )
-        self._store = store
+        self.store = store
         return self
 
     @classmethod

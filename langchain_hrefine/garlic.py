@@ -21,6 +21,7 @@ from pydantic import PrivateAttr
 
 from langchain_hrefine._compressor import CoreCompressor
 from langchain_hrefine._convert import (
+    compressed_to_documents,
     documents_to_sources,
     to_embedder,
     to_garlic_llm,
@@ -109,7 +110,9 @@ class GarlicRetriever(_GarlicRetrieverFields):
     ``recompute_tokens``). The last search's full result is :attr:`last_result`.
 
     Make one with :meth:`from_texts` or :meth:`from_documents`, or :meth:`load` a saved one. A
-    retriever made empty has no graph and returns no documents.
+    retriever made empty has no graph and returns no documents. The graph is the ``store``
+    field, so a copy LangChain makes from the fields (``configurable_fields``) searches it too
+    (that copy's search is its own :attr:`last_result`).
 
     Every :class:`~hrefine.garlic.GarlicOptions` setting but the models is a field of the same
     name, type, default and description: ``chunk_tokens``, ``batch_tokens``,
@@ -130,6 +133,7 @@ class GarlicRetriever(_GarlicRetrieverFields):
 
     _component = "GarlicRetriever"
     _options_type = GarlicOptions
+    _store_type = GarlicGraph
     _call_names = (*CALL_SETTINGS, "k")
     _saved_fields = ("embedding_weight", "lexical_weight", "search_prompt", *CALL_SETTINGS)
     _empty_warning = "GarlicRetriever has no graph; build it with from_documents()"
@@ -160,7 +164,7 @@ class GarlicRetriever(_GarlicRetrieverFields):
     def graph(self) -> GarlicGraph | None:
         """The core :class:`~hrefine.garlic.GarlicGraph` (None when made empty): its
         ``stats``, ``levels`` and node tree."""
-        graph: GarlicGraph | None = self._store
+        graph: GarlicGraph | None = self.store
         return graph
 
     @property
@@ -213,8 +217,11 @@ class GarlicCompressor(_GarlicCompressorFields):
     for a corpus that is searched again and again, build a :class:`GarlicRetriever` once instead.
 
     The returned Documents are new objects with the metadata of :class:`GarlicRetriever`'s (a
-    chunk's copied from its Document); the inputs are untouched. No Document (or only empty
-    ones) gives ``[]``.
+    chunk's copied from its Document) plus the keys every compressor writes:
+    ``hrefine_method`` (``"garlic"``), ``hrefine_budget``, ``hrefine_tokenizer`` and
+    ``hrefine_dropped_documents``, the number of input Documents none of whose chunks is
+    returned (a summary point over one only restates it; each reason is logged). The inputs
+    are untouched. No Document (or only empty ones) gives ``[]``.
 
     Every :class:`~hrefine.garlic.GarlicOptions` setting but the models is a field of the same
     name, type, default and description; ``max_tokens`` is the budget here (default 2048).
@@ -237,8 +244,10 @@ class GarlicCompressor(_GarlicCompressorFields):
     tokenizer: Any = _tokenizer_field()
 
     def model_post_init(self, context: Any, /) -> None:
-        """Check the settings now, so that a bad one fails at construction."""
+        """Check the settings and load the token counter now, so that a bad setting or a
+        tokenizer that is not there fails at construction (as the other compressors do)."""
         options_of(self, GarlicOptions)
+        get_counter(self.tokenizer)
 
     def _compress(self, documents: Sequence[Document], query: str) -> list[Document]:
         # Checked before the graph is built: a build costs LLM calls.
@@ -260,5 +269,13 @@ class GarlicCompressor(_GarlicCompressorFields):
             result = searcher.search(query, fill_tokens=self.max_tokens)
         else:
             result = searcher.search(query, max_tokens=self.max_tokens)
-        kept = fit_to_budget(result, self.max_tokens, get_counter(self.tokenizer))
-        return visited_to_documents(result, graph.tree, kept)
+        counter = get_counter(self.tokenizer)
+        kept = fit_to_budget(result, self.max_tokens, counter)
+        return compressed_to_documents(
+            result,
+            graph.tree,
+            kept,
+            inputs=len(sources),
+            budget=self.max_tokens,
+            tokenizer=counter.name,
+        )

@@ -54,7 +54,9 @@ class RaptorRetriever(_RaptorFields):
     Make one with :meth:`from_texts` or :meth:`from_documents` (or their async forms), or
     :meth:`load` a saved one; grow it with :meth:`add_documents` (only the summaries above the
     new chunks are made again). A retriever made empty (``RaptorRetriever(llm=...)``) builds its
-    tree on the first :meth:`add_documents` and returns no documents before that.
+    tree on the first :meth:`add_documents` and returns no documents before that. The tree is
+    the ``store`` field, so a copy LangChain makes from the fields (``configurable_fields``)
+    searches it too.
 
     Each returned Document is new (the inputs are never changed); they come most relevant first.
     ``page_content`` is the chunk or summary text; ``metadata`` is, for a chunk, a copy of its
@@ -90,6 +92,7 @@ class RaptorRetriever(_RaptorFields):
 
     _component = "RaptorRetriever"
     _options_type = RaptorOptions
+    _store_type = RaptorTree
     _call_names = CALL_SETTINGS
     _saved_fields = CALL_SETTINGS
     _empty_warning = "RaptorRetriever has no documents yet; add_documents() builds its tree"
@@ -123,7 +126,7 @@ class RaptorRetriever(_RaptorFields):
     def tree(self) -> RaptorTree | None:
         """The core :class:`~hrefine.raptor.RaptorTree` (None until documents are added):
         its ``stats``, ``layers`` and node graph."""
-        tree: RaptorTree | None = self._store
+        tree: RaptorTree | None = self.store
         return tree
 
     def _models(self, options: RaptorOptions) -> dict[str, Any]:
@@ -157,23 +160,23 @@ class RaptorRetriever(_RaptorFields):
         """
         _no_kwargs("add_documents", kwargs)
         sources = documents_to_sources(documents)
-        if self._store is None:
-            self._store = self._build_store(sources, False)
+        if self.store is None:
+            self.store = self._build_store(sources, False)
         else:
-            self._store.insert(sources)
+            self.store.insert(sources)
 
     async def aadd_documents(self, documents: Sequence[Document], **kwargs: Any) -> None:
         """:meth:`add_documents` without blocking the event loop."""
         _no_kwargs("aadd_documents", kwargs)
         sources = documents_to_sources(documents)
-        if self._store is None:
-            self._store = await self._abuild_store(sources, False)
+        if self.store is None:
+            self.store = await self._abuild_store(sources, False)
         else:
-            await self._store.ainsert(sources)
+            await self.store.ainsert(sources)
 
     # -- retrieval --------------------------------------------------------------------------
     def _documents(self, nodes: list[RetrievedNode]) -> list[Document]:
-        ids = list(self._store.tree.metadata.get("sources", []))
+        ids = list(self.store.tree.metadata.get("sources", []))
         return nodes_to_documents(nodes, ids)
 
     def _retrieve(self, store: RaptorTree, query: str, settings: dict[str, Any]) -> list[Document]:

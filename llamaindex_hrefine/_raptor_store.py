@@ -21,7 +21,7 @@ from llama_index.core.schema import BaseNode, Document, TransformComponent
 
 from llamaindex_hrefine._convert import raptor_nodes, to_raptor_llm, to_sources
 from llamaindex_hrefine._tree_index import StoredTreeIndex, progress_bar
-from llamaindex_hrefine._tree_storage import TreeIndexStruct, fill_struct
+from llamaindex_hrefine._tree_storage import TreeIndexStruct, digest, fill_struct
 
 __all__ = ["RaptorStore"]
 
@@ -163,8 +163,11 @@ class RaptorStore(StoredTreeIndex[_S]):
         )
         base = self._given_options if self._given_options is not None else saved
         options = base.replace(**self._settings) if self._settings else base
+        if self._tokenizer is not None:  # the caller's wins, and is saved in place of the old
+            options = options.replace(tokenizer=self._tokenizer)
         self._options = options
-        # Checked as a saved tree; token counts made again in a given tokenizer's tokens.
+        # Checked as a saved tree; token counts made again in a given tokenizer's tokens (or
+        # the default's, where the counting one was not named and so not saved).
         raptor = RaptorTree.from_tree(
             tree,
             options,
@@ -173,7 +176,10 @@ class RaptorStore(StoredTreeIndex[_S]):
             tokenizer=self._tokenizer,
             where=where,
         )
-        if self._tokenizer is not None:
+        if digest(raptor.tree, struct.options) != struct.digest:
+            # Counted again: the stores get the new counts, or the docstore disagrees with the
+            # tree and an insert (which writes only the nodes it changed, but a checksum of the
+            # whole tree) leaves a store that no longer loads.
             out = self._changes(struct, raptor, range(len(tree)), dict(enumerate(stored)), {})
             self._docstore.add_documents(out, allow_update=True)
             self._storage_context.index_store.add_index_struct(struct)

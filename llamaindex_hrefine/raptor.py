@@ -123,7 +123,8 @@ class RaptorIndex(RaptorStore[RaptorIndexStruct]):
         all-MiniLM-L6-v2 (``Settings.embed_model`` is never read).
     tokenizer:
         Tokenizer of every token count (chunk size, summary size, retrieval budget); anything
-        :func:`hrefine.budget.get_counter` takes (None: Llama-3.2's).
+        :func:`hrefine.budget.get_counter` takes (None: Llama-3.2's; when loading, the saved
+        one if it was named, as ``"regex"`` or ``"cl100k_base"``: an object is not saved).
     options:
         A :class:`~hrefine.raptor.RaptorOptions`; ``settings`` change single fields of it.
     index_struct, storage_context, callback_manager, transformations, show_progress:
@@ -185,8 +186,10 @@ class RaptorIndex(RaptorStore[RaptorIndexStruct]):
         self._llm = llm if llm is not None else models["llm"]
         self._embedder = to_embedder(embed_model if embed_model is not None else models["embedder"])
         self._tokenizer = tokenizer if tokenizer is not None else models["tokenizer"]
-        if any(v is not None for v in models.values()):
-            self._options = self._options.replace(llm=None, embedder=None, tokenizer=None)
+        # The tokenizer stays in the options: the saved ones keep it when it is named
+        # ("regex", "cl100k_base"; ``plain()`` leaves objects out), so a load given none
+        # counts in the same tokens, as RaptorTree.load and LangChain's RaptorRetriever do.
+        self._options = self._options.replace(llm=None, embedder=None, tokenizer=self._tokenizer)
         self._given_options = options if options is None else self._options
         self._settings = {k: v for k, v in settings.items() if k not in models}
         self._own_transformations = transformations

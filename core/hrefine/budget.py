@@ -12,6 +12,8 @@ left out would still fit. The two live in :mod:`hrefine._selection` and are impo
 from __future__ import annotations
 
 import logging
+import math
+import numbers
 import os
 import re
 import threading
@@ -182,7 +184,9 @@ def _untruncated(tokenizer: Any) -> Any:
 
 
 class CallableCounter:
-    """Wraps a plain ``str -> int`` function."""
+    """Wraps a plain ``str -> int`` function. A count that is a float (``len(text) / 4``) is
+    rounded up, so that a budget is never passed; one that is negative, not finite or not a
+    number raises :class:`~hrefine.errors.InputTypeError`."""
 
     def __init__(self, fn: Callable[[str], int], name: str | None = None) -> None:
         self._fn = fn
@@ -190,11 +194,21 @@ class CallableCounter:
 
     def count(self, text: str) -> int:
         """Number of tokens in ``text``."""
-        return int(self._fn(text))
+        return self._checked(self._fn(text))
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         """Token counts of ``texts``."""
-        return [int(self._fn(t)) for t in texts]
+        return [self._checked(self._fn(t)) for t in texts]
+
+    def _checked(self, n: object) -> int:
+        if isinstance(n, numbers.Integral) and not isinstance(n, bool) and int(n) >= 0:
+            return int(n)
+        if isinstance(n, numbers.Real) and not isinstance(n, bool):
+            value = float(n)
+            if math.isfinite(value) and value >= 0:
+                return math.ceil(value)
+        msg = f"the token counter {self.name!r} returned {n!r}; it must return a number >= 0"
+        raise InputTypeError(msg)
 
 
 class MemoCounter:
@@ -379,6 +393,12 @@ def _counter_from_path(name: str) -> TokenCounter:
         except (OSError, ValueError) as exc:  # ValueError: a folder with no tokenizer in it
             from hrefine.errors import ModelNotFoundError
 
+            if path.is_dir():
+                msg = (
+                    f"the folder {name!r} holds no tokenizer (no tokenizer.json, and none "
+                    "that transformers reads); pass a tokenizer.json path or a model's folder"
+                )
+                raise ModelNotFoundError(msg) from exc
             msg = (
                 f"tokenizer {name!r} is neither a file, a folder, a tiktoken name nor a model "
                 "in the local Hugging Face cache; pass a tokenizer.json path, a model folder, "

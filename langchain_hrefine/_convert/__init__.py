@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from langchain_hrefine._convert.documents import (
     as_list,
+    compressed_to_documents,
     document_list,
     documents_to_html,
     documents_to_sources,
@@ -40,6 +41,7 @@ from langchain_hrefine._convert.models import (
 __all__ = [
     "HrefineEmbeddings",
     "as_list",
+    "compressed_to_documents",
     "document_list",
     "documents_to_html",
     "documents_to_sources",

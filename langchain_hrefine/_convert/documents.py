@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from hrefine.errors import ConfigError, InputTypeError
@@ -18,7 +19,9 @@ from hrefine.html.outcome import DocumentOutcome, kept_with_metadata
 from hrefine.longrefiner.outcome import DocumentOutcome as RefineOutcome
 from hrefine.longrefiner.outcome import kept_with_metadata as refined_with_metadata
 from hrefine.raptor import RetrievedNode, Source
-from hrefine.tree import Tree
+from hrefine.raptor.build import SOURCE
+from hrefine.results import log_dropped
+from hrefine.tree import NodeKind, Tree
 from langchain_core.documents import Document
 
 logger = logging.getLogger(__name__)
@@ -268,3 +271,68 @@ def visited_to_documents(
     """
     described = visited_with_metadata(result, tree, ids)
     return [Document(page_content=d.node.text, metadata=d.metadata) for d in described]
+
+
+@dataclass(frozen=True)
+class _InputOutcome:
+    """What became of one input Document of a GARLIC compressor call, as
+    :func:`hrefine.results.log_dropped` reads it."""
+
+    index: int
+    reason: str | None
+
+
+def compressed_to_documents(
+    result: SearchResult,
+    tree: Tree,
+    kept: Sequence[int],
+    *,
+    inputs: int,
+    budget: int,
+    tokenizer: str,
+) -> list[Document]:
+    """The new Documents a GARLIC compressor returns: the ``kept`` nodes of its search, as
+    :func:`visited_to_documents` makes them, each with the keys every compressor writes:
+    ``hrefine_method`` (``"garlic"``), ``hrefine_budget``, ``hrefine_tokenizer`` and
+    ``hrefine_dropped_documents``.
+
+    An input Document is dropped when none of its chunks is returned (a summary point over it
+    only restates it): each reason is logged and every output counts them
+    (:func:`hrefine.results.log_dropped`), so a drop is never silent.
+
+    Parameters
+    ----------
+    result:
+        The search's result.
+    tree:
+        The graph's node tree, built over the call's Documents in order.
+    kept:
+        The visited ids returned (:func:`hrefine.garlic.visited.fit_to_budget`).
+    inputs:
+        How many Documents the call was given.
+    budget:
+        The call's token budget.
+    tokenizer:
+        The budget tokenizer's name.
+    """
+    documents = visited_to_documents(result, tree, kept)
+    empty = {int(i) for i in tree.metadata.get("empty_sources", [])}
+    returned = {int(tree[i].metadata[SOURCE]) for i in kept if tree[i].kind == NodeKind.CHUNK}
+    outcomes = [
+        _InputOutcome(
+            i,
+            None if i in returned else "no text" if i in empty else "no chunk within the budget",
+        )
+        for i in range(inputs)
+    ]
+    dropped = log_dropped(outcomes, "documents", "GARLIC")
+    for doc in documents:
+        doc.metadata.update(
+            {
+                "hrefine_method": "garlic",
+                "hrefine_budget": budget,
+                "hrefine_tokenizer": tokenizer,
+                "hrefine_dropped_documents": dropped,
+            }
+        )
+    return documents

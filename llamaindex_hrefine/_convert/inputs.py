@@ -31,9 +31,36 @@ __all__ = [
 ]
 
 
+def _scored(nodes: Sequence[object]) -> list[NodeWithScore]:
+    """``nodes``, each checked to be a ``NodeWithScore`` (what a postprocessor is given).
+
+    Raises
+    ------
+    InputTypeError
+        An item is not one (a bare ``TextNode`` would otherwise fail on ``.node`` with a raw
+        ``AttributeError``); the message says how to wrap it.
+    """
+    out: list[NodeWithScore] = []
+    for i, item in enumerate(nodes):
+        if not isinstance(item, NodeWithScore):
+            msg = (
+                f"node {i} is a {type(item).__name__}; pass a list of NodeWithScore (wrap a "
+                "node as NodeWithScore(node=node))"
+            )
+            raise InputTypeError(msg)
+        out.append(item)
+    return out
+
+
 def nodes_to_html(nodes: Sequence[NodeWithScore]) -> list[str]:
-    """The HTML content of each node (without metadata), in order."""
-    return [n.node.get_content(metadata_mode=MetadataMode.NONE) for n in nodes]
+    """The HTML content of each node (without metadata), in order.
+
+    Raises
+    ------
+    InputTypeError
+        An item is not a ``NodeWithScore``.
+    """
+    return [item.node.get_content(metadata_mode=MetadataMode.NONE) for item in _scored(nodes)]
 
 
 def nodes_to_texts(nodes: Sequence[NodeWithScore]) -> tuple[list[str], list[str] | None]:
@@ -47,13 +74,7 @@ def nodes_to_texts(nodes: Sequence[NodeWithScore]) -> tuple[list[str], list[str]
     """
     texts: list[str] = []
     titles: list[str] = []
-    for i, item in enumerate(nodes):
-        if not isinstance(item, NodeWithScore):
-            msg = (
-                f"node {i} is a {type(item).__name__}; pass a list of NodeWithScore (wrap a "
-                "node as NodeWithScore(node=node))"
-            )
-            raise InputTypeError(msg)
+    for item in _scored(nodes):
         texts.append(item.node.get_content(metadata_mode=MetadataMode.NONE))
         title = item.node.metadata.get("title")
         titles.append(title.strip() if isinstance(title, str) else "")

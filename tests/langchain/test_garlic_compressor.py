@@ -6,12 +6,13 @@ The documents are the paragraphs of a real HotpotQA item; the LLM is the instant
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
 from garlic_fakes import ANSWER, FACT, SMALL, garlic_llm, hotpot, hotpot_paragraphs
 from hrefine.budget import get_counter
-from hrefine.errors import EmptyInputError, InputTypeError
+from hrefine.errors import EmptyInputError, InputTypeError, ModelNotFoundError
 from hrefine.testing import ScriptedLM
 from langchain_core.documents import Document
 from lc_helpers import Compress
@@ -91,6 +92,43 @@ def test_the_budget_is_never_passed(shared_data: Path, budget: int) -> None:
     # each node read comes back once
     ids = [d.metadata["hrefine_node_id"] for d in out]
     assert len(set(ids)) == len(ids)
+
+
+async def test_every_document_says_how_many_inputs_were_dropped(
+    shared_data: Path, compress: Compress, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Was: no hrefine_dropped_documents (nor hrefine_budget, hrefine_method), although most
+    # inputs were left out; integrations.md promises it of every compressor.
+    docs = [*make_documents(shared_data), Document(page_content="  ", id="blank")]
+    compressor = GarlicCompressor(
+        max_tokens=150, tokenizer=words, llm=ScriptedLM(garlic_llm), **SMALL
+    )
+    with caplog.at_level(logging.INFO, logger="hrefine.results"):
+        out = await compress(compressor, docs, str(hotpot(shared_data).question))
+    returned = {
+        source
+        for d in out
+        if d.metadata["hrefine_kind"] == "chunk"
+        for source in d.metadata["hrefine_sources"]
+    }
+    assert out and 0 < len(returned) < len(docs) - 1
+    dropped = len(docs) - len(returned)
+    counter = get_counter(words)
+    for doc in out:
+        assert doc.metadata["hrefine_dropped_documents"] == dropped
+        assert doc.metadata["hrefine_method"] == "garlic"
+        assert doc.metadata["hrefine_budget"] == 150
+        assert doc.metadata["hrefine_tokenizer"] == counter.name
+    logged = " ".join(r.getMessage() for r in caplog.records)
+    assert "GARLIC left out 1 of" in logged and "(no text): indices [" in logged
+    assert "(no chunk within the budget)" in logged
+
+
+def test_a_tokenizer_that_is_not_there_fails_at_construction() -> None:
+    # Was: made without error, ModelNotFoundError at the first call (the other compressors
+    # raise when made, as integrations.md says).
+    with pytest.raises(ModelNotFoundError):
+        GarlicCompressor(tokenizer="no/such-tokenizer")
 
 
 def test_nothing_to_compress_gives_nothing() -> None:

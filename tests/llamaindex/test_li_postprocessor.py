@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from hrefine.budget import get_counter
+from hrefine.errors import InputTypeError
 from hrefine.testing import KeywordEmbedder
 from html_pages import SlowScorer
 from li_helpers import make_nodes
@@ -156,6 +157,15 @@ def test_plain_text_node_passes_through_as_html_fragment() -> None:
     out = _post(max_tokens=100).postprocess_nodes([node], query_str=QUERY)
     assert len(out) == 1
     assert "Norway" in out[0].node.get_content()
+
+
+async def test_bare_text_nodes_are_refused_with_the_fix_named() -> None:
+    # As LongRefiner's postprocessor does: not a raw AttributeError on ``.node``.
+    nodes = [*make_nodes()[:1], TextNode(text="<p>Norway won 11 gold medals.</p>")]
+    with pytest.raises(InputTypeError, match=r"node 1 is a TextNode.*NodeWithScore\(node="):
+        _post().postprocess_nodes(nodes, query_str=QUERY)  # type: ignore[arg-type]
+    with pytest.raises(InputTypeError, match="node 1 is a TextNode"):
+        await _post().apostprocess_nodes(nodes, query_str=QUERY)  # type: ignore[arg-type]
 
 
 async def test_async_path_does_not_block_the_event_loop() -> None:

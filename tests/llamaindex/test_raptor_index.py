@@ -483,6 +483,47 @@ def test_loading_with_another_tokenizer_recounts_and_stays_loadable(
     )
 
 
+def _stores_agree(index: RaptorIndex) -> None:
+    """Every docstore node holds its tree node's token count, in the index's tokenizer."""
+    tree = index.raptor_tree
+    counts = tree.counter.count_many([n.text for n in tree.tree])
+    assert [n.metadata["hrefine_tokens"] for n in tree.tree] == counts
+    stored = index.docstore.get_nodes(index.index_struct.node_ids)
+    assert [n.metadata["hrefine_tokens"] for n in stored] == counts
+
+
+def _grown_and_reloaded(index: RaptorIndex, folder: Path) -> RaptorIndex:
+    """``index`` after an insert, persisted and loaded again (as docs/raptor.md shows)."""
+    index.insert(Document(text=ETNA, id_="doc-etna"))
+    index.storage_context.persist(persist_dir=str(folder))
+    storage = StorageContext.from_defaults(persist_dir=str(folder))
+    loaded = load_index_from_storage(storage, llm=Summariser(), embed_model=KeywordEmbedder())
+    assert isinstance(loaded, RaptorIndex)
+    assert len(loaded.raptor_tree.tree) == len(index.raptor_tree.tree)
+    return loaded
+
+
+def test_a_named_tokenizer_is_saved_and_the_stores_follow_a_recount(tmp_path: Path) -> None:
+    built = build(tokenizer="regex")
+    built.storage_context.persist(persist_dir=str(tmp_path / "a"))
+    storage = StorageContext.from_defaults(persist_dir=str(tmp_path / "a"))
+    loaded = load_index_from_storage(storage, llm=Summariser(), embed_model=KeywordEmbedder())
+    assert isinstance(loaded, RaptorIndex)
+    assert loaded.raptor_tree.counter.name == "regex"  # not Llama-3.2's, silently
+    _stores_agree(loaded)
+    assert _grown_and_reloaded(loaded, tmp_path / "b").raptor_tree.counter.name == "regex"
+    # Another tokenizer given on load: the docstore takes its counts along with the tree.
+    chars = RaptorIndex.from_persist_dir(
+        str(tmp_path / "a"), llm=Summariser(), embed_model=KeywordEmbedder(), tokenizer=len
+    )
+    _stores_agree(chars)
+    # Unnamed, ``len`` is not saved: the reload counts again (in Llama-3.2's tokens) and the
+    # stores follow, so the insert's checksum over the whole tree matches them.
+    again = _grown_and_reloaded(chars, tmp_path / "c")
+    _stores_agree(again)
+    _grown_and_reloaded(again, tmp_path / "d")
+
+
 def test_an_index_needs_nodes() -> None:
     with pytest.raises(ConfigError, match="from_documents"):
         RaptorIndex(llm=Summariser())

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from hrefine.budget import (
     fill,
     get_counter,
 )
+from hrefine.errors import InputTypeError, ModelNotFoundError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -112,6 +114,19 @@ def test_regex_counter_counts_cjk_characters_not_whitespace_runs() -> None:
 
 def test_get_counter_accepts_callables_encoders_and_names() -> None:
     assert get_counter(lambda s: len(s)).count("abcd") == 4
+    # A float count is rounded up (a budget is never passed); garbage is refused, not cut.
+    quarter = get_counter(lambda s: len(s) / 4)
+    assert quarter.count("abcde") == 2 and quarter.count_many(["ab", "abcdefgh"]) == [1, 2]
+    assert get_counter(lambda s: np.int64(3)).count("x") == 3
+    for bad in (-1, float("nan"), "3", True, None):
+        with pytest.raises(InputTypeError, match="must return a number >= 0"):
+            get_counter(lambda s, bad=bad: bad).count("x")
+
+
+def test_a_folder_without_a_tokenizer_is_named_as_a_folder(tmp_path: Path) -> None:
+    # Was "is neither a file, a folder, ..." for what is a folder.
+    with pytest.raises(ModelNotFoundError, match="holds no tokenizer"):
+        get_counter(str(tmp_path))
     assert isinstance(get_counter("regex"), RegexCounter)
 
     class Enc:

@@ -195,7 +195,12 @@ def query(
     ] = None,
     max_tokens: Annotated[
         int | None,
-        typer.Option("--max-tokens", "-n", help="Most tokens of visited nodes; 0: no limit."),
+        typer.Option(
+            "--max-tokens",
+            "-n",
+            help="Most tokens of visited nodes; 0: no limit. The top level is always read, "
+            "whatever its size (the notes say when it alone passes the limit).",
+        ),
     ] = None,
     fill_tokens: Annotated[
         int | None,

@@ -270,9 +270,10 @@ class GarlicSearcher:
             Most nodes to add to the visited set (default: the options').
         max_tokens:
             Most tokens of visited nodes, top level included (budget tokenizer; default: the
-            options'). The top level is always read; a node that would pass the limit stops the
-            search. In attention mode a node that would overflow the LM's context window
-            (``max_position_embeddings``) stops it the same way, with a note.
+            options'). The top level is always read (``notes`` says when it alone passes the
+            limit); a node that would pass the limit stops the search. In attention mode a node
+            that would overflow the LM's context window (``max_position_embeddings``) stops it
+            the same way, with a note.
         fill_tokens:
             Read on past Yes answers until the visited leaf chunks hold this many tokens: the
             search stops (``"filled"``) when the next node is a leaf that would pass it. None
@@ -313,13 +314,8 @@ class GarlicSearcher:
         similarity = self.similarities(query, query_vector)
         reader = self._open_reader(query, similarity)
         texts = [n.text for n in tree]
-        run = _Run(
-            self,
-            tree,
-            reader,
-            similarity,
-            with_match(query, texts, similarity, self.options.lexical_weight),
-        )
+        match = with_match(query, texts, similarity, self.options.lexical_weight)
+        run = _Run(self, tree, reader, similarity, match)
         for node_id in top:
             run.read(node_id, step=0, score=None)
         run.ask(None)
@@ -438,6 +434,8 @@ class _Run:
         yes = sum(s.said_yes for s in self.trace)
         steps = 0
         opts = self.searcher.options
+        if max_tokens is not None and self.tokens > max_tokens:  # read whatever the budget
+            self.notes.append(f"the top level alone holds {self.tokens} tokens, over {max_tokens}")
         while True:
             if yes >= patience and fill_tokens is None:
                 return "patience"

@@ -25,13 +25,7 @@ from hrefine.raptor.build import SOURCES, TOKENS, Source, as_sources
 from hrefine.raptor.build_progress import reported_grower
 from hrefine.raptor.insert import insert_steps
 from hrefine.raptor.options import RaptorOptions, check_mode
-from hrefine.raptor.retrieve import (
-    Picked,
-    RetrievedNode,
-    choose,
-    node_scores,
-    relevance,
-)
+from hrefine.raptor.retrieve import Picked, RetrievedNode, choose, node_scores, relevance
 from hrefine.raptor.summarise import Summariser
 from hrefine.raptor.tree_shape import check_raptor_shape
 from hrefine.tree import NodeKind, Tree
@@ -83,12 +77,13 @@ class RaptorTree:
         if not isinstance(tree, Tree):
             msg = f"tree must be an hrefine.tree.Tree, got {type(tree).__name__}"
             raise InputTypeError(msg)
-        self.options = RaptorOptions.build(options)
+        # A tokenizer given here is the options': the summariser measures in it, a save names it.
+        given = {} if tokenizer is None else {"tokenizer": tokenizer}
+        self.options = RaptorOptions.build(options, **given)
         self.tree = tree
         self._llm = llm if llm is not None else self.options.llm
         self._embedder_arg = embedder if embedder is not None else self.options.embedder
-        tok = tokenizer if tokenizer is not None else self.options.tokenizer
-        self.counter: TokenCounter = get_counter(tok)
+        self.counter: TokenCounter = get_counter(self.options.tokenizer)
         self._summariser: Summariser | None = None
         # What the last build and inserts did (not saved: it holds timings).
         self.stats: dict[str, Any] = {}
@@ -277,8 +272,7 @@ class RaptorTree:
     def _scores(self, query_vector: np.ndarray, tree: Tree | None = None) -> np.ndarray:
         vectors = (self.tree if tree is None else tree).embeddings
         assert vectors is not None
-        # A caller's vector was checked already; this catches an embedder of another size
-        # than the tree's (a tree loaded with another model), not a numpy matmul error.
+        # An embedder of another size than the tree's (loaded with another model): said so.
         fix = "query with the embedder the tree was built with (give it when loading the tree)"
         checked = check_query_vector(query_vector, vectors, nodes="the tree's nodes", fix=fix)
         q = np.asarray(checked, dtype=np.float32).reshape(-1)
@@ -493,8 +487,8 @@ class RaptorTree:
         check_raptor_shape(tree, where)
         self = cls(tree, options, llm=llm, embedder=embedder, tokenizer=tokenizer)
         if tokenizer is not None or tree.metadata.get(COUNTER) != self.counter.name:
-            # Counted by another tokenizer (one given to build as an object or name is not
-            # saved): the budget would be kept in its tokens, not in this tree's.
+            # Counted by another tokenizer (one given to build as an object is not saved):
+            # the budget would be kept in its tokens, not in this tree's.
             tree.metadata[COUNTER] = self.counter.name
             counts = self.counter.count_many([n.text for n in tree])
             for node, n in zip(tree, counts, strict=True):

@@ -306,6 +306,13 @@ def test_a_model_that_never_says_yes_stops_at_max_tokens(graph: HandGraph, embed
     assert result.stopped_by == "max_tokens"
     assert [v.id for v in result.visited] == [v.id for v in free.visited[:2]]
     assert sum(searcher.counter.count(v.text) for v in result.visited) <= limit
+    assert not any("top level" in n for n in result.notes)
+    # A limit below the top level: it is still read whole, and the notes say so.
+    small = searcher.search(QUERY, max_tokens=costs[0] - 1)
+    assert small.stopped_by == "max_tokens" and [v.id for v in small.visited] == [
+        free.visited[0].id
+    ]
+    assert any(f"holds {costs[0]} tokens, over {costs[0] - 1}" in n for n in small.notes)
 
 
 def test_fill_reads_on_past_yes_until_the_next_leaf_would_not_fit(
