@@ -50,3 +50,16 @@ def summary_of(prompt: str) -> str:
     context = prompt.split(": ", 1)[1] if ": " in prompt else prompt
     digest = hashlib.sha1(prompt.encode()).hexdigest()[:8]
     return " ".join(context.split()[:40]) + f" [{digest}]"
+
+
+#: Four short documents on unrelated topics, one question answered by the last.
+TOPICS = {
+    "volcano": "Mount Etna is an active volcano in Sicily. Its eruptions send lava down the "
+    "slopes and ash over the city of Catania.",
+    "bread": "Sourdough bread rises with wild yeast and lactic bacteria. Bakers feed the "
+    "starter with flour and water every day.",
+    "chess": "In chess the king castles with a rook. The Sicilian Defence answers 1.e4 with c5 "
+    "and leads to sharp games.",
+    "comet": "Halley's Comet returns to the inner Solar System every 76 years. Its icy nucleus "
+    "sheds a tail of gas and dust near the Sun.",
+}

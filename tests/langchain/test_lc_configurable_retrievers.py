@@ -17,20 +17,11 @@ from hrefine.errors import InputTypeError
 from hrefine.testing import KeywordEmbedder
 from langchain_core.documents import Document
 from langchain_core.runnables import ConfigurableField
+from raptor_fakes import TOPICS
 
 from langchain_hrefine import GarlicRetriever, RaptorRetriever
 from langchain_hrefine._store_retriever import StoreRetriever
 
-TOPICS = {
-    "volcano": "Mount Etna is an active volcano in Sicily. Its eruptions send lava down the "
-    "slopes and ash over the city of Catania.",
-    "bread": "Sourdough bread rises with wild yeast and lactic bacteria. Bakers feed the "
-    "starter with flour and water every day.",
-    "chess": "In chess the king castles with a rook. The Sicilian Defence answers 1.e4 with c5 "
-    "and leads to sharp games.",
-    "comet": "Halley's Comet returns to the inner Solar System every 76 years. Its icy nucleus "
-    "sheds a tail of gas and dust near the Sun.",
-}
 QUERY = "How often does Halley's Comet return to the Sun?"
 RETRIEVERS = [RaptorRetriever, GarlicRetriever]
 #: Fields set per request besides ``k``, with a value that changes what a call returns.

@@ -26,20 +26,10 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 from loop_ticks import ticks_while
 from pydantic import Field, ValidationError
-from raptor_fakes import Summariser
+from raptor_fakes import TOPICS, Summariser
 
 from langchain_hrefine import HrefineEmbeddings, RaptorRetriever
 
-TOPICS = {
-    "volcano": "Mount Etna is an active volcano in Sicily. Its eruptions send lava down the "
-    "slopes and ash over the city of Catania.",
-    "bread": "Sourdough bread rises with wild yeast and lactic bacteria. Bakers feed the "
-    "starter with flour and water every day.",
-    "chess": "In chess the king castles with a rook. The Sicilian Defence answers 1.e4 with c5 "
-    "and leads to sharp games.",
-    "comet": "Halley's Comet returns to the inner Solar System every 76 years. Its icy nucleus "
-    "sheds a tail of gas and dust near the Sun.",
-}
 QUERY = "How often does Halley's Comet come back?"
 
 
