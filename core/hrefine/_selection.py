@@ -11,12 +11,13 @@ left out would still fit. Both are re-exported by :mod:`hrefine.budget`, their p
 from __future__ import annotations
 
 import heapq
+import numbers
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, NamedTuple, TypeVar
 
 import numpy as np
 
-from hrefine.errors import BudgetTooSmallError, ConfigError, EmptyInputError
+from hrefine.errors import BudgetTooSmallError, ConfigError, EmptyInputError, InputTypeError
 
 __all__ = [
     "EXPANDED",
@@ -87,7 +88,7 @@ def select(
     Parameters
     ----------
     costs:
-        Token cost of each unit (id = index).
+        Token cost of each unit (id = index); a fractional cost is rounded up.
     scores:
         Relevance of each unit; higher is better. NaN counts as the lowest score.
     budget:
@@ -101,7 +102,7 @@ def select(
     separator_cost:
         Tokens charged per chosen unit for the joiner placed between units.
     max_units:
-        Stop after this many units.
+        Stop after this many units (at least 1; None: no limit).
     allow_empty:
         Return an empty selection instead of raising when nothing fits.
     members:
@@ -114,11 +115,19 @@ def select(
     ------
     BudgetTooSmallError
         Nothing fits and ``allow_empty`` is false.
+    ConfigError
+        One score per cost is not given, a cost or the budget is negative or not finite, or
+        ``max_units`` is below 1.
+    InputTypeError
+        A cost or the budget is not a number.
     """
-    cost_arr = np.asarray(costs, dtype=np.int64)
+    cost_arr = _token_costs(costs)
     score_arr = np.asarray(scores, dtype=np.float64)
     n = len(cost_arr)
     _check(cost_arr, score_arr, budget)
+    if max_units is not None and (isinstance(max_units, bool) or max_units < 1):
+        msg = f"max_units must be at least 1 or None (no limit), got {max_units!r}"
+        raise ConfigError(msg)
     pos = np.arange(n) if order is None else np.asarray(order, dtype=np.int64)
     kids = children or {}
     if candidates is None:
@@ -176,8 +185,27 @@ def select(
     return Selection(chosen, score_arr, int(budget) - remaining, int(budget), dropped)
 
 
+def _token_costs(costs: Sequence[int] | np.ndarray) -> np.ndarray:
+    """``costs`` as whole tokens: a fractional cost is rounded up, so that ``used`` never
+    passes the budget (cut down, two costs of 2.9 fitted a budget of 5)."""
+    raw = np.asarray(costs)
+    if raw.size and raw.dtype.kind not in "iuf":  # text, booleans, objects
+        msg = f"token costs must be numbers, got an array of {raw.dtype}"
+        raise InputTypeError(msg)
+    if raw.dtype.kind == "f":
+        if not np.isfinite(raw).all():
+            msg = "token costs must be finite numbers"
+            raise ConfigError(msg)
+        raw = np.ceil(raw)
+    return raw.astype(np.int64)
+
+
 def _check(costs: np.ndarray, scores: np.ndarray, budget: int) -> None:
-    """Raise :class:`ConfigError` unless there is one score per cost, costs and budget >= 0."""
+    """Raise unless there is one score per cost, costs >= 0 and a budget that is a number
+    >= 0."""
+    if isinstance(budget, bool) or not isinstance(budget, numbers.Real):
+        msg = f"budget must be a whole number of tokens, got {budget!r}"
+        raise InputTypeError(msg)
     n = len(costs)
     if scores.shape != (n,):
         got = scores.shape[0] if scores.ndim else 0
@@ -300,7 +328,7 @@ def fill(
         Scores, positions or member sets differ in number from costs, or a cost or the budget
         is negative.
     """
-    cost_arr = np.asarray(costs, dtype=np.int64)
+    cost_arr = _token_costs(costs)
     score_arr = np.asarray(scores, dtype=np.float64)
     _check(cost_arr, score_arr, budget)
     n = len(cost_arr)

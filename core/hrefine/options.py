@@ -16,6 +16,7 @@ the setting and what it takes.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import numbers
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -356,3 +357,26 @@ class Rebuilt(Generic[_T]):
             self._built = self.make(self.options.build(**values, **converted))
             self._key = key
         return self._built
+
+
+def show_settings_as_keywords(init: Callable[..., None], options_type: type[Options]) -> None:
+    """Give ``init``, an ``__init__(self, options=None, /, **settings)``, a signature that names
+    every setting of ``options_type`` as a keyword with its default and type, which ``help()``
+    and IDEs show instead of ``**settings``."""
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    init.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [
+            inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY),
+            inspect.Parameter(
+                "options",
+                inspect.Parameter.POSITIONAL_ONLY,
+                default=None,
+                annotation=f"{options_type.__name__} | None",
+            ),
+            *(
+                inspect.Parameter(f.name, keyword, default=f.default, annotation=f.type)
+                for f in dataclasses.fields(options_type)
+            ),
+        ],
+        return_annotation=None,
+    )

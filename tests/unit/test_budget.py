@@ -96,6 +96,21 @@ def test_mismatched_lengths_and_negative_budget_are_rejected() -> None:
         select([1], [0.1], -1)
 
 
+def test_fractional_costs_round_up_and_what_is_not_a_cost_is_refused() -> None:
+    # Was: costs cut down to whole tokens, so two of 2.9 "used" 4 of a budget of 5.
+    sel = select([2.9, 2.9], [1.0, 0.5], 5)
+    assert sel.selected == [0] and sel.used == 3 and sel.dropped == {1: "over_budget"}
+    with pytest.raises(InputTypeError, match="token costs must be numbers"):
+        select(["3", "2"], [1.0, 1.0], 5)
+    with pytest.raises(ConfigError, match="finite"):
+        select([1.0, float("inf")], [1.0, 1.0], 5)
+    with pytest.raises(InputTypeError, match="budget must be a whole number"):
+        select([1, 2], [1.0, 1.0], True)
+    # Was a BudgetTooSmallError saying a unit of 1 token did not fit 5.
+    with pytest.raises(ConfigError, match="max_units must be at least 1"):
+        select([1, 2], [1.0, 1.0], 5, max_units=0)
+
+
 def test_default_counter_is_llama_tokenizer_and_counts_cjk_per_character() -> None:
     counter = default_counter()
     assert counter.name == "llama-3.2"

@@ -404,7 +404,7 @@ def test_a_tokenizer_path_that_is_not_a_tokenizer_is_one_line(
     prune = ["html", "prune", str(page), "-q", "capital", "--scorer", "bm25"]
     line = _one_line_error(capsys, [*prune, "--tokenizer", str(bad)])
     assert "could not be read as a tokenizer.json" in line
-    assert "is neither a file" in _one_line_error(capsys, [*prune, "--tokenizer", str(empty)])
+    assert "holds no tokenizer" in _one_line_error(capsys, [*prune, "--tokenizer", str(empty)])
     assert main([*prune, "--tokenizer", "regex", "--lm", str(empty)]) == 2
     err = capsys.readouterr().err  # the loading line, then the error
     assert "Traceback" not in err

@@ -249,6 +249,27 @@ def test_llamaindex_entry_points_refuse_what_is_not_a_list_of_nodes(
     assert len(li_index.raptor_tree) == before
 
 
+def test_nested_metadata_is_shared_with_neither_the_caller_nor_the_results(
+    emb: KeywordEmbedder,
+) -> None:
+    # Was: every copy shallow, so a caller's later edit reached the tree, and an edit of a
+    # result's metadata changed the tree's node.
+    meta: dict[str, Any] = {"tags": ["bio"], "info": {"rev": 1}}
+    sources = [Source(CAT, metadata=meta, id="cat"), Source(DOG, metadata={"tags": []}, id="dog")]
+    tree = RaptorTree.build(sources, llm=strict_raptor_llm, embedder=emb, tokenizer="regex")
+    graph = GarlicGraph.build(sources, embedder=emb, tokenizer="regex")
+    meta["tags"].append("caller's edit")
+    node = next(n for n in tree.retrieve("cat sat mat", k=None) if n.metadata.get("tags"))
+    assert node.metadata["tags"] == ["bio"]
+    node.metadata["tags"].append("result's edit")
+    assert tree.tree[node.id].metadata["tags"] == ["bio"]
+    found = GarlicSearcher(graph).search("cat sat mat", fill_tokens=400)
+    leaf = next(v for v in found.visited if v.metadata.get("tags"))
+    assert leaf.metadata["tags"] == ["bio"]
+    leaf.metadata["info"]["rev"] = 2
+    assert graph.tree[leaf.id].metadata["info"] == {"rev": 1}
+
+
 def test_garlic_shares_metadata_that_cannot_be_deep_copied(emb: KeywordEmbedder) -> None:
     # Was: TypeError "cannot pickle '_thread.lock'" once the search read a chunk, while the
     # other methods share such a value, as docs/integrations.md says.

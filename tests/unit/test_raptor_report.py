@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from hrefine.budget import default_counter
+from hrefine.errors import ConfigError, InputTypeError
 from hrefine.eval import load_dataset
 from hrefine.raptor import RaptorTree, Source
 from hrefine.raptor.report import OVER_BUDGET, explain, render_report, write_report
@@ -156,3 +157,19 @@ def test_reasons_replay_leaves_only_and_cosine_only(tree: RaptorTree) -> None:
         if changes.get("summary_rank") == "off":
             summaries = [n.id for n in other.tree if n.level > 0]
             assert summaries and all(why.reasons[i] == SUMMARIES_OFF for i in summaries)
+
+
+def test_a_retrieval_with_per_query_settings_is_replayed_with_them(tree: RaptorTree) -> None:
+    # Was: explain and the report replayed the tree's own summary_rank and lexical_weight
+    # (and refused them as keywords), so they explained another retrieval.
+    for settings in ({"summary_rank": "free"}, {"summary_rank": "off"}, {"lexical_weight": 0.0}):
+        nodes = tree.retrieve(QUESTION, k=3, max_tokens=400, **settings)
+        why = explain(tree, QUESTION, k=3, max_tokens=400, **settings)
+        assert why.chosen == [n.id for n in nodes], settings
+        page = render_report(tree, QUESTION, nodes, k=3, max_tokens=400, **settings)
+        assert "were not retrieved with the settings above" not in page
+    # Checked as retrieve() checks them (k=0 chose nothing, silently).
+    with pytest.raises(ConfigError):
+        explain(tree, QUESTION, k=0)
+    with pytest.raises(InputTypeError, match="unknown setting"):
+        explain(tree, QUESTION, summary_rnak="free")

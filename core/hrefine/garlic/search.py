@@ -77,6 +77,7 @@ from hrefine.models._lm_name import model_or_name
 from hrefine.models.lexical import with_match
 from hrefine.models.text_generator import TextGenerator
 from hrefine.options import check_int
+from hrefine.results import copy_metadata
 from hrefine.tree import Tree
 
 __all__ = [
@@ -396,7 +397,7 @@ class _Run:
                 score,
                 value,
                 float("nan"),
-                dict(node.metadata),
+                copy_metadata(node.metadata),
                 min(1.0, float(self.similarity[node_id])),
             )
         )

@@ -93,7 +93,11 @@ class HtmlPrunerOptions(Options):
     stage1_max_tokens: int | None = setting(
         None, help="Budget of the first stage; None: the budget, or 4x it when generative."
     )
-    """Budget of stage 1; default ``max_tokens``, or ``4 * max_tokens`` when generative."""
+    """Budget of stage 1; default ``max_tokens``, or ``4 * max_tokens`` when generative.
+    Whatever stage 1 keeps, the output holds at most ``max_tokens``: when the generative stage
+    does not run (it is off, or a block had to be cut to fit stage 1), the blocks are filled
+    again at ``max_tokens``. :func:`hrefine.train.html_data.html_pruner_examples` reads it as
+    the page the generative stage is trained on."""
     boilerplate: bool = setting(True, help="Remove navigation, footers and other boilerplate.")
     """Remove navigation, footers, cookie banners and sidebars while cleaning."""
     omit_end_tags: bool = setting(

@@ -12,7 +12,6 @@ while a next-best block still fits.
 from __future__ import annotations
 
 import contextlib
-import inspect
 import logging
 import os
 from collections.abc import Callable, Sequence
@@ -47,6 +46,7 @@ from hrefine.html.scoring import (
 )
 from hrefine.models._loop import run_in_worker
 from hrefine.models.scorers import EmbeddingScorer
+from hrefine.options import show_settings_as_keywords
 
 __all__ = ["MIN_BUDGET", "HtmlPruner"]
 
@@ -318,9 +318,18 @@ class HtmlPruner:
             if opts.neighbour_rows and asks_order(query):  # the named row's neighbours too
                 own = neighbour_scores(forest, ids, found.tables, own, group_scores)
             scores1 = inherit_table_scores(ids, own, found.tables, group_scores, lead)
-            fit1 = fill(
-                forest, ids, costs, scores1, stage1_budget, counter, len(docs), groups, group_scores
-            )
+
+            def fill_to(budget: int) -> Any:
+                return fill(
+                    forest, ids, costs, scores1, budget, counter, len(docs), groups, group_scores
+                )
+
+            def reports_of(fitted: Any) -> list[BlockReport]:
+                return reports(
+                    forest, ids, costs, fitted, scores1, None, positions(forest, cleaned_order)
+                )
+
+            fit1 = fill_to(stage1_budget)
             stats: dict[str, Any] = {
                 "stage1_tokens": fit1.tokens,
                 "renders": fit1.renders,
@@ -331,11 +340,15 @@ class HtmlPruner:
                 "back_matter_blocks": sum(it.back for it in found.items[:n]),
                 "input_formats": formats,
             }
-            block_reports = reports(
-                forest, ids, costs, fit1, scores1, None, positions(forest, cleaned_order)
-            )
+            block_reports = reports_of(fit1)
             fit = fit1
-            if opts.generative and fit1.tokens > max_tokens and not fit1.truncated:
+            if fit1.tokens > max_tokens and (fit1.truncated or not opts.generative):
+                # Stage 1 read more than the output holds, and stage 2 cannot narrow it (a block
+                # cut to fit): filled again at the budget itself, never returned over it.
+                fit = fill_to(max_tokens)
+                block_reports = reports_of(fit)
+                stats["truncated"] = fit.truncated
+            elif opts.generative and fit1.tokens > max_tokens:
                 lm = self._lm()
                 adapter = self._adapter_name
                 with lm.using(adapter) if adapter is not None else contextlib.nullcontext():
@@ -365,7 +378,7 @@ class HtmlPruner:
             if failed:
                 stats["failed_documents"] = [{"document": d, "error": e} for d, e in failed.items()]
             block_reports.sort(key=lambda r: (r.doc, r.block_id))
-            stats["renders"] = fit.renders if fit is fit1 else fit1.renders + fit.renders
+            stats["renders"] = fit1.renders + (0 if fit is fit1 else fit.renders)
             return PruneResult(
                 html=fit.html,
                 documents=fit.documents,
@@ -477,22 +490,4 @@ class HtmlPruner:
         )
 
 
-# help(HtmlPruner) and IDEs that read signatures show every setting as a keyword.
-HtmlPruner.__init__.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-    [
-        inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY),
-        inspect.Parameter(
-            "options",
-            inspect.Parameter.POSITIONAL_ONLY,
-            default=None,
-            annotation="HtmlPrunerOptions | None",
-        ),
-        *(
-            inspect.Parameter(
-                f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=f.type
-            )
-            for f in HtmlPrunerOptions.__dataclass_fields__.values()
-        ),
-    ],
-    return_annotation=None,
-)
+show_settings_as_keywords(HtmlPruner.__init__, HtmlPrunerOptions)

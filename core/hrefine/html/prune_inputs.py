@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import numbers
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from typing import Any
 
 from hrefine.errors import (
@@ -35,6 +35,9 @@ def pages_of(html: Any) -> list[Any]:
     the cleaner)."""
     if isinstance(html, PAGE_TYPES):
         return [html]
+    if isinstance(html, (Mapping, Set)):  # a dict would be pruned as its keys, a set unordered
+        msg = f"expected HTML pages in a list, got a {type(html).__name__}; pass them in a list"
+        raise InputTypeError(msg)
     if isinstance(html, Iterable):
         docs = list(html)
         if not docs:

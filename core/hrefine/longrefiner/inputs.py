@@ -3,6 +3,7 @@ budget, the documents and their titles, each refused with an error that says wha
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping, Sequence, Set
 from typing import Any
 
@@ -89,13 +90,14 @@ def check_refine_query(query: object) -> str:
 
 def check_budget(max_tokens: object) -> int:
     """A whole number of tokens, at least 1."""
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
+    # numpy integers are whole numbers too; bools, floats and strings are not.
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, numbers.Integral):
         msg = f"max_tokens must be a whole number, got {type(max_tokens).__name__}"
         raise InputTypeError(msg)
     if max_tokens < 1:
         msg = f"max_tokens must be at least 1, got {max_tokens}"
         raise ConfigError(msg)
-    return max_tokens
+    return int(max_tokens)
 
 
 def check_document(document: object, max_chars: int) -> str:

@@ -52,6 +52,7 @@ from hrefine.longrefiner.select import (
 )
 from hrefine.longrefiner.structure_cache import StructureCache
 from hrefine.longrefiner.structuring import PendingStructure, Structuring, lift_single_root
+from hrefine.options import show_settings_as_keywords
 
 # USED_FOR, RefineResult, RefinedDocument and lift_single_root are imported from here too.
 __all__ = ["USED_FOR", "LongRefiner", "RefineResult", "RefinedDocument", "lift_single_root"]
@@ -468,3 +469,6 @@ def _timed(timings: dict[str, float], step: str) -> Iterator[None]:
     t = time.perf_counter()
     yield
     timings[step] = time.perf_counter() - t
+
+
+show_settings_as_keywords(LongRefiner.__init__, LongRefinerOptions)

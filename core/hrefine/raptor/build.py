@@ -27,6 +27,7 @@ from hrefine.errors import EmptyInputError, InputTypeError
 from hrefine.raptor.cluster import Cluster, cluster_layer
 from hrefine.raptor.options import RaptorOptions
 from hrefine.raptor.summarise import Summariser
+from hrefine.results import copy_metadata
 from hrefine.tree import NodeKind, Tree
 
 __all__ = ["Source", "add_leaves", "arun", "as_sources", "grow", "run"]
@@ -111,7 +112,7 @@ def add_leaves(
         if not pieces:
             empty.append(index)
         for piece in pieces:
-            meta = dict(source.metadata)
+            meta = copy_metadata(source.metadata)  # the caller's nested values stay its own
             meta.update({SOURCE: index, START: piece.start, END: piece.end, TOKENS: piece.tokens})
             ids.append(
                 tree.add_node(

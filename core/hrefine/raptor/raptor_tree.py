@@ -28,6 +28,7 @@ from hrefine.raptor.options import RaptorOptions, check_mode
 from hrefine.raptor.retrieve import Picked, RetrievedNode, choose, node_scores, relevance
 from hrefine.raptor.summarise import Summariser
 from hrefine.raptor.tree_shape import check_raptor_shape
+from hrefine.results import copy_metadata
 from hrefine.tree import NodeKind, Tree
 
 __all__ = ["KIND", "RaptorTree"]
@@ -77,13 +78,15 @@ class RaptorTree:
         if not isinstance(tree, Tree):
             msg = f"tree must be an hrefine.tree.Tree, got {type(tree).__name__}"
             raise InputTypeError(msg)
-        # A tokenizer given here is the options': the summariser measures in it, a save names it.
-        given = {} if tokenizer is None else {"tokenizer": tokenizer}
-        self.options = RaptorOptions.build(options, **given)
+        # A tokenizer given by name is the options' too (a save records it); an object is not.
+        named = {"tokenizer": tokenizer} if isinstance(tokenizer, str) else {}
+        self.options = RaptorOptions.build(options, **named)
         self.tree = tree
         self._llm = llm if llm is not None else self.options.llm
         self._embedder_arg = embedder if embedder is not None else self.options.embedder
-        self.counter: TokenCounter = get_counter(self.options.tokenizer)
+        self.counter: TokenCounter = get_counter(
+            tokenizer if tokenizer is not None else self.options.tokenizer
+        )
         self._summariser: Summariser | None = None
         # What the last build and inserts did (not saved: it holds timings).
         self.stats: dict[str, Any] = {}
@@ -102,7 +105,8 @@ class RaptorTree:
     def summariser(self) -> Summariser:
         """The summariser (the LLM is loaded on first use)."""
         if self._summariser is None:
-            self._summariser = Summariser(self._llm, self.options)
+            # The no-model summaries are measured in the tree's tokens, however it was given.
+            self._summariser = Summariser(self._llm, self.options.replace(tokenizer=self.counter))
         return self._summariser
 
     # -- building ---------------------------------------------------------------------------
@@ -411,7 +415,7 @@ class RaptorTree:
         self, tree: Tree, node_id: int, score: float, rel: float, got: Picked
     ) -> RetrievedNode:
         node = tree[node_id]
-        meta = {key: v for key, v in node.metadata.items() if key not in (TOKENS, SOURCES)}
+        meta = copy_metadata({k: v for k, v in node.metadata.items() if k not in (TOKENS, SOURCES)})
         if node.kind == NodeKind.SUMMARY:
             meta["hrefine_children"] = list(node.children)
         if node_id in got.repeated:

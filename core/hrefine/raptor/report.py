@@ -22,7 +22,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -41,9 +41,8 @@ from hrefine._report_frame import (
     ref,
     table,
 )
-from hrefine.errors import BudgetTooSmallError, InputTypeError
+from hrefine.errors import BudgetTooSmallError
 from hrefine.raptor.build import TOKENS
-from hrefine.raptor.options import check_mode
 from hrefine.raptor.retrieve import (
     K_REACHED,
     NOT_REACHED,
@@ -55,6 +54,7 @@ from hrefine.raptor.retrieve import (
 from hrefine.tree import NodeKind
 
 if TYPE_CHECKING:
+    from hrefine.raptor.options import RaptorOptions
     from hrefine.raptor.raptor_tree import RaptorTree
     from hrefine.raptor.retrieve import RetrievedNode
 
@@ -140,23 +140,20 @@ def explain(
     mode: str | None = None,
     k: int | str | None = _DEFAULT,
     max_tokens: int | str | None = _DEFAULT,
+    **settings: Any,
 ) -> Explained:
     """Replay a retrieval step by step and say why every node was or was not chosen.
 
-    The query is embedded again with the tree's embedder. The settings default to the tree's
-    own, as in :meth:`RaptorTree.retrieve <hrefine.raptor.RaptorTree.retrieve>`; the walk is
-    the same (best score first, ties by id; a node that does not fit the room left is skipped
-    and a smaller one after it may still fit).
+    The query is embedded again with the tree's embedder. The settings are those of
+    :meth:`RaptorTree.retrieve <hrefine.raptor.RaptorTree.retrieve>` (``mode``, ``k``,
+    ``max_tokens`` and the per-query ``lexical_weight`` and ``summary_rank``), checked as it
+    checks them and defaulting to the tree's own; the walk is the same (best score first, ties
+    by id; a node that does not fit the room left is skipped and a smaller one after it may
+    still fit).
     """
-    how = check_mode(tree.options.mode if mode is None else mode)
-    limit = tree.options.k if k == _DEFAULT else k
-    budget = tree.options.max_tokens if max_tokens == _DEFAULT else max_tokens
-    if not (limit is None or isinstance(limit, int)) or not (
-        budget is None or isinstance(budget, int)
-    ):
-        msg = f"k and max_tokens must be int or None, got {limit!r} and {budget!r}"
-        raise InputTypeError(msg)
-    route, scores = _scores(tree, query)
+    text, how, opts = tree._query_settings(query, mode, k, max_tokens, settings)
+    limit, budget = opts.k, opts.max_tokens
+    route, scores = _scores(tree, text, opts)
     costs = np.asarray([int(node.metadata.get(TOKENS, 0)) for node in tree.tree], dtype=np.int64)
     reasons: dict[int, str] = {}
     try:
@@ -182,10 +179,10 @@ def explain(
     return Explained(scores=scores, chosen=got.chosen, reasons=reasons, room=got.room)
 
 
-def _scores(tree: RaptorTree, query: str) -> tuple[np.ndarray, np.ndarray]:
+def _scores(tree: RaptorTree, query: str, opts: RaptorOptions) -> tuple[np.ndarray, np.ndarray]:
     """The scores a traversal walks by and those the result is picked by, as
     :meth:`RaptorTree.retrieve <hrefine.raptor.RaptorTree.retrieve>` computes them
-    (:func:`hrefine.raptor.retrieve.node_scores`)."""
+    (:func:`hrefine.raptor.retrieve.node_scores`) with the query's options ``opts``."""
     from hrefine.raptor.retrieve import node_scores
 
     if tree.tree.embeddings is None:
@@ -195,8 +192,8 @@ def _scores(tree: RaptorTree, query: str) -> tuple[np.ndarray, np.ndarray]:
         tree.tree,
         query,
         tree._scores(tree.embedder.embed_query(query), tree.tree),
-        lexical_weight=tree.options.lexical_weight,
-        summary_rank=tree.options.summary_rank,
+        lexical_weight=opts.lexical_weight,
+        summary_rank=opts.summary_rank,
     )
 
 
@@ -209,6 +206,7 @@ def render_report(
     k: int | str | None = _DEFAULT,
     max_tokens: int | str | None = _DEFAULT,
     title: str | None = None,
+    **settings: Any,
 ) -> str:
     """A self-contained, script-free HTML report of ``nodes`` retrieved from ``tree``.
 
@@ -225,19 +223,17 @@ def render_report(
         out.
     title:
         Shown in the browser tab and above the question.
+    **settings:
+        That call's per-query ``lexical_weight`` and ``summary_rank``, if it gave them.
 
     Returns
     -------
     str
         The whole page (see the module docstring).
     """
-    if not isinstance(query, str):
-        msg = f"query must be a str, got {type(query).__name__}"
-        raise InputTypeError(msg)
-    how = check_mode(tree.options.mode if mode is None else mode)
-    limit = tree.options.k if k == _DEFAULT else k
-    budget = tree.options.max_tokens if max_tokens == _DEFAULT else max_tokens
-    why = explain(tree, query, mode=how, k=limit, max_tokens=budget)
+    _, how, opts = tree._query_settings(query, mode, k, max_tokens, settings)
+    limit, budget = opts.k, opts.max_tokens
+    why = explain(tree, query, mode=how, k=limit, max_tokens=budget, **settings)
     scores = why.scores.copy()
     for n in nodes:  # the scores the caller saw win over the replay's
         scores[n.id] = n.score
@@ -264,6 +260,7 @@ def write_report(
     k: int | str | None = _DEFAULT,
     max_tokens: int | str | None = _DEFAULT,
     title: str | None = None,
+    **settings: Any,
 ) -> Path:
     """Write :func:`render_report` to ``path`` (whole or not at all) and return the path.
 
@@ -275,7 +272,9 @@ def write_report(
     out = Path(path)
     write_text(
         out,
-        render_report(tree, query, nodes, mode=mode, k=k, max_tokens=max_tokens, title=title),
+        render_report(
+            tree, query, nodes, mode=mode, k=k, max_tokens=max_tokens, title=title, **settings
+        ),
     )
     return out
 

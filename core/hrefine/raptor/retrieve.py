@@ -234,11 +234,11 @@ def pick(
                 del parts[j]
                 chosen.remove(j)
                 reasons[j] = REPEATED
-    if not chosen and max_tokens is not None and len(costs):
-        smallest = int(np.min(costs))
+    if not chosen and max_tokens is not None and order:
+        smallest = int(min(costs[i] for i in order))  # of the nodes this retrieval may return
         msg = (
-            f"budget of {max_tokens} tokens is smaller than the smallest unit "
-            f"({smallest} tokens with separator); raise the budget or use smaller units"
+            f"budget of {max_tokens} tokens is smaller than the smallest node this retrieval "
+            f"may return ({smallest} tokens); raise the budget or use smaller chunks"
         )
         raise BudgetTooSmallError(msg, budget=max_tokens, smallest=smallest)
     texts = {i: tree[i].text for i in chosen}

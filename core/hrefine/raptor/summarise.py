@@ -82,7 +82,9 @@ class Summariser:
     def __init__(self, llm: Any, options: RaptorOptions) -> None:
         self.options = options
         self.generator = self._generator(llm, options)
-        #: Summaries asked for, retries included (the stand-in's extracts too).
+        #: Summaries asked for (the stand-in's extracts too), with the re-asks of a batch or
+        #: framework LLM's empty answers; a callable's own retries (after an error or an empty
+        #: answer, inside its TextGenerator) are not counted.
         self.calls = 0
         from hrefine.raptor.extractive import ExtractiveSummariser  # lazily, as _generator
 
@@ -119,8 +121,8 @@ class Summariser:
 
     @property
     def llm_calls(self) -> int:
-        """Summaries an LLM was asked for, retries included (0 for the no-model stand-in: no
-        model wrote its extracts)."""
+        """Summaries an LLM was asked for, counted as :attr:`calls` is (0 for the no-model
+        stand-in: no model wrote its extracts)."""
         return 0 if self.extractive else self.calls
 
     @property

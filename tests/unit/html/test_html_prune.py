@@ -11,7 +11,7 @@ import lxml.html
 import numpy as np
 import pytest
 from hrefine.budget import get_counter
-from hrefine.errors import BudgetTooSmallError, EmptyInputError
+from hrefine.errors import BudgetTooSmallError, EmptyInputError, InputTypeError
 from hrefine.html import BlockReport, HtmlPruner, PruneResult, clean_html
 from hrefine.html._locate import document_order
 from hrefine.html.blocks import build_forest
@@ -384,3 +384,35 @@ def test_a_used_pruner_pickles_and_copies_as_its_settings(bm25_pruner: HtmlPrune
     for twin in (pickle.loads(pickle.dumps(bm25_pruner)), copy.deepcopy(bm25_pruner)):
         assert twin.options.scorer == "bm25" and twin._counter is None and not twin._cleaned._data
         assert twin.prune(page, "Beaverbrook", 60).html == expected
+
+
+@pytest.mark.parametrize("budget", [60, 100, 400])
+def test_a_larger_first_stage_without_the_generative_one_stays_in_the_budget(
+    shared_data: Path, budget: int
+) -> None:
+    # Was: stage1_max_tokens=2000 without generative=True returned stage 1's 1,995 tokens.
+    page = (shared_data / "wtq" / "pages" / "200-11.html").read_bytes()
+    pruner = HtmlPruner(scorer="bm25", stage1_max_tokens=2000)
+    result = pruner.prune(page, "who won best director?", budget)
+    assert 0 < result.tokens <= budget
+    assert pruner.counter.count(result.html) == result.tokens
+    assert result.stats["stage1_tokens"] > budget  # stage 1 did read more
+    # The reports are the final fill's: a block stage 1 kept and the budget did not is dropped.
+    assert any(b.kept for b in result.blocks)
+    assert all(b.reason is not None for b in result.blocks if not b.kept)
+
+
+def test_a_block_cut_to_fit_the_first_stage_is_cut_again_to_the_budget() -> None:
+    # Was: generative=True with one 200-word paragraph over 4x the budget returned the cut
+    # paragraph at 4x the budget (the generative stage skips a cut block).
+    page = "<html><body><p>" + " ".join(f"word{i}" for i in range(200)) + "</p></body></html>"
+    result = HtmlPruner(scorer="bm25", generative=True).prune(page, "word5 word6", 5)
+    assert result.stats["truncated"] and result.stats.get("lm_calls") is None
+    assert 0 < result.tokens <= 5 and get_counter().count(result.html) == result.tokens
+
+
+@pytest.mark.parametrize("pages", [{"page-1": "<p>The Volga is long.</p>"}, {"<p>x</p>"}])
+def test_pages_in_a_dict_or_a_set_are_refused(bm25_pruner: HtmlPruner, pages: Any) -> None:
+    # Was: a dict's keys pruned as the pages ('<p>page-1</p>'), with no error.
+    with pytest.raises(InputTypeError, match="pass them in a list"):
+        bm25_pruner.prune(pages, "How long is the Volga?", 50)

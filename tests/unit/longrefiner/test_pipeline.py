@@ -7,6 +7,7 @@ import asyncio
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hrefine.budget import get_counter
 from hrefine.errors import (
@@ -235,6 +236,8 @@ def test_bad_input_gets_clear_errors(refiner: LongRefiner) -> None:
         refiner.refine("q", b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj", 50)
     with pytest.raises(ConfigError, match="at least 1"):
         refiner.refine("q", "text", 0)
+    # A numpy integer is a whole number (was refused as "not a whole number, got int64").
+    assert refiner.refine("term", "The term is five years.", np.int64(50)).budget == 50
     with pytest.raises(EmptyInputError):
         refiner.refine("  ", "text", 10)
     with pytest.raises(ConfigError, match="max_input_chars"):

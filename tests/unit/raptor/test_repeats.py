@@ -124,8 +124,16 @@ def test_without_summaries_the_choice_is_budget_selects(seed: int) -> None:
 
 def test_a_budget_below_every_node_is_a_clear_error() -> None:
     tree, costs = _tree([])
-    with pytest.raises(BudgetTooSmallError, match="smaller than the smallest unit"):
+    with pytest.raises(BudgetTooSmallError, match="smaller than the smallest node"):
         choose(tree, np.ones(3), costs, COUNTER, mode="collapsed", k=None, max_tokens=2)
+    # The smallest node named is one this retrieval may return: not a summary it scores -inf
+    # (summary_rank "off"), which the message called the smallest unit, below the budget.
+    scores = np.ones(3)
+    scores[int(np.argmin(costs))] = -np.inf
+    budget = int(np.sort(costs)[1]) - 1
+    with pytest.raises(BudgetTooSmallError) as caught:
+        choose(tree, scores, costs, COUNTER, mode="collapsed", k=None, max_tokens=budget)
+    assert caught.value.smallest == budget + 1
 
 
 def test_traversal_returns_no_sentence_twice() -> None:
