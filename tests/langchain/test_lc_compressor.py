@@ -303,6 +303,14 @@ async def test_a_document_that_cannot_be_read_is_named_in_metadata(compress: Com
         await compress(_compressor(max_tokens=5000, strict=True), [*docs, bad], QUERY)
 
 
+def test_a_call_whose_only_page_cannot_be_read_logs_why(caplog: pytest.LogCaptureFixture) -> None:
+    # Was: "none of the 1 pages has text to prune", as if the PDF were an empty page.
+    bad = Document(page_content="%PDF-1.7\n1 0 obj << >> stream", id="doc-pdf")
+    with caplog.at_level("WARNING", logger="hrefine"):
+        assert _compressor(max_tokens=500).compress_documents([bad], QUERY) == []
+    assert "page 0: HtmlParseError" in caplog.text and "PDF" in caplog.text
+
+
 async def test_an_item_that_is_not_a_document_is_named() -> None:
     # Was: AttributeError ('str' object has no attribute 'page_content') on both paths.
     compressor = HtmlRagCompressor(max_tokens=100, scorer="bm25", tokenizer="regex")

@@ -314,8 +314,9 @@ class PruneJob(TopNRetry[DocumentOutcome]):
         msg = f"all {len(self.pages)} pages are empty (no visible text to prune)"
         if self.strict:
             raise EmptyInputError(msg)
-        if any(o.error is not None for o in outcomes):
-            msg = f"none of the {len(self.pages)} pages has text to prune"
+        failed = [f"page {o.index}: {o.error}" for o in outcomes if o.error is not None]
+        if failed:  # why each page that could not be read was not, not just "no text"
+            msg = f"none of the {len(self.pages)} pages has text to prune: " + "; ".join(failed)
         logger.warning("HtmlRAG returns nothing: %s", msg)
         return outcomes
 
