@@ -361,7 +361,11 @@ def pick(
     for i in sorted(done.selected, key=lambda i: order[i]):
         d, n = index[i]
         kept[d].append(n)
-    return Picked(kept, list(done.output), done.tokens, dropped)
+    out = list(done.output)
+    # The fill kept the larger of two measures (parts and separators, or the joined text), so
+    # it never passes the budget; the result reports the joined text's own count.
+    present = [t for t in out if t]
+    return Picked(kept, out, counter.count(separator.join(present)) if present else 0, dropped)
 
 
 # Characters of an over-long first word quoted in BudgetTooSmallError's message.

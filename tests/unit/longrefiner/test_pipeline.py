@@ -391,3 +391,19 @@ def test_markdown_headings_name_the_structure_without_their_markup() -> None:
     plain, spans, _ = markup_spans("# Top\n\nLead.\n\n## A\n\nText a.\n\n## B\n\nText b.\n")
     lifted_spans, title = lift_single_root(plain, spans)
     assert title == "Top" and {s.path for s in lifted_spans if s.path} == {("A",), ("B",)}
+
+
+def test_tokens_is_the_count_of_the_text_returned(shared_data: Path) -> None:
+    # Was an upper bound (parts plus separators): 29 for a text of 28 tokens, where a
+    # separator and the full stop before it make one token.
+    leval = shared_data / "leval"
+    docs = [
+        (leval / "cuad" / "docs" / "cuad_00.txt").read_text(encoding="utf-8"),
+        (leval / "cuad" / "docs" / "cuad_01.txt").read_text(encoding="utf-8"),
+        (leval / "nq" / "docs" / "nq_00.html").read_text(encoding="utf-8"),
+    ]
+    query = json.loads((leval / "cuad" / "questions.jsonl").read_text("utf-8").splitlines()[0])
+    refiner = LongRefiner(scorer="bm25")
+    for budget in (30, 200, 800):
+        result = refiner.refine(query["question"], docs, budget)
+        assert result.tokens == refiner.counter.count(result.text) <= budget
