@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shutil
 import stat
 import sys
 from collections.abc import Iterable, Iterator, Mapping
@@ -110,9 +111,43 @@ def write_text(path: str | os.PathLike[str], text: str) -> None:
 
 
 def replace_all(moves: Mapping[Path, Path]) -> None:
-    """Move each written temporary file onto its final name, in the mapping's order."""
-    for tmp, final in moves.items():
-        os.replace(tmp, final)
+    """Move each written temporary file onto its final name, in the mapping's order, as one
+    change: when a move fails (an I/O error, an interrupt), the files already moved are put
+    back as they were and no temporary file is left, so a folder of files that belong
+    together (a save and its manifest) is never left half old, half new.
+
+    The old files are kept through hard links while the moves run (a copy where the file
+    system has none). A process killed outright between two moves, which no exception
+    reports, can still leave a mix; a save's checksums then refuse it on load.
+    """
+    kept: dict[Path, Path] = {}  # final -> the old file's content, until every move is done
+    moved: list[Path] = []
+    try:
+        for tmp, final in moves.items():
+            if final.exists():
+                kept[final] = _keep(final)
+            os.replace(tmp, final)
+            moved.append(final)
+    except BaseException:
+        for final in reversed(moved):
+            with contextlib.suppress(OSError):
+                if final in kept:
+                    os.replace(kept.pop(final), final)
+                else:
+                    final.unlink(missing_ok=True)
+        discard([*moves, *kept.values()])
+        raise
+    discard(kept.values())
+
+
+def _keep(final: Path) -> Path:
+    """A second name for ``final``'s current content, beside it (a hard link, else a copy)."""
+    backup = final.with_name(f".{final.name}-{secrets.token_hex(6)}.old")
+    try:
+        os.link(final, backup)
+    except OSError:  # no hard links here (FAT, some network file systems)
+        shutil.copy2(final, backup)
+    return backup
 
 
 def discard(temps: Iterable[Path]) -> None:

@@ -14,7 +14,8 @@ edges, metadata and the config), so a tampered or truncated file is caught on lo
 always carries that checksum. Whole numbers are bounded (:data:`hrefine._saved.MAX_SAVED_INT`)
 on save and on load. Everything
 is checked and written to temporary files first; they replace the old files only once all were
-written, the manifest last, so a failed save leaves the previous one readable.
+written, the manifest last, as one change (:func:`hrefine._atomic.replace_all`: a move that
+fails puts the moved files back), so a failed save leaves the previous one readable.
 
 A saved folder is untrusted input on load: the manifest's fields are type-checked, array names
 must be identifiers, links are not followed, and each ``.npy`` header is checked against the

@@ -156,6 +156,34 @@ def test_failed_save_leaves_the_previous_one_readable(tmp_path: Path) -> None:
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp files left
 
 
+def test_a_save_whose_files_fail_to_move_puts_the_moved_ones_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Was: the new embeddings.npy beside the old manifest, which no longer loaded (checksum).
+    import hrefine._atomic as atomic
+
+    save_tree(_tree(), tmp_path)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    other = _tree()
+    other.set_embeddings([0, 1, 2], np.arange(12, dtype=np.float32).reshape(3, 4) * 0.5)
+    real = atomic.os.replace
+    calls = [0]
+
+    def fails_second(src: Any, dst: Any) -> None:
+        calls[0] += 1
+        if calls[0] == 2:
+            raise OSError(5, "Input/output error")
+        real(src, dst)
+
+    monkeypatch.setattr(atomic.os, "replace", fails_second)
+    with pytest.raises(OSError, match="Input/output"):
+        save_tree(other, tmp_path)
+    monkeypatch.undo()
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before  # nothing left over
+    back, _, _ = load_tree(tmp_path)
+    assert back.to_dict() == _tree().to_dict()
+
+
 def _write_format_1(folder: Path, emb: np.ndarray, user_mask: np.ndarray) -> None:
     """A directory as hrefine 0.1 wrote it: no mask, no derived-order flags."""
     folder.mkdir()

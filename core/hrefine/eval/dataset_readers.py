@@ -22,6 +22,7 @@ __all__ = [
     "load_articles",
     "load_hotpotqa",
     "load_wtq",
+    "numbered_jsonl_rows",
     "render_hotpot",
     "repair_nq_html",
     "require_file",
@@ -30,11 +31,18 @@ __all__ = [
 
 def jsonl_rows(path: Path) -> Iterable[dict[str, Any]]:
     """The JSON objects of a JSONL file, one a line (blank lines skipped)."""
-    with path.open(encoding="utf-8") as fh:
+    for _, row in numbered_jsonl_rows(path):
+        yield row
+
+
+def numbered_jsonl_rows(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for each JSON object of a JSONL file (blank lines skipped)."""
+    # utf-8-sig: a file an editor saved with a byte-order mark reads as its first object.
+    with path.open(encoding="utf-8-sig") as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
                 continue
-            yield json_object(line, f"{path}, line {lineno}")
+            yield lineno, json_object(line, f"{path}, line {lineno}")
 
 
 def require_file(path: Path, dataset: str) -> Path:

@@ -16,6 +16,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from hrefine._saved import file_sha256
 from hrefine.errors import ConfigError, DatasetUnavailableError
@@ -27,6 +28,7 @@ from hrefine.eval.dataset_readers import (
     load_articles,
     load_hotpotqa,
     load_wtq,
+    numbered_jsonl_rows,
     render_hotpot,
     repair_nq_html,
     require_file,
@@ -180,15 +182,58 @@ def resolve_dataset_name(name: str) -> str:
     return _ALIASES.get(key, key)
 
 
+def _row_error(file: Path, lineno: int, problem: str) -> ConfigError:
+    return ConfigError(f"{file} line {lineno}: {problem}")
+
+
+def _check_row(file: Path, lineno: int, row: dict[str, Any]) -> list[str] | None:
+    """Refuse a malformed row of a user's JSONL; return its answers (None when it has none).
+
+    Without these checks a null document or question became the text ``"None"`` (and scored),
+    and a typo in ``answer_mode``/``doc_format`` silently fell back to the default.
+    """
+    missing = [k for k in ("id", "question") if k not in row]
+    if missing or ("document" not in row and "doc" not in row and "paragraphs" not in row):
+        problem = (
+            f"missing {missing or ['document or doc']}; "
+            "each line needs id, question and document (inline) or doc (a path)"
+        )
+        raise _row_error(file, lineno, problem)
+    for key in ("question", "document", "doc"):
+        if key in row and not isinstance(row[key], str):
+            raise _row_error(file, lineno, f"{key} must be a string, got {row[key]!r}"[:200])
+    for key, allowed in (("answer_mode", ("all", "any")), ("doc_format", ("html", "text"))):
+        if key in row and row[key] not in allowed:
+            raise _row_error(file, lineno, f"{key} must be one of {allowed}, got {row[key]!r}")
+    if "paragraphs" in row:
+        paragraphs = row["paragraphs"]
+        if not isinstance(paragraphs, list) or not all(
+            isinstance(p, dict) and "title" in p and "sentences" in p for p in paragraphs
+        ):
+            problem = "paragraphs must be a list of objects with title and sentences"
+            raise _row_error(file, lineno, problem)
+    if "answers" not in row:
+        return None
+    answers = row["answers"]
+    if isinstance(answers, str):
+        return [answers]
+    if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
+        problem = f"answers must be a list of strings (or one string), got {answers!r}"[:200]
+        raise _row_error(file, lineno, problem)
+    return answers
+
+
 def load_jsonl(path: str | os.PathLike[str], *, name: str | None = None) -> list[EvalItem]:
     """Load a user's own evaluation set: one JSON object per line.
 
-    Fields: ``id``, ``question``, ``answers`` (list), and the document either inline as
-    ``document`` or as ``doc`` (a path relative to the JSONL's folder). Optional:
-    ``doc_format`` (``"html"``/``"text"``, default from the file suffix or content),
-    ``answer_mode`` (``"all"``/``"any"``, default ``"all"``), ``strict``, ``gold_text`` (or
-    ``article_body``), ``supporting_paragraphs`` (list of gold texts), or HotpotQA's
-    ``paragraphs`` + ``supporting_titles``. Other fields go to :attr:`EvalItem.extra`.
+    Fields: ``id`` (unique in the file), ``question``, ``answers`` (a list of strings, or one
+    string), and the document either inline as ``document`` or as ``doc`` (a path relative to
+    the JSONL's folder). Optional: ``doc_format`` (``"html"``/``"text"``, default from the file
+    suffix or content), ``answer_mode`` (``"all"``/``"any"``, default ``"all"``), ``strict``,
+    ``gold_text`` (or ``article_body``), ``supporting_paragraphs`` (list of gold texts), or
+    HotpotQA's ``paragraphs`` + ``supporting_titles``. Other fields go to
+    :attr:`EvalItem.extra`. A row without ``answers`` loads with none (for rows scored by
+    ``gold_text`` or supporting paragraphs) and a warning: its answer metrics are not scored.
 
     Parameters
     ----------
@@ -207,29 +252,35 @@ def load_jsonl(path: str | os.PathLike[str], *, name: str | None = None) -> list
     DatasetUnavailableError
         The file does not exist.
     hrefine.errors.HrefineError
-        A line is not a JSON object or lacks ``id``/``question``/a document.
+        A line is not a JSON object, lacks ``id``/``question``/a document, repeats an earlier
+        line's ``id``, or has a field of the wrong type or outside its documented values
+        (:class:`ConfigError` naming the file and line).
     """
     file = require_file(Path(path).expanduser(), str(path))
     dataset = name or file.stem
     known = {"id", "question", "answers", "document", "doc", "doc_format", "answer_mode"}
     items = []
-    for lineno, row in enumerate(jsonl_rows(file), 1):
-        missing = [k for k in ("id", "question") if k not in row]
-        if missing or ("document" not in row and "doc" not in row and "paragraphs" not in row):
-            msg = (
-                f"{file} line {lineno}: missing {missing or ['document or doc']}; "
-                "each line needs id, question and document (inline) or doc (a path)"
-            )
-            raise ConfigError(msg)
+    seen: dict[str, int] = {}
+    no_answers: list[int] = []
+    for lineno, row in numbered_jsonl_rows(file):
+        answers = _check_row(file, lineno, row)
+        item_id = str(row["id"])
+        if item_id in seen:
+            # Results are keyed by id: a repeated one would drop one row and count the other twice.
+            problem = f"id {item_id!r} repeats line {seen[item_id]}; ids must be unique"
+            raise _row_error(file, lineno, problem)
+        seen[item_id] = lineno
+        if answers is None:
+            no_answers.append(lineno)
         extra = {k: v for k, v in row.items() if k not in known}
         if "article_body" in extra and "gold_text" not in extra:
             extra["gold_text"] = extra["article_body"]
         doc_path: Path | None = None
         doc_text: str | None = None
         if "document" in row:
-            doc_text = str(row["document"])
+            doc_text = row["document"]
         elif "doc" in row:
-            doc_path = file.parent / str(row["doc"])
+            doc_path = file.parent / row["doc"]
         if "paragraphs" in row and "supporting_paragraphs" not in extra:
             by_title = {p["title"]: p for p in row["paragraphs"]}
             extra["supporting_paragraphs"] = [
@@ -247,14 +298,11 @@ def load_jsonl(path: str | os.PathLike[str], *, name: str | None = None) -> list
                 from hrefine.eval.text import looks_like_html
 
                 fmt = "html" if doc_text and looks_like_html(doc_text) else "text"
-        answers = row.get("answers", [])
-        if isinstance(answers, str):
-            answers = [answers]
         items.append(
             EvalItem(
-                id=str(row["id"]),
-                question=str(row["question"]),
-                answers=tuple(str(a) for a in answers),
+                id=item_id,
+                question=row["question"],
+                answers=tuple(answers or ()),
                 dataset=dataset,
                 doc_id=str(row.get("doc_id", row.get("doc", row["id"]))),
                 doc_format="html" if fmt == "html" else "text",
@@ -263,6 +311,13 @@ def load_jsonl(path: str | os.PathLike[str], *, name: str | None = None) -> list
                 doc_path=doc_path,
                 doc_text=doc_text,
             )
+        )
+    if no_answers:
+        logger.warning(
+            "%s: %d line(s) without answers (first: line %d); answer metrics skip them",
+            file,
+            len(no_answers),
+            no_answers[0],
         )
     return items
 

@@ -349,9 +349,12 @@ def get_method(
             if not isinstance(target, str):
                 _check_options(target, options, key)
                 comp = target(tokenizer=counter, **options)
-                if label != getattr(comp, "name", None):
-                    return FunctionCompressor(comp.compress, name=label)
-                return comp  # type: ignore[no-any-return]
+                if label == getattr(comp, "name", None) and callable(
+                    getattr(comp, "compress", None)
+                ):
+                    return comp  # type: ignore[no-any-return]
+                # A factory may return any documented form (a plain function included).
+                return _adapt(comp, counter, label, int(options.get("chunk_tokens", 128)))
         if isinstance(target, str):
             target = _import(target)
     chunk_tokens = int(options.get("chunk_tokens", 128))

@@ -109,10 +109,18 @@ class EvalResult:
         -------
         BudgetSummary
             The summary.
+
+        Raises
+        ------
+        ConfigError
+            ``budget`` was not run, or the whole run was skipped (the message says why).
         """
         for s in self.summaries:
             if s.budget == budget:
                 return s
+        if self.skipped:
+            msg = f"{self.method} on {self.dataset} was skipped: {self.skipped}"
+            raise ConfigError(msg)
         msg = f"no summary for budget {budget}; budgets run: {self.budgets}"
         raise ConfigError(msg)
 

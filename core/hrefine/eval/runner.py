@@ -107,7 +107,7 @@ class _Progress:
 
 
 def evaluate_items(
-    compressor: Compressor,
+    compressor: Any,
     items: Sequence[EvalItem],
     budgets: Sequence[int] = DEFAULT_BUDGETS,
     *,
@@ -124,9 +124,10 @@ def evaluate_items(
     Parameters
     ----------
     compressor:
-        The method.
+        The method: a :class:`Compressor`, a plain ``(document, query, max_tokens) -> str``
+        function, or anything else :func:`hrefine.eval.get_method` accepts.
     items:
-        Items to run.
+        Items to run; their ids must be unique (results are keyed by id).
     budgets:
         Token budgets.
     tokenizer:
@@ -143,8 +144,22 @@ def evaluate_items(
     -------
     list[ItemResult]
         One row per (item, budget), items in the given order.
+
+    Raises
+    ------
+    ConfigError
+        Two items share an id.
     """
     counter: TokenCounter = get_counter(tokenizer)
+    # The same adapter as run_eval's, so every documented compressor form works here too.
+    method: Compressor = get_method(compressor, tokenizer=counter)
+    label = str(getattr(method, "name", None) or type(method).__name__)
+    seen: set[str] = set()
+    for it in items:
+        if it.id in seen:
+            msg = f"two items have the id {it.id!r}; ids must be unique (results are keyed by id)"
+            raise ConfigError(msg)
+        seen.add(it.id)
     generate: Callable[[str], str] | None = None
     if reader is not None:
         from hrefine.models import as_text_generator
@@ -154,21 +169,33 @@ def evaluate_items(
     position = {it.id: i for i, it in enumerate(items)}
     rows: dict[tuple[str, int], ItemResult] = {}
     for item in sorted(items, key=lambda it: (it.doc_id, position[it.id])):
-        document = item.document
         key = (item.dataset, item.doc_id)
-        if key not in doc_tokens:
-            doc_tokens[key] = counter.count(document)
+        document: str | None = None
+        read_error: str | None = None
+        try:
+            # Inside the per-item handling: a missing or unreadable document file is this
+            # item's error, not the end of the run.
+            document = item.document
+            if key not in doc_tokens:
+                doc_tokens[key] = counter.count(document)
+        except Exception as exc:
+            if fail_fast:
+                raise
+            read_error = f"{type(exc).__name__}: {exc}"
+            logger.warning("cannot read the document of %s: %s", item.id, read_error)
         for budget in budgets:
-            error: str | None = None
+            error: str | None = read_error
+            context = ""
             start = time.perf_counter()
             try:
-                context = compressor.compress(document, item.question, budget)
+                if document is not None:
+                    context = method.compress(document, item.question, budget)
             except Exception as exc:
                 if fail_fast:
                     raise
                 context = ""
                 error = f"{type(exc).__name__}: {exc}"
-                logger.warning("%s failed on %s at %d: %s", compressor.name, item.id, budget, error)
+                logger.warning("%s failed on %s at %d: %s", label, item.id, budget, error)
             seconds = time.perf_counter() - start
             tokens_out = counter.count(context) if context else 0
             metrics = score_output(item, context)
@@ -184,7 +211,7 @@ def evaluate_items(
                 item_id=item.id,
                 doc_id=item.doc_id,
                 budget=budget,
-                tokens_in=doc_tokens[key],
+                tokens_in=doc_tokens.get(key, 0),
                 tokens_out=tokens_out,
                 seconds=seconds,
                 over_budget=tokens_out > budget,
@@ -215,6 +242,31 @@ def _dataset_label(dataset: str) -> str:
     if dataset.endswith(".jsonl"):
         return Path(dataset).stem
     return resolve_dataset_name(dataset)
+
+
+def _resolve_limits(
+    limit: int | dict[str, int] | None, datasets: Sequence[str]
+) -> int | dict[str, int] | None:
+    """``limit`` with a dict's keys turned into the run's dataset labels.
+
+    A key is resolved as a dataset is (``"nq"`` and ``"leval_nq"`` name ``leval-nq``, a
+    ``.jsonl`` path its stem), so it matches however the dataset was given; a key that names
+    no dataset of the run is refused rather than silently ignored.
+    """
+    if not isinstance(limit, dict):
+        return limit
+    labels = {_dataset_label(d) for d in datasets}
+    resolved: dict[str, int] = {}
+    for key, n in limit.items():
+        label = _dataset_label(key)
+        if label not in labels:
+            msg = (
+                f"limit names dataset {key!r}, which is not in this run; "
+                f"its datasets are {sorted(labels)}"
+            )
+            raise ConfigError(msg)
+        resolved[label] = n
+    return resolved
 
 
 def run_eval(
@@ -269,7 +321,7 @@ def run_eval(
         Base name of the report files.
     half:
         Only the questions on one half of the documents (``"tune"`` or ``"check"``, see
-        :func:`hrefine.eval.half_of`); None: all.
+        :func:`hrefine.eval.halves.half_of`); None: all.
 
     Returns
     -------
@@ -329,7 +381,8 @@ def run_many(
     budgets:
         Token budgets.
     limit:
-        Items per dataset: one number for all, or a dict by dataset name (missing: all).
+        Items per dataset: one number for all, or a dict by dataset (keys as the datasets may
+        be given: aliases such as ``"nq"``, ``.jsonl`` paths; missing: all).
     data_dir, tokenizer, strict_only, reader, method_options, progress, fail_fast, half:
         As in :func:`run_eval`.
 
@@ -341,14 +394,16 @@ def run_many(
     Raises
     ------
     ConfigError
-        A budget below 1, or a method option that is unknown or not valid (a method that
-        cannot be built for another reason, such as a missing extra, is skipped).
+        A budget below 1, a ``limit`` key that names no dataset of the run, or a method
+        option that is unknown or not valid (a method that cannot be built for another
+        reason, such as a missing extra, is skipped).
     """
     budget_list = sorted({int(b) for b in budgets})
     if not budget_list or budget_list[0] < 1:
         msg = f"budgets must be positive token counts, got {list(budgets)}"
         raise ConfigError(msg)
     counter = get_counter(tokenizer)
+    limits = _resolve_limits(limit, datasets)
     built: dict[int, Compressor | str] = {}
     for i, method in enumerate(methods):
         try:
@@ -364,7 +419,7 @@ def run_many(
     with _Progress(progress).run() as bar:
         for dataset in datasets:
             label = _dataset_label(dataset)
-            n = limit.get(label) if isinstance(limit, dict) else limit
+            n = limits.get(label) if isinstance(limits, dict) else limits
             strict = strict_only if strict_only is not None else label == "wtq"
             try:
                 items = load_dataset(dataset, data_dir, strict_only=strict, limit=n, half=half)

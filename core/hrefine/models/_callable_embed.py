@@ -122,7 +122,7 @@ class CallableEmbedder:
         if vec is None:
             vec = normalize_rows(finite_rows(self._embed_query(text), self.name))[0]
             self._cache.put(key, vec)
-        return vec
+        return vec.copy()  # the cache's own array: a caller's in-place change must not reach it
 
 
 def own_async_method(obj: Any, name: str) -> Any:

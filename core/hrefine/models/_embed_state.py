@@ -122,8 +122,13 @@ def finite_rows(vectors: Any, who: str, texts: Sequence[str] | None = None) -> n
         A value is NaN or infinite (after conversion to float32); ``raw_output`` holds the
         first such vector.
     """
-    with np.errstate(over="ignore"):  # past float32's range: inf, refused below
-        arr = np.asarray(vectors, dtype=np.float32)
+    try:
+        with np.errstate(over="ignore"):  # past float32's range: inf, refused below
+            arr = np.asarray(vectors, dtype=np.float32)
+    except (TypeError, ValueError) as exc:  # ragged rows, text, None in a row
+        msg = f"embedder {who} returned {type(vectors).__name__} that is not rows of numbers"
+        raise ModelOutputError(msg, raw_output=repr(vectors)[:_RAW]) from exc
+    _check_shape(arr, who, texts)
     finite = np.isfinite(arr)
     if finite.all():
         return arr
@@ -139,6 +144,20 @@ def finite_rows(vectors: Any, who: str, texts: Sequence[str] | None = None) -> n
         "nothing. Check the model (a float16 overflow?) or its client"
     )
     raise ModelOutputError(msg, raw_output=np.array2string(row, threshold=16)[:_RAW])
+
+
+def _check_shape(arr: np.ndarray, who: str, texts: Sequence[str] | None) -> None:
+    """One row per text, or one vector for a query: anything else (a row too many, a 3-D
+    array) would be scored as other texts, or fail as a numpy error far from its cause."""
+    if texts is None:
+        fits = arr.size > 0 and (arr.ndim == 1 or (arr.ndim == 2 and len(arr) == 1))
+        wanted = "one vector for the query"
+    else:
+        fits = not texts or (arr.ndim == 2 and len(arr) == len(texts))
+        wanted = f"one row for each of the {len(texts)} texts"
+    if not fits:
+        msg = f"embedder {who} returned an array of shape {arr.shape}; expected {wanted}"
+        raise ModelOutputError(msg, raw_output=np.array2string(arr, threshold=16)[:_RAW])
 
 
 def embed_through_cache(

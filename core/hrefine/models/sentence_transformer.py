@@ -138,6 +138,12 @@ class SentenceTransformerEmbedder:
         if precision not in PRECISIONS:
             msg = f"precision must be one of {', '.join(PRECISIONS)}; got {precision!r}"
             raise ConfigError(msg)
+        for setting, value, least in (("batch_size", batch_size, 1), ("cache_size", cache_size, 0)):
+            if value is None and setting == "batch_size":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                msg = f"{setting} must be a whole number >= {least}, got {value!r}"
+                raise ConfigError(msg)
         if max_seq_length is not None and max_seq_length < 1:
             msg = f"max_seq_length must be >= 1 or None, got {max_seq_length}"
             raise ConfigError(msg)
@@ -213,7 +219,7 @@ class SentenceTransformerEmbedder:
         # A folder that is not there fails here, naming it as one, before sentence-transformers
         # logs that it cannot resolve the "revision" of a path.
         require_local_model(self.model_name_or_path, "embedding model")
-        device = self.device or pick_device()
+        device = pick_device(self.device)  # a device given is checked too
         try:
             # local_files_only: a name not in the local cache fails here, with no network
             # call (the process's HF_HUB_OFFLINE is left as the caller set it).

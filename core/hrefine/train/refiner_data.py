@@ -24,6 +24,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from hrefine.errors import EmptyInputError
 from hrefine.eval.loaders import EvalItem, hotpot_paragraph_text
 from hrefine.longrefiner import prompts
 from hrefine.longrefiner.options import LongRefinerOptions
@@ -249,8 +250,15 @@ def global_selection_examples(
         hotpot = bool(item.extra.get("paragraphs"))
         if key not in docs:
             text = _hotpot_markdown(item) if hotpot else item.document
-            docs[key] = refiner.structure(text)
+            try:
+                docs[key] = refiner.structure(text)
+            except EmptyInputError:
+                # One empty document skips its questions, not the whole build.
+                docs[key] = None
         doc = docs[key]
+        if doc is None:
+            skipped["empty_document"] += 1
+            continue
         outline = doc.outline()
         if not outline:
             skipped["no_sections_in_markup"] += 1

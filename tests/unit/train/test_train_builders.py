@@ -201,3 +201,21 @@ def test_a_users_question_file_is_read_whole(tmp_path: Path) -> None:
     assert [e.meta["id"] for e in report.examples] == ["a"]
     assert report.examples[0].target == "[Local]"
     assert report.skipped == Counter({"unclear": 1})
+
+
+def test_global_selection_skips_an_empty_document(tmp_path: Path) -> None:
+    # One empty document is counted by reason, as the other builders do, not the build's end.
+    rows = [
+        {
+            "id": "g1",
+            "question": "Who wrote it?",
+            "answers": ["Ada"],
+            "document": "# Intro\nSome text.\n\n# Author\nIt was written by Ada.\n",
+        },
+        {"id": "g2", "question": "Empty?", "answers": ["x"], "document": ""},
+    ]
+    path = tmp_path / "gs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    built = build_examples("global-selection", [str(path)])
+    assert len(built.examples) == 1
+    assert built.skipped["empty_document"] == 1
