@@ -13,10 +13,11 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
-from hrefine.errors import HrefineError, ModelNotFoundError
+from hrefine.errors import ConfigError, HrefineError, InputTypeError, ModelNotFoundError
 from hrefine.models import _model_cache, smollm2
 from hrefine.models._attention import eager_attention
 from hrefine.models._model_cache import is_complete
@@ -426,3 +427,25 @@ def test_generate_stops_at_a_stop_string_per_prompt(lm: LocalLM) -> None:
         assert long.startswith(short)
         if "." in long:
             assert short.endswith(".") and short.count(".") == 1
+
+
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [
+        ({"temperature": -1.0}, "temperature must be a number >= 0"),
+        ({"temperature": float("nan")}, "temperature must be a number >= 0"),
+        ({"batch_size": 0}, "batch_size must be at least 1"),
+    ],
+)
+def test_generate_refuses_settings_it_would_have_misread(
+    lm: LocalLM, call: dict[str, Any], expected: str
+) -> None:
+    # Was: a negative temperature decoded greedily and batch_size 0 took the device's size.
+    with pytest.raises(ConfigError, match=expected):
+        lm.generate(["Say yes."], max_new_tokens=2, **call)
+
+
+def test_generate_names_a_prompt_that_is_not_text(lm: LocalLM) -> None:
+    # Was: jinja2's "'dict object' has no attribute 'content'" from the chat template.
+    with pytest.raises(InputTypeError, match="prompt 1 is a NoneType"):
+        lm.generate(["Say yes.", None], max_new_tokens=2)  # type: ignore[list-item]

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
-from hrefine.errors import ConfigError, EmptyInputError
+from hrefine.errors import ConfigError, EmptyInputError, InputTypeError
 from hrefine.models._adapters import AdapterChoice
 from hrefine.models._attention import attention_hooks, eager_attention
 from hrefine.models.device import batch_size_for
@@ -95,6 +95,22 @@ def generate_batched(
     if max_new_tokens < 1:
         msg = f"max_new_tokens must be at least 1, got {max_new_tokens}"
         raise ConfigError(msg)
+    # Checked here: a negative temperature sampled greedily, batch_size 0 took the device's,
+    # and a None prompt failed inside the chat template.
+    if (
+        isinstance(temperature, bool)
+        or not isinstance(temperature, (int, float))
+        or not (0 <= temperature < float("inf"))
+    ):
+        msg = f"temperature must be a number >= 0 (0: greedy), got {temperature!r}"
+        raise ConfigError(msg)
+    if batch_size is not None and (isinstance(batch_size, bool) or batch_size < 1):
+        msg = f"batch_size must be at least 1 or None (the device's), got {batch_size!r}"
+        raise ConfigError(msg)
+    for k, p in enumerate(items):
+        if not isinstance(p, str):
+            msg = f"prompt {k} is a {type(p).__name__}; prompts must be strings"
+            raise InputTypeError(msg)
     encoded = [lm._prompt_ids(p, chat=chat, system=system) for p in items]
     tok, pad = lm.tokenizer, lm.pad_token_id
     eos = lm.model.generation_config.eos_token_id
