@@ -259,6 +259,19 @@ def check_number(
     _check_minimum(name, value, minimum, none=none)
 
 
+def check_ints(options: object, minimum: int | None, *names: str, none: bool = False) -> None:
+    """:func:`check_int` on each named field of ``options``, in order, with one ``minimum``."""
+    for name in names:
+        check_int(name, getattr(options, name), minimum=minimum, none=none)
+
+
+def check_numbers(options: object, minimum: float | None, *names: str, none: bool = False) -> None:
+    """:func:`check_number` on each named field of ``options``, in order, with one
+    ``minimum``."""
+    for name in names:
+        check_number(name, getattr(options, name), minimum=minimum, none=none)
+
+
 def check_bool(name: str, value: Any) -> None:
     """Check that setting ``name`` is a bool."""
     if not isinstance(value, bool):

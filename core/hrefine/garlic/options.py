@@ -15,7 +15,15 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from hrefine.errors import ConfigError, InputTypeError
-from hrefine.options import Options, check_int, check_number, check_str, setting
+from hrefine.options import (
+    Options,
+    check_int,
+    check_ints,
+    check_number,
+    check_numbers,
+    check_str,
+    setting,
+)
 
 __all__ = ["EDGE_MODES", "SEARCH_PROMPT", "SUMMARY_PROMPT", "GarlicOptions", "one_llm"]
 
@@ -137,17 +145,13 @@ class GarlicOptions(Options):
         if not isinstance(self.edges, str) or self.edges not in EDGE_MODES:
             msg = f"edges must be one of {', '.join(map(repr, EDGE_MODES))}, got {self.edges!r}"
             raise ConfigError(msg)
-        check_int("retries", self.retries, minimum=0)
-        check_int("patience", self.patience, minimum=1)
-        check_int("max_steps", self.max_steps, minimum=1)
-        check_int("max_tokens", self.max_tokens, minimum=1, none=True)
-        check_int("k", self.k, minimum=1, none=True)
+        check_ints(self, 0, "retries", "seed")
+        check_ints(self, 1, "patience", "max_steps")
+        check_ints(self, 1, "max_tokens", "k", none=True)
         if not isinstance(self.fill, bool):
             msg = f"fill must be True or False, got {self.fill!r}"
             raise InputTypeError(msg)
-        check_number("embedding_weight", self.embedding_weight, minimum=0.0)
-        check_number("lexical_weight", self.lexical_weight, minimum=0.0)
-        check_int("seed", self.seed, minimum=0)
+        check_numbers(self, 0.0, "embedding_weight", "lexical_weight")
         check_number("llm_timeout", self.llm_timeout, minimum=0.001, none=True)
 
 

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 from hrefine.errors import ConfigError, InputTypeError
 from hrefine.html._load import DEFAULT_MAX_INPUT_BYTES
 from hrefine.html.formats import check_input_format
-from hrefine.options import Options, check_bool, check_int, check_number, setting
+from hrefine.options import Options, check_bool, check_int, check_ints, check_number, setting
 
 __all__ = ["DEFAULT_BUDGET", "MIN_BUDGET", "HtmlPrunerOptions"]
 
@@ -261,15 +261,13 @@ class HtmlPrunerOptions(Options):
         _check_adapter(self.generative_adapter, self.generative)
         if isinstance(self.generative_adapter, os.PathLike):
             object.__setattr__(self, "generative_adapter", os.fspath(self.generative_adapter))
-        check_int("max_words", self.max_words, minimum=1)
-        check_int("fine_max_words", self.fine_max_words, minimum=1)
+        check_ints(self, 1, "max_words", "fine_max_words")
         check_int("stage1_max_tokens", self.stage1_max_tokens, minimum=MIN_BUDGET, none=True)
         check_number("lexical_weight", self.lexical_weight, minimum=0)
-        check_int("read_words", self.read_words, minimum=1, none=True)
+        check_ints(self, 1, "read_words", "max_input_bytes", none=True)
         check_int("embed_max_tokens", self.embed_max_tokens, minimum=2, none=True)
         check_int("window_words", self.window_words, minimum=8, none=True)
         check_int("cleaned_cache", self.cleaned_cache, minimum=0)
-        check_int("max_input_bytes", self.max_input_bytes, minimum=1, none=True)
         check_input_format(self.input_format)
         for name in (
             "generative",

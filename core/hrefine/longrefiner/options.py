@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import hrefine.longrefiner.prompts as prompts
 from hrefine.errors import ConfigError, InputTypeError
-from hrefine.options import Options, check_int, check_number, check_str, setting
+from hrefine.options import Options, check_int, check_ints, check_number, check_str, setting
 
 __all__ = ["STEP_SWITCHES", "STRUCTURE_SOURCES", "LongRefinerOptions"]
 
@@ -148,7 +148,7 @@ class LongRefinerOptions(Options):
                 f"({self.leaf_tokens})"
             )
             raise ConfigError(msg)
-        check_int("anchor_tokens", self.anchor_tokens, minimum=1)
+        check_ints(self, 1, "anchor_tokens", "llm_concurrency", "max_input_chars")
         check_int("window_tokens", self.window_tokens, minimum=256)
         check_int("structure_max_new_tokens", self.structure_max_new_tokens, minimum=16)
         check_int("selection_max_new_tokens", self.selection_max_new_tokens, minimum=4)
@@ -162,10 +162,8 @@ class LongRefinerOptions(Options):
             msg = f"cache_dir must be a folder path (str) or None, got {kind}"
             raise InputTypeError(msg)
         check_str("separator", self.separator)
-        check_int("llm_concurrency", self.llm_concurrency, minimum=1)
         check_int("llm_retries", self.llm_retries, minimum=0)
         check_number("llm_timeout", self.llm_timeout, minimum=0.001, none=True)
-        check_int("max_input_chars", self.max_input_chars, minimum=1)
         for name, needs in (
             ("analysis_user", "{question}"),
             ("structure_user", "{doc_content}"),

@@ -14,7 +14,7 @@ import dataclasses
 from typing import Any, ClassVar
 
 from hrefine.errors import ConfigError
-from hrefine.options import Options, check_int, check_number, check_str, setting
+from hrefine.options import Options, check_int, check_ints, check_number, check_str, setting
 
 __all__ = ["DEFAULT_PROMPT", "DEFAULT_SYSTEM_PROMPT", "MODES", "RaptorOptions"]
 
@@ -98,24 +98,22 @@ class RaptorOptions(Options):
 
     def __post_init__(self) -> None:
         check_int("chunk_tokens", self.chunk_tokens, minimum=8)
-        check_int("summary_tokens", self.summary_tokens, minimum=1)
-        check_int("max_layers", self.max_layers, minimum=0)
+        check_ints(self, 1, "summary_tokens", "max_clusters", "llm_concurrency")
+        check_ints(self, 0, "max_layers", "seed", "llm_retries")
         check_int("reduction_dim", self.reduction_dim, minimum=2)
         check_number("membership_threshold", self.membership_threshold, minimum=0.0)
         if self.membership_threshold >= 1:
             msg = f"membership_threshold must be below 1, got {self.membership_threshold}"
             raise ConfigError(msg)
-        check_int("max_clusters", self.max_clusters, minimum=1)
         check_int("cluster_max_tokens", self.cluster_max_tokens, minimum=self.chunk_tokens)
         check_int("cluster_group_size", self.cluster_group_size, minimum=2, none=True)
-        check_int("seed", self.seed, minimum=0)
         check_str("prompt", self.prompt)
         check_str("system_prompt", self.system_prompt, none=True)
         if "{context}" not in self.prompt:
             msg = "prompt must contain '{context}', where the texts to summarise go"
             raise ConfigError(msg)
         check_mode(self.mode)
-        check_int("k", self.k, minimum=1, none=True)
+        check_ints(self, 1, "k", "max_tokens", none=True)
         check_number("lexical_weight", self.lexical_weight, minimum=0.0)
         if self.summary_rank not in SUMMARY_RANKS:
             msg = (
@@ -123,9 +121,6 @@ class RaptorOptions(Options):
                 f"got {self.summary_rank!r}"
             )
             raise ConfigError(msg)
-        check_int("max_tokens", self.max_tokens, minimum=1, none=True)
-        check_int("llm_concurrency", self.llm_concurrency, minimum=1)
-        check_int("llm_retries", self.llm_retries, minimum=0)
         check_number("llm_timeout", self.llm_timeout, minimum=0.001, none=True)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from hrefine.errors import ConfigError
-from hrefine.options import Options, check_bool, check_int, check_number, setting
+from hrefine.options import Options, check_bool, check_int, check_ints, check_numbers, setting
 
 __all__ = ["PRECISIONS", "TrainOptions"]
 
@@ -66,19 +66,14 @@ class TrainOptions(Options):
     progress: bool = setting(True, help="Show a progress bar on stderr.")
 
     def __post_init__(self) -> None:
-        for name in ("rank", "max_steps", "batch_size", "grad_accumulation", "keep_checkpoints"):
-            check_int(name, getattr(self, name), minimum=1)
-        for name in ("warmup_steps", "eval_every", "save_every", "seed"):
-            check_int(name, getattr(self, name), minimum=0)
+        check_ints(self, 1, "rank", "max_steps", "batch_size", "grad_accumulation")
+        check_ints(self, 1, "keep_checkpoints")
+        check_ints(self, 0, "warmup_steps", "eval_every", "save_every", "seed")
         check_int("max_length", self.max_length, minimum=64)
         check_int("top_layers", self.top_layers, minimum=1, none=True)
         check_bool("gradient_checkpointing", self.gradient_checkpointing)
-        check_number("alpha", self.alpha, minimum=0)
-        check_number("learning_rate", self.learning_rate, minimum=0)
-        check_number("weight_decay", self.weight_decay, minimum=0)
-        check_number("max_grad_norm", self.max_grad_norm, minimum=0)
-        check_number("dropout", self.dropout, minimum=0)
-        check_number("eval_fraction", self.eval_fraction, minimum=0)
+        check_numbers(self, 0, "alpha", "learning_rate", "weight_decay", "max_grad_norm")
+        check_numbers(self, 0, "dropout", "eval_fraction")
         check_bool("progress", self.progress)
         if self.dropout >= 1 or self.eval_fraction >= 1:
             msg = (
