@@ -3,7 +3,8 @@
 A saved folder may come from anywhere, so nothing in it is believed before it is checked: the
 manifest's every field has the type :meth:`~hrefine.tree.Tree.to_dict` writes, every whole
 number in it is within :data:`MAX_SAVED_INT`, a format-2 manifest carries its content checksum,
-array names are identifiers (so ``<name>.npy`` stays in the folder), no file is a symbolic
+array names are identifiers and checksums hex digests (so an array's file,
+:func:`array_file`, stays in the folder), no file is a symbolic
 link, and a ``.npy`` header's shape and dtype are checked against the tree and the file's size
 before a byte of the array is allocated. Each problem is a
 :class:`~hrefine.errors.PersistenceError` that names the file and what is wrong with it.
@@ -29,6 +30,7 @@ __all__ = [
     "CONTENT_FIELDS",
     "MAX_SAVED_INT",
     "Manifest",
+    "array_file",
     "content_digest",
     "file_sha256",
     "first_unsaveable_int",
@@ -48,6 +50,8 @@ MAX_SAVED_INT = 2**53 - 1
 # Digits of MAX_SAVED_INT: a longer literal is refused before int() reads it (Python refuses
 # literals over 4,300 digits with a bare ValueError).
 _MAX_DIGITS = len(str(MAX_SAVED_INT))
+# Hex digits of an array's checksum in its format-3 file name (64 bits: no collision in practice).
+_NAMED_DIGITS = 16
 # Names the tree's own arrays are saved under.
 EMBEDDINGS = "embeddings"
 MASK = "embedding_mask"
@@ -73,10 +77,25 @@ class Manifest:
     arrays: list[str]
     sha256: dict[str, str]
 
+    def file_of(self, name: str) -> str:
+        """The file name array ``name`` is saved under in this manifest's format."""
+        return array_file(name, self.sha256[name], self.version)
+
     @property
     def n_nodes(self) -> int:
         """Nodes in the saved tree (the rows its embeddings must have)."""
         return len(self.tree["nodes"])
+
+
+def array_file(name: str, sha256: str, version: int) -> str:
+    """The file name of array ``name`` with checksum ``sha256`` in format ``version``.
+
+    Formats 1 and 2 name it ``<name>.npy``; format 3 adds the first 16 hex digits of its
+    checksum (``embeddings-0123456789abcdef.npy``), so a save writes new files beside the old
+    ones and the manifest alone switches between them: a process killed during a save leaves
+    the previous save whole (an identifier has no ``-``, so the names cannot clash).
+    """
+    return f"{name}.npy" if version < 3 else f"{name}-{sha256[:_NAMED_DIGITS]}.npy"
 
 
 def is_count(value: object) -> bool:
@@ -253,8 +272,14 @@ def _array_names(path: Path, names: object, sums: object) -> tuple[list[str], di
         if not isinstance(name, str) or not name.isidentifier():
             msg = f"{path} lists an array named {name!r:.80}; array names are identifiers"
             raise PersistenceError(msg)
-        if not isinstance(sums.get(name), str):
+        digest = sums.get(name)
+        if not isinstance(digest, str):
             raise _fail(path, f"has no sha256 for its array {name!r}")
+        # Format 3 names the file after it: only hex digits keep that name in the folder.
+        if len(digest) != 64 or digest.strip("0123456789abcdef"):
+            raise _fail(
+                path, f"holds the sha256 {digest!r:.80} for {name!r}; expected 64 hex digits"
+            )
     if len(set(names)) != len(names):
         raise _fail(path, "lists an array twice")
     return list(names), {n: sums[n] for n in names}
@@ -270,12 +295,13 @@ def _kind_of(value: object) -> str:
 
 
 def read_array(
-    src: Path, name: str, sha256: str, n_nodes: int, *, check_mask: bool, mmap: bool
+    src: Path, manifest: Manifest, name: str, *, check_mask: bool, mmap: bool
 ) -> np.ndarray:
-    """Load ``src/<name>.npy`` after checking its checksum and its header.
+    """Load array ``name`` of ``manifest`` from ``src`` (its file: :meth:`Manifest.file_of`)
+    after checking its checksum and its header.
 
-    The tree's own arrays must fit its ``n_nodes`` nodes: ``embeddings`` as ``(n_nodes, dim)``
-    real numbers, ``embedding_mask`` (when ``check_mask``: format 2) as ``(n_nodes,)``
+    The tree's own arrays must fit its nodes: ``embeddings`` as ``(n_nodes, dim)``
+    real numbers, ``embedding_mask`` (when ``check_mask``: format 2 on) as ``(n_nodes,)``
     booleans. Every array's header must declare exactly the bytes the file holds, so nothing
     larger than the file is ever allocated.
 
@@ -288,7 +314,8 @@ def read_array(
     if not name.isidentifier():  # read_manifest refuses these; checked here again
         msg = f"array name {name!r:.80} in {src} is not an identifier"
         raise PersistenceError(msg)
-    file = src / f"{name}.npy"
+    sha256, n_nodes = manifest.sha256[name], manifest.n_nodes
+    file = src / manifest.file_of(name)
     if not file.is_symlink() and not file.exists():
         msg = f"{src} lacks {file.name}, listed in its manifest"
         raise PersistenceError(msg)

@@ -2,20 +2,28 @@
 
 Layout of a saved directory::
 
-    tree.json           {"format": "hrefine.tree", "format_version": 2, "hrefine_version": ...,
-                         "kind": ..., "config": {...}, "tree": Tree.to_dict(), "arrays": [...],
-                         "sha256": {...}, "content_sha256": ...}
-    embeddings.npy      the (n_nodes, dim) float32 matrix, when the tree has one
-    embedding_mask.npy  (n_nodes,) booleans: which rows of it were set
-    <name>.npy          any extra arrays a method saves (e.g. GARLIC's attention edges)
+    tree.json                  {"format": "hrefine.tree", "format_version": 3,
+                                "hrefine_version": ..., "kind": ..., "config": {...},
+                                "tree": Tree.to_dict(), "arrays": [...], "sha256": {...},
+                                "content_sha256": ...}
+    embeddings-<sha>.npy       the (n_nodes, dim) float32 matrix, when the tree has one
+    embedding_mask-<sha>.npy   (n_nodes,) booleans: which rows of it were set
+    <name>-<sha>.npy           any extra arrays a method saves (e.g. GARLIC's attention edges)
 
-Each array's sha256 is recorded, and one of the manifest's own content (the tree's texts,
-edges, metadata and the config), so a tampered or truncated file is caught on load; format 2
-always carries that checksum. Whole numbers are bounded (:data:`hrefine._saved.MAX_SAVED_INT`)
-on save and on load. Everything
-is checked and written to temporary files first; they replace the old files only once all were
-written, the manifest last, as one change (:func:`hrefine._atomic.replace_all`: a move that
-fails puts the moved files back), so a failed save leaves the previous one readable.
+``<sha>`` is the first 16 hex digits of the file's sha256 (formats 1 and 2 named the files
+``<name>.npy``). Each array's sha256 is recorded, and one of the manifest's own content (the
+tree's texts, edges, metadata and the config), so a tampered or truncated file is caught on
+load; format 2 on always carries that checksum. Whole numbers are bounded
+(:data:`hrefine._saved.MAX_SAVED_INT`) on save and on load.
+
+Everything is checked and written to temporary files first, then moved into place, the
+manifest last (:func:`hrefine._atomic.replace_all`: a move that fails puts the moved files
+back). Because an array's file is named after its content, the new arrays never overwrite the
+files the old manifest names: until the manifest's own move (one rename) the folder holds the
+previous save whole, and after it the new one. So a save that fails, or a process killed
+outright in the middle of one, leaves the previous save readable. The files no manifest names
+any more are removed after the manifest is in place (or by the next save, if that removal was
+cut short).
 
 A saved folder is untrusted input on load: the manifest's fields are type-checked, array names
 must be identifiers, links are not followed, and each ``.npy`` header is checked against the
@@ -27,8 +35,10 @@ and, when it has embeddings, every row set.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -40,6 +50,7 @@ from hrefine._saved import EMBEDDINGS as _EMBEDDINGS
 from hrefine._saved import MASK as _MASK
 from hrefine._saved import (
     MAX_SAVED_INT,
+    array_file,
     content_digest,
     file_sha256,
     first_unsaveable_int,
@@ -52,8 +63,14 @@ from hrefine.tree import Tree
 __all__ = ["FORMAT", "FORMAT_VERSION", "load_tree", "save_tree"]
 
 FORMAT = "hrefine.tree"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 _MANIFEST = "tree.json"
+# What a save killed outright may leave: a format-3 array file, or a temporary file or backup
+# of an array or the manifest.
+_LEFT_BY_A_SAVE = re.compile(
+    r"[^\W\d]\w*-[0-9a-f]{16}\.npy"
+    r"|\.(?:tree\.json|[^\W\d]\w*(?:-[0-9a-f]{16})?\.npy)-[0-9a-f]{12}\.(?:tmp|old)"
+)
 
 
 def save_tree(
@@ -77,7 +94,7 @@ def save_tree(
     config:
         JSON-able constructor arguments of the owning object (never models).
     arrays:
-        Extra named arrays, saved as ``<name>.npy``.
+        Extra named arrays, saved as ``<name>-<sha>.npy`` (see the module docstring).
 
     Raises
     ------
@@ -101,17 +118,25 @@ def save_tree(
     except OSError as exc:  # a file in the way, no permission, a read-only disk
         msg = f"cannot save the tree to {out}: {exc.strerror or exc}"
         raise PersistenceError(msg) from exc
+    previous = _files_named(out)
     temps: dict[Path, Path] = {}  # temporary file -> the file it becomes
+    unchanged: set[Path] = set()  # array files already there with the same content
     try:
         sums: dict[str, str] = {}
         for name, arr in to_write.items():
-            final = out / f"{name}.npy"
-            tmp = new_temp(final)
-            temps[tmp] = final
+            tmp = new_temp(out / f"{name}.npy")
+            temps[tmp] = tmp  # until its checksum names it
             with tmp.open("wb") as fh:
                 np.save(fh, arr, allow_pickle=False)
                 _sync(fh)
             sums[name] = file_sha256(tmp)
+            final = out / array_file(name, sums[name], FORMAT_VERSION)
+            if _holds(final, sums[name]):  # unchanged since the last save: the file stays
+                del temps[tmp]
+                discard([tmp])
+                unchanged.add(final)
+            else:
+                temps[tmp] = final
         manifest = {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
@@ -153,7 +178,50 @@ def save_tree(
         raise
     # Every file is complete: move them into place, the manifest (inserted last) last.
     replace_all(temps)
+    _remove_unnamed(out, previous, {*temps.values(), *unchanged})
     return out
+
+
+def _holds(file: Path, sha256: str) -> bool:
+    """Whether ``file`` is a plain file (not a link) whose content has checksum ``sha256``."""
+    if file.is_symlink() or not file.is_file():
+        return False
+    try:
+        return file_sha256(file) == sha256
+    except OSError:
+        return False
+
+
+def _files_named(folder: Path) -> set[Path]:
+    """The array files the manifest in ``folder`` names now (none when there is no readable
+    one): the old files a save may remove once its own manifest is in place."""
+    try:
+        data = json.loads((folder / _MANIFEST).read_bytes())
+        version, sums = int(data["format_version"]), data["sha256"]
+        return {
+            folder / array_file(n, sums[n], version) for n in data["arrays"] if n.isidentifier()
+        }
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
+        return set()  # nothing of a folder whose manifest cannot be read is taken as old
+
+
+def _remove_unnamed(folder: Path, previous: set[Path], kept: set[Path]) -> None:
+    """Remove the files of the previous save that the new manifest does not name, and what a
+    save killed outright left: its arrays (``<identifier>-<16 hex digits>.npy``), temporary
+    files and backups (:mod:`hrefine._atomic`'s ``.<file>-<12 hex digits>.tmp|.old``).
+
+    Only names hrefine writes are removed, never a user's own files. A file that cannot be
+    removed stays: the new save is complete either way. One save at a time per folder: a
+    second one running beside it would lose its temporary files.
+    """
+    stale = set(previous)
+    for file in folder.iterdir():
+        if _LEFT_BY_A_SAVE.fullmatch(file.name):
+            stale.add(file)
+    for file in stale - kept:
+        if file.parent == folder and not file.is_symlink():
+            with contextlib.suppress(OSError):
+                file.unlink()
 
 
 def _folder(path: object) -> Path:
@@ -189,14 +257,12 @@ def load_tree(
     if kind is not None and manifest.kind != kind:
         msg = f"{src} holds a {manifest.kind!r}, expected a {kind!r}"
         raise PersistenceError(msg)
-    version, n_nodes = manifest.version, manifest.n_nodes
+    version = manifest.version
     if version >= 2 and _EMBEDDINGS in manifest.arrays and _MASK not in manifest.arrays:
-        msg = f"{src} has {_EMBEDDINGS}.npy but no {_MASK}.npy saying which rows are set"
+        msg = f"{src} has an {_EMBEDDINGS} array but no {_MASK} array saying which rows are set"
         raise PersistenceError(msg)
     arrays = {
-        name: read_array(
-            src, name, manifest.sha256[name], n_nodes, check_mask=version >= 2, mmap=mmap
-        )
+        name: read_array(src, manifest, name, check_mask=version >= 2, mmap=mmap)
         for name in manifest.arrays
     }
     embeddings = arrays.pop(_EMBEDDINGS, None)
@@ -216,7 +282,7 @@ def _arrays_to_save(tree: Tree, arrays: Mapping[str, np.ndarray] | None) -> dict
     out: dict[str, np.ndarray] = {}
     for name, arr in (arrays or {}).items():
         if not isinstance(name, str) or not name.isidentifier():
-            msg = f"array name {name!r} must be an identifier (it names {name}.npy)"
+            msg = f"array name {name!r} must be an identifier (it names its .npy file)"
             raise ConfigError(msg)
         if name in (_EMBEDDINGS, _MASK):
             msg = f"array name {name!r} is reserved for the tree's own embeddings; rename it"

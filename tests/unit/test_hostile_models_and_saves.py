@@ -5,7 +5,6 @@ the keyword embedder."""
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import threading
 import time
@@ -28,6 +27,7 @@ from hrefine.raptor import RaptorOptions, RaptorTree
 from hrefine.testing import KeywordEmbedder
 from hrefine.tree import Tree
 from raptor_fakes import summary_of
+from saved_files import forge_array
 
 CAT = "The cat sat on the mat near the door. Michael Grant wrote about it. " * 12
 DOG = "Dogs bark at night in the old city by the river. " * 12
@@ -223,13 +223,6 @@ def test_hrefine_s_own_embedders_are_not_wrapped_and_others_are() -> None:
     assert wrapped.bad_query is False
 
 
-def _forge_embeddings(folder: Path, rows: np.ndarray) -> None:
-    file = folder / "embeddings.npy"
-    np.save(file, rows, allow_pickle=False)
-    digest = hashlib.sha256(file.read_bytes()).hexdigest()
-    _forge(folder, lambda m: m["sha256"].__setitem__("embeddings", digest))
-
-
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
 @pytest.mark.parametrize("mmap", [False, True])
 def test_forged_non_finite_embeddings_are_refused_on_load(
@@ -238,8 +231,8 @@ def test_forged_non_finite_embeddings_are_refused_on_load(
     folder = tree.save(tmp_path / "t")
     rows = np.array(tree.tree.embeddings, dtype=np.float32)
     rows[2, 5] = value
-    _forge_embeddings(folder, rows)
-    with pytest.raises(PersistenceError, match=r"embeddings\.npy holds NaN or infinite.*row 2"):
+    forge_array(folder, "embeddings", rows)
+    with pytest.raises(PersistenceError, match=r"embeddings-\w+\.npy holds NaN or infinite.*row 2"):
         load_tree(folder, mmap=mmap)
 
 

@@ -10,6 +10,7 @@ import pytest
 from hrefine import ConfigError, NodeKind, PersistenceError, Tree
 from hrefine._saved import content_digest
 from hrefine.persist import FORMAT_VERSION, load_tree, save_tree
+from saved_files import array_path, forge_array
 
 
 def _tree() -> Tree:
@@ -102,9 +103,9 @@ def test_round_trip_keeps_nodes_edges_weights_embeddings_and_arrays(tmp_path: Pa
     np.testing.assert_array_equal(arrays["attention"], np.eye(3))
     assert config == {"k": 3}
     manifest = json.loads((tmp_path / "t" / "tree.json").read_text())
-    assert manifest["format_version"] == FORMAT_VERSION == 2
+    assert manifest["format_version"] == FORMAT_VERSION == 3
     assert manifest["arrays"] == ["attention", "embedding_mask", "embeddings"]
-    assert np.load(tmp_path / "t" / "embedding_mask.npy").dtype == np.bool_
+    assert np.load(array_path(tmp_path / "t", "embedding_mask")).dtype == np.bool_
 
 
 def test_tree_without_embeddings_saves_no_arrays(tmp_path: Path) -> None:
@@ -234,32 +235,25 @@ def _forge(folder: Path, manifest: dict[str, Any]) -> None:
     (folder / "tree.json").write_text(json.dumps(manifest))
 
 
-def _rewrite_array(folder: Path, name: str, arr: np.ndarray) -> None:
-    np.save(folder / f"{name}.npy", arr, allow_pickle=False)
-    manifest = json.loads((folder / "tree.json").read_text())
-    manifest["sha256"][name] = hashlib.sha256((folder / f"{name}.npy").read_bytes()).hexdigest()
-    _forge(folder, manifest)
-
-
 def test_load_rejects_embeddings_or_mask_that_do_not_fit(tmp_path: Path) -> None:
     save_tree(_tree(), tmp_path)
-    _rewrite_array(tmp_path, "embedding_mask", np.ones(2, dtype=bool))
+    forge_array(tmp_path, "embedding_mask", np.ones(2, dtype=bool))
     with pytest.raises(PersistenceError, match=r"mask of shape \(2,\)"):
         load_tree(tmp_path)
-    _rewrite_array(tmp_path, "embedding_mask", np.ones(3, dtype=bool))
-    _rewrite_array(tmp_path, "embeddings", np.ones((2, 4), dtype=np.float32))
+    forge_array(tmp_path, "embedding_mask", np.ones(3, dtype=bool))
+    forge_array(tmp_path, "embeddings", np.ones((2, 4), dtype=np.float32))
     with pytest.raises(PersistenceError, match=r"shape \(2, 4\) do not fit 3 nodes"):
         load_tree(tmp_path)
     manifest = json.loads((tmp_path / "tree.json").read_text())
     manifest["arrays"].remove("embedding_mask")
     _forge(tmp_path, manifest)
-    with pytest.raises(PersistenceError, match=r"no embedding_mask\.npy"):
+    with pytest.raises(PersistenceError, match=r"no embedding_mask array"):
         load_tree(tmp_path)
 
 
 def test_tampered_array_is_detected(tmp_path: Path) -> None:
     save_tree(_tree(), tmp_path)
-    emb = tmp_path / "embeddings.npy"
+    emb = array_path(tmp_path, "embeddings")
     data = bytearray(emb.read_bytes())
     data[-1] ^= 0xFF
     emb.write_bytes(bytes(data))
@@ -269,13 +263,7 @@ def test_tampered_array_is_detected(tmp_path: Path) -> None:
 
 def test_pickled_array_is_refused(tmp_path: Path) -> None:
     save_tree(_tree(), tmp_path)
-    obj = np.array([{"evil": 1}], dtype=object)
-    np.save(tmp_path / "embeddings.npy", obj, allow_pickle=True)
-    manifest = json.loads((tmp_path / "tree.json").read_text())
-    manifest["sha256"]["embeddings"] = hashlib.sha256(
-        (tmp_path / "embeddings.npy").read_bytes()
-    ).hexdigest()
-    _forge(tmp_path, manifest)
+    forge_array(tmp_path, "embeddings", np.array([{"evil": 1}], dtype=object))
     with pytest.raises(PersistenceError, match=r"plain \.npy"):
         load_tree(tmp_path)
 

@@ -15,6 +15,7 @@ import pytest
 from hrefine import PersistenceError, Tree
 from hrefine._saved import MAX_SAVED_INT, content_digest
 from hrefine.persist import load_tree, save_tree
+from saved_files import array_path, forge_array
 
 
 def _saved(folder: Path) -> Path:
@@ -94,6 +95,8 @@ def test_a_format_1_manifest_without_a_content_checksum_still_loads(tmp_path: Pa
     # hrefine 0.1 wrote format 1, which had no checksum (and no embedding mask)
     folder = _saved(tmp_path / "t")
     manifest = _manifest(folder)
+    for name in manifest["arrays"]:  # format 1 named the files <name>.npy
+        os.replace(array_path(folder, name), folder / f"{name}.npy")
     del manifest["content_sha256"]
     manifest["format_version"] = 1
     manifest["arrays"].remove("embedding_mask")
@@ -171,9 +174,10 @@ def test_array_names_that_are_not_identifiers_are_refused(tmp_path: Path, escape
 def test_a_symlinked_array_is_not_followed(tmp_path: Path) -> None:
     folder = _saved(tmp_path / "t")
     elsewhere = tmp_path / "elsewhere.npy"
-    os.replace(folder / "extra.npy", elsewhere)
-    (folder / "extra.npy").symlink_to(elsewhere)  # same bytes, same checksum
-    _refused(folder, str(folder / "extra.npy"), "symbolic link")
+    extra = array_path(folder, "extra")
+    os.replace(extra, elsewhere)
+    extra.symlink_to(elsewhere)  # same bytes, same checksum
+    _refused(folder, str(extra), "symbolic link")
 
 
 def test_a_symlinked_manifest_is_not_followed(tmp_path: Path) -> None:
@@ -185,17 +189,19 @@ def test_a_symlinked_manifest_is_not_followed(tmp_path: Path) -> None:
 
 def test_an_array_that_is_a_folder_is_refused(tmp_path: Path) -> None:
     folder = _saved(tmp_path / "t")
-    (folder / "extra.npy").unlink()
-    (folder / "extra.npy").mkdir()
-    _refused(folder, str(folder / "extra.npy"), "not a regular file")
+    extra = array_path(folder, "extra")
+    extra.unlink()
+    extra.mkdir()
+    _refused(folder, str(extra), "not a regular file")
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
 def test_a_named_pipe_is_refused_without_hanging(tmp_path: Path) -> None:
     folder = _saved(tmp_path / "t")
-    (folder / "extra.npy").unlink()
-    os.mkfifo(folder / "extra.npy")
-    _refused(folder, str(folder / "extra.npy"), "not a regular file")
+    extra = array_path(folder, "extra")
+    extra.unlink()
+    os.mkfifo(extra)
+    _refused(folder, str(extra), "not a regular file")
     os.replace(folder / "tree.json", tmp_path / "real.json")
     os.mkfifo(folder / "tree.json")
     _refused(folder, str(folder / "tree.json"), "not a regular file")
@@ -217,11 +223,9 @@ def test_a_huge_declared_shape_is_refused_before_allocating(
     folder = _saved(tmp_path / "t")
     # 3 x 66,666,666,667 float32 is 745 GiB: loading it would be a MemoryError (or worse).
     shape = (3, 66_666_666_667)
-    _huge_header_file(folder / f"{name}.npy", shape)
-    manifest = _manifest(folder)
-    manifest["sha256"][name] = _sha(folder / f"{name}.npy")
-    _write_manifest(folder, manifest)
-    _refused(folder, str(folder / f"{name}.npy"), "800000000004 bytes", "16 bytes", mmap=mmap)
+    _huge_header_file(tmp_path / "huge.npy", shape)
+    file = forge_array(folder, name, (tmp_path / "huge.npy").read_bytes())
+    _refused(folder, str(file), "800000000004 bytes", "16 bytes", mmap=mmap)
 
 
 def test_a_header_that_does_not_fit_the_tree_is_refused(tmp_path: Path) -> None:
@@ -231,11 +235,8 @@ def test_a_header_that_does_not_fit_the_tree_is_refused(tmp_path: Path) -> None:
         ("embeddings", np.array([["a"] * 4] * 3), "real numbers"),
         ("embedding_mask", np.ones(3, dtype=np.int8), "expected (3,) booleans"),
     ]:
-        np.save(folder / f"{name}.npy", arr)
-        manifest = _manifest(folder)
-        manifest["sha256"][name] = _sha(folder / f"{name}.npy")
-        _write_manifest(folder, manifest)
-        _refused(folder, str(folder / f"{name}.npy"), match)
+        file = forge_array(folder, name, arr)
+        _refused(folder, str(file), match)
         _saved(folder)
 
 
@@ -251,11 +252,8 @@ def test_a_header_that_does_not_fit_the_tree_is_refused(tmp_path: Path) -> None:
 )
 def test_a_broken_npy_header_is_refused(tmp_path: Path, content: bytes) -> None:
     folder = _saved(tmp_path / "t")
-    (folder / "extra.npy").write_bytes(content)
-    manifest = _manifest(folder)
-    manifest["sha256"]["extra"] = _sha(folder / "extra.npy")
-    _write_manifest(folder, manifest)
-    _refused(folder, str(folder / "extra.npy"))
+    file = forge_array(folder, "extra", content)
+    _refused(folder, str(file))
 
 
 def test_a_deeply_nested_manifest_is_refused(tmp_path: Path) -> None:
@@ -267,8 +265,8 @@ def test_a_deeply_nested_manifest_is_refused(tmp_path: Path) -> None:
     _refused(folder, str(folder / "tree.json"), "nested too deeply")
 
 
-@pytest.mark.parametrize("version", [0, -5, True, "2", 2.0, None, 3])
-def test_format_versions_other_than_1_and_2_are_refused(tmp_path: Path, version: object) -> None:
+@pytest.mark.parametrize("version", [0, -5, True, "2", 2.0, None, 4])
+def test_format_versions_other_than_1_to_3_are_refused(tmp_path: Path, version: object) -> None:
     folder = _saved(tmp_path / "t")
     manifest = _manifest(folder)
     manifest["format_version"] = version

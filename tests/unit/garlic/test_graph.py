@@ -28,6 +28,7 @@ from hrefine.garlic.summarise import LocalWriter, one_line, summary_prompt
 from hrefine.raptor.build import Source
 from hrefine.testing import KeywordEmbedder, ScriptedLM
 from hrefine.tree import NodeKind
+from saved_files import array_path
 
 SHORT = (
     "Victoria Hanley is an American young adult fantasy novelist. Her first three books are "
@@ -376,7 +377,7 @@ def test_a_tampered_save_is_a_persistence_error(tmp_path: Path, embedder: Any) -
     folder = graph.save(tmp_path / "g")
     assert GarlicGraph.load(folder).tree.to_dict() == graph.tree.to_dict()
     # An edited array fails its checksum.
-    array = folder / "embeddings.npy"
+    array = array_path(folder, "embeddings")
     data = bytearray(array.read_bytes())
     data[-1] ^= 0xFF
     array.write_bytes(bytes(data))

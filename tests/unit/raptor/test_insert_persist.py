@@ -14,6 +14,7 @@ from hrefine.eval.loaders import load_dataset
 from hrefine.raptor import RaptorTree
 from hrefine.tree import NodeKind
 from raptor_fakes import Summariser, summary_of
+from saved_files import array_path
 
 
 @pytest.fixture
@@ -103,7 +104,7 @@ def test_save_and_load_give_the_same_answers(
 
 def test_an_edited_or_truncated_save_is_refused(built: RaptorTree, tmp_path: Path) -> None:
     folder = built.save(tmp_path / "t")
-    vectors = folder / "embeddings.npy"
+    vectors = array_path(folder, "embeddings")
     vectors.write_bytes(vectors.read_bytes()[:-100])
     with pytest.raises(PersistenceError):
         RaptorTree.load(folder, embedder=built.embedder)
