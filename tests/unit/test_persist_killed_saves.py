@@ -84,9 +84,7 @@ def test_a_save_killed_before_its_manifest_moves_leaves_the_previous_one(
 
 
 @pytest.mark.parametrize("removal", [1, 2, 3, 4])
-def test_a_save_killed_while_removing_files_is_one_whole_save(
-    tmp_path: Path, removal: int
-) -> None:
+def test_a_save_killed_while_removing_files_is_one_whole_save(tmp_path: Path, removal: int) -> None:
     save_tree(_tree(1.0), tmp_path, arrays={"extra": np.arange(4)})
     # Removals: the unchanged mask's temporary file (before the manifest moves), the old
     # manifest's backup, then the two old arrays (after it moved).
