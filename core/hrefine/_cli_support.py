@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ __all__ = [
     "InputFile",
     "OneLineErrors",
     "announce_loading",
+    "flags_for_names",
     "loading_line",
     "make_folders",
     "one_line",
@@ -79,16 +81,144 @@ def plain_flags(command: Any) -> None:
 # 0.29 vendors click, older typers use the click package).
 UsageError: Any = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
 
+# Values HREFINE_DEBUG turns --debug on with (click's for a bool: "yes", "on", "1", ...).
+_TRUE = frozenset({"1", "true", "t", "yes", "y", "on"})
+# Keys of the contexts' shared ``meta``: the root's arguments, and the innermost context an
+# HrefineError left (the command whose flags its message is about).
+_ARGS = "hrefine.args"
+_FAILED_IN = "hrefine.failed_in"
+
+
+def _help_shown(exc: BaseException) -> bool:
+    """Whether ``exc`` is a group run without arguments (``hrefine``, ``hrefine raptor``):
+    typer printed its help already and exits 2 with nothing more (matched by name, as typer
+    itself does: the class is not exported)."""
+    return type(exc).__name__ == "NoArgsIsHelpError"
+
+
+def _debug_asked(args: Sequence[str]) -> bool:
+    """Whether ``--debug`` (before any ``--``) or ``HREFINE_DEBUG`` asks for tracebacks; for a
+    mistake in the root's own options, which fails before ``--debug`` is parsed."""
+    end = args.index("--") if "--" in args else len(args)
+    return "--debug" in args[:end] or os.environ.get(DEBUG_ENV, "").strip().lower() in _TRUE
+
+
+def _usage_line(exc: Any) -> str:
+    """The one line for a parser error: click's message and the help that explains it."""
+    where = exc.ctx.command_path if exc.ctx is not None else "hrefine"
+    message = " ".join(exc.format_message().split())
+    return f"hrefine: error: {message} (see {where} --help)"
+
+
+class _NotingContext(typer.Context):
+    """A command's context that notes itself in the shared ``meta`` when an HrefineError leaves
+    it. The innermost context is left first, so the root learns which command failed (and so
+    whose flags its message names) after the contexts are gone."""
+
+    def __exit__(self, exc_type: Any, exc_value: Any, tb: Any) -> Any:
+        noted = self.meta.get(_FAILED_IN)
+        if isinstance(exc_value, HrefineError) and (noted is None or noted[0] is not exc_value):
+            self.meta[_FAILED_IN] = (exc_value, self)
+        return super().__exit__(exc_type, exc_value, tb)
+
+
+def _note_failures(command: Any) -> None:
+    """Make ``command`` and every command under it use :class:`_NotingContext`."""
+    command.context_class = _NotingContext
+    for sub in getattr(command, "commands", {}).values():
+        _note_failures(sub)
+
+
+# Python names a message may hold: whole identifiers, not part of a flag (--max-tokens), a path
+# (out/max_tokens) or a dotted name (options.k).
+_NAME = re.compile(r"(?<![\w./\\-])[A-Za-z_]\w*(?![\w-]|\.\w)")
+# Text never rewritten: quotes ('...', "...", `...`) hold the values the user gave (``got
+# 'max_tokens'`` for ``--mode max_tokens``) or a command; a call is Python
+# (``RaptorTree.load(path, embedder=...)``). A quote after a letter is an apostrophe (tree's).
+_KEPT = re.compile(r"""(?<!\w)(['"`]).*?\1|\w\([^()]*\)""")
+# What follows a setting's name that opens a message: the options checks' ``{name} must ...``.
+_CLAIM = re.compile(r"\s+(?:must|is)\b")
+
+
+def _texts(value: Any) -> Iterator[str]:
+    """The texts in a parameter's value (a str, a path, or a list of them)."""
+    if isinstance(value, str | os.PathLike):
+        yield str(value)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _texts(item)
+
+
+def _flag(param: Any, typed: Collection[str]) -> str:
+    """The flag to show for ``param``: the long one the user typed (``--lm`` of
+    ``--llm/--lm``), else its first long one (``--max-tokens`` for ``-n``)."""
+    longs = [o for o in param.opts if o.startswith("--")] or list(param.opts)
+    return next((o for o in longs if o in typed), longs[0])
+
+
+def flags_for_names(message: str, ctx: Any) -> str:
+    """``message`` with the Python names of the options of ``ctx``'s command shown as the
+    flags a user types (``summary_rank must be ...`` -> ``--summary-rank must be ...``).
+
+    The library's messages name its settings, which the CLI's options share; only the CLI shows
+    flags. To leave prose alone, a name is rewritten only where it can be nothing but the
+    setting: a name with an underscore (never an English word) anywhere, a name without one
+    only where it opens the message as the subject of ``must``/``is`` (``mode must be one of
+    ...``; ``input format must ...`` stays, as ``the question is empty`` does). Nothing inside
+    quotes or a call (:data:`_KEPT`), nor a value the user gave (a file named ``max_layers``),
+    is rewritten; nor a flag's ``name=True`` (a flag takes no value).
+    """
+    given = [t for v in ctx.params.values() for t in _texts(v) if t]
+    kept = [m.span() for m in _KEPT.finditer(message)]
+    for text in given:
+        pattern = rf"(?<![\w-]){re.escape(text)}(?![\w-])"
+        kept += [m.span() for m in re.finditer(pattern, message)]
+    options = {p.name: p for p in ctx.command.params if p.param_type_name == "option"}
+    args = ctx.meta.get(_ARGS, [])
+    typed = {a.split("=", 1)[0] for a in args if a.startswith("--")}
+
+    def rewrite(match: re.Match[str]) -> str:
+        name, start, end = match.group(), match.start(), match.end()
+        param = options.get(name)
+        if param is None or any(a < end and start < b for a, b in kept):
+            return name
+        if getattr(param, "is_flag", False) and message[end : end + 1] == "=":
+            return name
+        if "_" in name or (start == 0 and _CLAIM.match(message, end)):
+            return _flag(param, typed)
+        return name
+
+    return _NAME.sub(rewrite, message)
+
 
 class OneLineErrors(TyperGroup):
     """The root command group: an :class:`~hrefine.errors.HrefineError` raised by any command
-    is printed as ``hrefine: error: <message>`` on one line, exit status 2. With ``--debug`` (or
-    ``HREFINE_DEBUG=1``) it propagates, with its traceback. Flags show as plain flags in every
-    command's help (:func:`plain_flags`)."""
+    is printed as ``hrefine: error: <message>`` on one line, exit status 2, with the options it
+    names shown as flags (:func:`flags_for_names`); so is a mistake the parser finds, the
+    root's own included (``hrefine --bogus``). With ``--debug`` (or ``HREFINE_DEBUG=1``) the
+    error propagates, with its traceback. Flags show as plain flags in every command's help
+    (:func:`plain_flags`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         plain_flags(self)
+        _note_failures(self)
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any
+    ) -> Any:
+        """Parse the root's own options: a mistake there (``hrefine --bogus``, before any
+        command runs) is one line as well, not typer's boxed panel."""
+        given = list(args)  # the parser consumes ``args``
+        try:
+            ctx = super().make_context(info_name, args, parent=parent, **extra)
+        except UsageError as exc:
+            if _help_shown(exc) or _debug_asked(given):
+                raise
+            say(_usage_line(exc))
+            raise typer.Exit(2) from exc
+        ctx.meta[_ARGS] = given
+        return ctx
 
     def invoke(self, ctx: Any) -> Any:  # typer's own click.Context (typer vendors click)
         """Run the command line, turning a user's mistake into one line on stderr; a command
@@ -99,14 +229,14 @@ class OneLineErrors(TyperGroup):
             except HrefineError as exc:
                 if ctx.params.get("debug"):
                     raise
-                say(f"hrefine: error: {one_line(exc)}")
+                noted = ctx.meta.pop(_FAILED_IN, None)
+                failed_in = noted[1] if noted is not None and noted[0] is exc else ctx
+                say(f"hrefine: error: {flags_for_names(one_line(exc), failed_in)}")
                 raise typer.Exit(2) from exc
             except UsageError as exc:  # a flag or value the parser refused: one line too
-                if ctx.params.get("debug"):
+                if ctx.params.get("debug") or _help_shown(exc):
                     raise
-                where = exc.ctx.command_path if exc.ctx is not None else "hrefine"
-                message = " ".join(exc.format_message().split())
-                say(f"hrefine: error: {message} (see {where} --help)")
+                say(_usage_line(exc))
                 raise typer.Exit(2) from exc
 
 

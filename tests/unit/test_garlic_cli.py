@@ -215,7 +215,7 @@ def test_mistakes_are_one_line(
     assert "edges must be one of" in _one_line_error(
         capsys, ["garlic", "build", doc, "-o", out, "--edges", "cosine"]
     )
-    assert "batch_tokens" in _one_line_error(
+    assert "--batch-tokens (500) must exceed --chunk-tokens + --summary-tokens" in _one_line_error(
         capsys,
         ["garlic", "build", doc, "-o", out, "--chunk-tokens", "400", "--batch-tokens", "500"],
     )

@@ -135,7 +135,7 @@ def test_summary_rank_is_set_for_one_query(
     assert kinds == {"free": {"chunk", "summary"}, "off": {"chunk"}}
     assert RaptorTree.load(folder).options.summary_rank == "free"  # the saved tree is kept
     res = runner.invoke(app, [*args, "--summary-rank", "sideways"])
-    assert res.exit_code != 0 and "summary_rank must be one of" in res.output
+    assert res.exit_code != 0 and "--summary-rank must be one of" in res.output
 
 
 def test_query_writes_a_report(
