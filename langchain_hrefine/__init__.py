@@ -9,7 +9,7 @@ embedding classes (``HuggingFaceEmbeddings``). ``RaptorRetriever`` retrieves fro
 tree of chunks and LLM summaries of their clusters; ``GarlicRetriever`` searches a GARLIC graph
 of LLM summary points, led by the LLM's Yes/No and attention, and ``GarlicCompressor`` does
 the same over the retrieved documents, to a token budget. Needs ``langchain-core``:
-``pip install 'hrefine[langchain]'``.
+``pip install '.[langchain]'`` in a clone of hrefine.
 """
 
 from __future__ import annotations

