@@ -88,11 +88,18 @@ class TiktokenCounter:
         self.name = str(getattr(encoding, "name", None) or type(encoding).__name__)
 
     def count(self, text: str) -> int:
-        """Number of tokens in ``text``."""
+        """Number of tokens in ``text``; anything but a str is an ``InputTypeError``."""
+        if not isinstance(text, str):
+            from hrefine.budget import _not_text  # budget imports this module
+
+            raise _not_text(text, self.name)
         return len(self.encoding.encode_ordinary(text)) if text else 0
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         """Token counts of ``texts``, in order."""
+        from hrefine.budget import _check_many
+
+        _check_many(texts, self.name)
         # encode_ordinary_batch starts a thread pool per call: dearer than the short texts
         # counted here.
         return [self.count(t) for t in texts]

@@ -1,6 +1,8 @@
 """Token counting, the one budgeted selection and the one measured fill every method uses.
 
 Budgets are counted in tokens of a named tokenizer (the reader LLM's, when the caller passes it).
+The counters defined here count ``str`` only: bytes, None or a list given as a text raise
+:class:`~hrefine.errors.InputTypeError` naming what was given (bytes: decode them first).
 :func:`select` is pure: given each unit's token cost and score it picks the best units that fit,
 expands a parent that does not fit into its children, and returns the choice in document order,
 with every unit it did not take listed with the reason. :func:`fill` runs :func:`select` and
@@ -72,6 +74,39 @@ class TokenCounter(Protocol):
 _TOKEN_RE = re.compile(rf"{CJK}|[^\W\d_]+|\d+|[^\w\s]", re.UNICODE)
 
 
+def _not_text(value: object, counter: str) -> InputTypeError:
+    """The error for a text to count that is not a ``str``, saying what to pass instead
+    (raised by each counter's ``count``, never a tokenizer's own TypeError from deep inside)."""
+    kind = type(value).__name__
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        hint = "decode it to str first, e.g. text.decode('utf-8')"
+    elif isinstance(value, (list, tuple)):
+        hint = "count several texts with count_many()"
+    else:
+        hint = "pass a str"
+    msg = f"token counter {counter!r} counts text (str), got {kind}; {hint}"
+    return InputTypeError(msg)
+
+
+def _check_many(texts: object, counter: str) -> None:
+    """Refuse a ``count_many`` argument that is one text (whose characters would each be
+    counted as a text) or no collection at all; its items are checked as they are counted."""
+    if isinstance(texts, (str, bytes, bytearray)) or not hasattr(texts, "__iter__"):
+        kind = type(texts).__name__
+        msg = (
+            f"token counter {counter!r}: count_many() takes a list of texts (str), got {kind}; "
+            "count one text with count()"
+        )
+        raise InputTypeError(msg)
+
+
+def _check_items(texts: Sequence[object], counter: str) -> None:
+    """Refuse any item of ``texts`` that is not a ``str`` (a list, not an iterator: read once)."""
+    for text in texts:
+        if not isinstance(text, str):
+            raise _not_text(text, counter)
+
+
 class RegexCounter:
     """Tokenizer-free counter: one token per word, number, symbol or CJK character.
 
@@ -84,10 +119,13 @@ class RegexCounter:
 
     def count(self, text: str) -> int:
         """Number of regex tokens in ``text``."""
+        if not isinstance(text, str):
+            raise _not_text(text, self.name)
         return sum(1 for _ in _TOKEN_RE.finditer(text))
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         """Token counts of ``texts``."""
+        _check_many(texts, self.name)
         return [self.count(t) for t in texts]
 
 
@@ -135,6 +173,8 @@ class EncodeCounter:
 
     def count(self, text: str) -> int:
         """Number of tokens in ``text``."""
+        if not isinstance(text, str):
+            raise _not_text(text, self.name)
         if not text:
             return 0
         if self._pieces is not None:
@@ -153,8 +193,12 @@ class EncodeCounter:
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         """Token counts of ``texts`` (batched when the tokenizer supports it)."""
+        _check_many(texts, self.name)
         if not (self._batch and texts and self._kwargs):
             return [self.count(t) for t in texts]
+        if not hasattr(texts, "__getitem__"):  # an iterator: read once, into a list
+            texts = list(texts)
+        _check_items(texts, self.name)  # count() checks each text itself; a batch does not
         pieces = self._pieces
         out = [None if pieces is None else pieces.count(t) for t in texts]
         rest = [k for k, n in enumerate(out) if n is None]
@@ -194,11 +238,15 @@ class CallableCounter:
 
     def count(self, text: str) -> int:
         """Number of tokens in ``text``."""
+        # Checked here: a function such as len would count bytes or a list without a word.
+        if not isinstance(text, str):
+            raise _not_text(text, self.name)
         return self._checked(self._fn(text))
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         """Token counts of ``texts``."""
-        return [self._checked(self._fn(t)) for t in texts]
+        _check_many(texts, self.name)
+        return [self.count(t) for t in texts]
 
     def _checked(self, n: object) -> int:
         if isinstance(n, numbers.Integral) and not isinstance(n, bool) and int(n) >= 0:
@@ -260,20 +308,34 @@ class MemoCounter:
 
     def count(self, text: str) -> int:
         """Number of tokens in ``text``."""
+        if not isinstance(text, str):
+            raise _not_text(text, self.name)
         return self.count_many([text])[0]
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         """Token counts of ``texts``, in order; the ones not seen before in one batch."""
+        _check_many(texts, self.name)
+        if not hasattr(texts, "__getitem__"):  # an iterator: read once, into a list
+            texts = list(texts)
         out: list[int] = [0] * len(texts)
         missing: list[int] = []
         with self._lock:
-            for i, text in enumerate(texts):
-                n = self._seen.get(text)
-                if n is None:
-                    missing.append(i)
-                else:
-                    self._seen.move_to_end(text)
-                    out[i] = n
+            try:
+                for i, text in enumerate(texts):
+                    n = self._seen.get(text)
+                    if n is None:
+                        # Only str are remembered, so only a text not found needs checking.
+                        if not isinstance(text, str):
+                            raise _not_text(text, self.name)
+                        missing.append(i)
+                    else:
+                        self._seen.move_to_end(text)
+                        out[i] = n
+            except InputTypeError:
+                raise
+            except TypeError:  # an unhashable item (a list): named as any other non-str
+                _check_items(texts, self.name)
+                raise
         if missing:
             fresh = self.inner.count_many([texts[i] for i in missing])
             with self._lock:

@@ -27,6 +27,12 @@ A method is given as
 
 Classes get the evaluation's token counter as ``tokenizer=`` (or ``counter=``) when their
 constructor takes it, so the method and the harness count the same tokens.
+
+A factory or class that raises :class:`ImportError` (a missing optional package:
+:class:`~hrefine.errors.MissingDependencyError`) makes its method unavailable, which an
+evaluation skips saying why. Any other exception it raises (a bug in the factory, an option it
+passes on to something that does not take it) is a :class:`~hrefine.errors.ConfigError` naming
+the method and the original error, chained to it; an error of hrefine's own passes as it is.
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from hrefine.budget import TokenCounter, get_counter
-from hrefine.errors import ConfigError, InputTypeError
+from hrefine.errors import ConfigError, HrefineError, InputTypeError
 from hrefine.eval.base import Compressor, FunctionCompressor
 from hrefine.eval.text import looks_like_html, text_to_html
 
@@ -73,7 +79,9 @@ def register_method(name: str, entry: MethodEntry) -> None:
         The name used by :func:`get_method`, ``run_eval`` and ``hrefine eval --method``.
     entry:
         A factory ``(tokenizer=..., **options) -> object`` or an import path
-        ``"module:Name"`` resolved lazily.
+        ``"module:Name"`` resolved lazily. A factory that raises :class:`ImportError` marks
+        the method unavailable (skipped by an evaluation); any other exception is reported
+        as a :class:`~hrefine.errors.ConfigError` naming the method (see :func:`get_method`).
     """
     _REGISTRY[name] = entry
 
@@ -262,15 +270,41 @@ def _check_options(factory: Any, options: Mapping[str, Any], method: object) -> 
         raise ConfigError(msg)
 
 
+def _build(factory: Callable[..., Any], kwargs: Mapping[str, Any], method: object) -> Any:
+    """``factory(**kwargs)``. Only a missing package (an ImportError) may leave a method
+    unavailable, which an evaluation skips: any other failure, a bug in the factory or an
+    option passed on to something that does not take it, would be skipped as one too, so it
+    is a ConfigError naming the method (hrefine's own errors already say what is wrong)."""
+    try:
+        return factory(**kwargs)
+    except (ImportError, HrefineError):
+        raise
+    except Exception as exc:
+        what = getattr(factory, "__qualname__", None) or type(factory).__name__
+        msg = f"method {method!r} could not be built: {what}() raised {type(exc).__name__}: {exc}"
+        raise ConfigError(msg) from exc
+
+
+def _chunk_tokens(options: Mapping[str, Any]) -> int:
+    """The ``chunk_tokens`` option (default 128) as a whole number."""
+    value = options.get("chunk_tokens", 128)
+    try:
+        return int(value)
+    except (TypeError, ValueError) as exc:
+        msg = f"option chunk_tokens must be a whole number of tokens, got {value!r}"
+        raise ConfigError(msg) from exc
+
+
 def _instantiate(cls: type, counter: TokenCounter, options: dict[str, Any], method: object) -> Any:
-    _check_options(cls, options, method if isinstance(method, str) else cls.__name__)
+    label = method if isinstance(method, str) else cls.__name__
+    _check_options(cls, options, label)
     kwargs = dict(options)
     params = _params(cls)
     for key in ("tokenizer", "counter"):
         if key in params and key not in kwargs:
             kwargs[key] = counter
             break
-    return cls(**kwargs)
+    return _build(cls, kwargs, label)
 
 
 def _adapt(obj: Any, counter: TokenCounter, name: str | None, chunk_tokens: int) -> Compressor:
@@ -331,9 +365,12 @@ def get_method(
     Raises
     ------
     ConfigError
-        An unknown name (with the nearest registered one) or a bad import path.
+        An unknown name (with the nearest registered one), a bad import path, an option the
+        method does not take, or a factory or class that failed for any reason other than a
+        missing package (the message names the method and the error, chained as its cause).
     ImportError
-        The method's module cannot be imported (e.g. ``htmlrag`` before ``hrefine.html`` exists).
+        The method's module, or an optional package its factory needs, cannot be imported
+        (:class:`~hrefine.errors.MissingDependencyError` names the extra to install).
     """
     counter = get_counter(tokenizer)
     label = name
@@ -348,16 +385,16 @@ def get_method(
             target = _REGISTRY[key]
             if not isinstance(target, str):
                 _check_options(target, options, key)
-                comp = target(tokenizer=counter, **options)
+                comp = _build(target, {"tokenizer": counter, **options}, key)
                 if label == getattr(comp, "name", None) and callable(
                     getattr(comp, "compress", None)
                 ):
                     return comp  # type: ignore[no-any-return]
                 # A factory may return any documented form (a plain function included).
-                return _adapt(comp, counter, label, int(options.get("chunk_tokens", 128)))
+                return _adapt(comp, counter, label, _chunk_tokens(options))
         if isinstance(target, str):
             target = _import(target)
-    chunk_tokens = int(options.get("chunk_tokens", 128))
+    chunk_tokens = _chunk_tokens(options)
     if not (inspect.isclass(target) and "chunk_tokens" in _params(target)):
         options.pop("chunk_tokens", None)
     if inspect.isclass(target):

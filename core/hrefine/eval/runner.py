@@ -394,9 +394,10 @@ def run_many(
     Raises
     ------
     ConfigError
-        A budget below 1, a ``limit`` key that names no dataset of the run, or a method
-        option that is unknown or not valid (a method that cannot be built for another
-        reason, such as a missing extra, is skipped).
+        A budget below 1, a ``limit`` key that names no dataset of the run, a method option
+        that is unknown or not valid, or a method whose factory or class fails (see
+        :func:`hrefine.eval.get_method`). Only a method whose optional package is missing
+        (an :class:`ImportError`) is skipped, its result saying why.
     """
     budget_list = sorted({int(b) for b in budgets})
     if not budget_list or budget_list[0] < 1:
@@ -408,9 +409,9 @@ def run_many(
     for i, method in enumerate(methods):
         try:
             built[i] = get_method(method, tokenizer=counter, **(method_options or {}))
-        except ConfigError:  # a setting the caller wrote wrong: no method of the run is skipped
-            raise
-        except (ImportError, ValueError, TypeError) as exc:
+        except ImportError as exc:
+            # A missing optional package only: anything else (a bad option, a factory's bug,
+            # hrefine's own error) is raised, never skipped as if a package were missing.
             if fail_fast:
                 raise
             built[i] = f"method unavailable: {type(exc).__name__}: {exc}"

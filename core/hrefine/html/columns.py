@@ -15,12 +15,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from copy import deepcopy
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from hrefine.html._load import drop_tree
+from hrefine.html._narrowed import ColumnChoice, log_narrowed
 from hrefine.html._text import cell_span, element_text, normalize_space
 from hrefine.html.tags import TABLE_SECTION_TAGS
 
@@ -71,19 +72,6 @@ class TableGrid:
     def spans_all(self, first: int, last: int) -> bool:
         """Whether a cell covering ``first..last`` spans the whole table (a section title)."""
         return first == 0 and last >= self.n_cols - 1
-
-
-@dataclass
-class ColumnChoice:
-    """What :func:`project_columns` did to one table."""
-
-    kept: list[int]
-    dropped: list[int]
-    headers: list[str]
-    tokens_before: int
-    tokens_after: int
-    scores: list[float] = field(default_factory=list)
-    whole_rows: list[int] = field(default_factory=list)
 
 
 def _rows(table: Any) -> list[Any]:
@@ -228,6 +216,8 @@ class _Candidate:
     headers: list[str]
     key: int
     tokens: int
+    document: int
+    table: int
 
 
 def project_columns(
@@ -241,6 +231,7 @@ def project_columns(
     count_many: Callable[[Sequence[str]], list[int]],
     serialize: Callable[[Any], str],
     before_change: Callable[[], None] | None = None,
+    documents: Sequence[int] | None = None,
 ) -> list[ColumnChoice]:
     """Narrow each table of ``roots`` whose HTML exceeds ``budget`` tokens, in place.
 
@@ -279,13 +270,18 @@ def project_columns(
     before_change:
         Called before a table is changed (so a caller can record the documents as they were,
         only when they will change).
+    documents:
+        The input document index of each root (default: its place in ``roots``), which
+        names the table in the result and the log.
 
     Returns
     -------
     list[ColumnChoice]
-        One per narrowed table, in document order.
+        One per narrowed table, in document order. Each is also logged at INFO (logger
+        ``hrefine.html.columns``), naming the table and the columns it lost: their text is
+        not in the output, and no block report lists it.
     """
-    found = _candidates(roots, budget, count_many, serialize)
+    found = _candidates(roots, budget, count_many, serialize, documents)
     if not found:
         return []
     # Candidates never nest (a table holding another has no grid), so narrowing one leaves
@@ -317,8 +313,11 @@ def project_columns(
                 tokens_after=round(_cost(cells, cell_tokens, kept)),
                 scores=[float(s) for s in scores],
                 whole_rows=named,
+                document=cand.document,
+                table=cand.table,
             )
         )
+    log_narrowed(out)
     return out
 
 
@@ -327,19 +326,22 @@ def _candidates(
     budget: int,
     count_many: Callable[[Sequence[str]], list[int]],
     serialize: Callable[[Any], str],
+    documents: Sequence[int] | None = None,
 ) -> list[_Candidate]:
     """The tables of ``roots`` over ``budget`` tokens whose cells lie on a grid."""
-    big: list[tuple[Any, str]] = []
-    for root in roots:
-        for table in list(root.iter("table")):
+    big: list[tuple[Any, str, int, int]] = []
+    for r, root in enumerate(roots):
+        doc = r if documents is None else documents[r]
+        for n, table in enumerate(list(root.iter("table"))):
             html = serialize(table)
             # A token covers at least one byte: a table of no more bytes than the budget fits.
             if len(html.encode("utf-8")) > budget:
-                big.append((table, html))
+                big.append((table, html, doc, n))
     if not big:
         return []
     found: list[_Candidate] = []
-    for (table, _), tokens in zip(big, count_many([h for _, h in big]), strict=True):
+    tokens_of = count_many([h for _, h, _, _ in big])
+    for (table, _, doc, n), tokens in zip(big, tokens_of, strict=True):
         if tokens <= budget:
             continue
         grid = table_grid(table)
@@ -352,7 +354,7 @@ def _candidates(
         scale = tokens / max(1, sum(alone))
         texts, headers, key = _columns(grid)
         found.append(
-            _Candidate(grid, cells, [n * scale for n in alone], texts, headers, key, tokens)
+            _Candidate(grid, cells, [k * scale for k in alone], texts, headers, key, tokens, doc, n)
         )
     return found
 

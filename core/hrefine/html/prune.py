@@ -284,7 +284,7 @@ class HtmlPruner:
                     for root in roots:
                         order.update(document_order(root))
 
-            narrowed = self._narrow(roots, query, stage1_budget, record_order)
+            narrowed = self._narrow(roots, doc_ids, query, stage1_budget, record_order)
             pieces = self._split(roots, stage1_budget, order, record_order)
             cleaned_order = order or None
             forest, costs, groups = self.block_forest(roots, doc_ids, opts.max_words, stage1_budget)
@@ -404,10 +404,15 @@ class HtmlPruner:
 
     # -- steps -----------------------------------------------------------------------------
     def _narrow(
-        self, roots: Sequence[Any], query: str, budget: int, before_change: Callable[[], None]
+        self,
+        roots: Sequence[Any],
+        doc_ids: Sequence[int],
+        query: str,
+        budget: int,
+        before_change: Callable[[], None],
     ) -> list[ColumnChoice]:
         """Column projection of the tables too big for ``budget`` (in place, see narrow_tables);
-        what each narrowed table kept."""
+        what each narrowed table kept, each also logged (named by its input, ``doc_ids``)."""
         if not self.options.narrow_tables:
             return []
         return project_columns(
@@ -420,6 +425,7 @@ class HtmlPruner:
             count_many=self.counter.count_many,
             serialize=self._counted_html,
             before_change=before_change,
+            documents=doc_ids,
         )
 
     def _split(
