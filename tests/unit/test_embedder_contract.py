@@ -105,3 +105,16 @@ def test_checking_the_settings_leaves_the_name_alone() -> None:
     # A first version of the check reused the name parameter as its loop variable.
     assert SentenceTransformerEmbedder("/models/mini", cache_size=10).name == "mini"
     assert SentenceTransformerEmbedder("/models/mini", name="mine", batch_size=4).name == "mine"
+
+
+@pytest.mark.parametrize("size", [-1, 1.5, "10", True])
+def test_every_embedder_checks_cache_size_the_same_way(size: object) -> None:
+    # One check (the vector cache's) for the sentence-transformers and the callable embedder.
+    from hrefine.models import CallableEmbedder
+
+    for make in (
+        lambda: SentenceTransformerEmbedder("/models/any", cache_size=size),  # type: ignore[arg-type]
+        lambda: CallableEmbedder(lambda texts: [[1.0] * 4 for _ in texts], cache_size=size),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(ConfigError, match=r"cache_size must be a whole number >= 0, got "):
+            make()

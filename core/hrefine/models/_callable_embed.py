@@ -12,7 +12,7 @@ from typing import Any, cast
 import numpy as np
 
 from hrefine._encodable import encodable, encodable_all
-from hrefine.errors import ConfigError, InputTypeError
+from hrefine.errors import InputTypeError
 from hrefine.models._embed_state import VectorCache, cache_key, finite_rows, normalize_rows
 from hrefine.models._loop import call_async
 from hrefine.models.embedder_protocol import check_texts
@@ -59,16 +59,14 @@ class CallableEmbedder:
         aembed_query: Callable[[str], Awaitable[Any]] | None = None,
         cache_size: int = 50_000,
     ) -> None:
-        if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
-            msg = f"cache_size must be a whole number >= 0, got {cache_size!r}"
-            raise ConfigError(msg)
+        # Thread-safe; a copy or a pickle starts with an empty one. Made first: it checks
+        # cache_size before anything else is kept.
+        self._cache = VectorCache(cache_size)
         self._docs = embed_documents
         self._query = embed_query
         self._adocs = aembed_documents
         self._aquery = aembed_query
         self.name = name
-        # Thread-safe; a copy or a pickle starts with an empty one.
-        self._cache = VectorCache(cache_size)
 
     def clear_cache(self) -> None:
         """Forget every cached vector."""

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from hrefine._encodable import encodable_all
-from hrefine.errors import ModelOutputError
+from hrefine.errors import ConfigError, ModelOutputError
 
 __all__ = ["VectorCache", "cache_key", "embed_through_cache", "finite_rows", "normalize_rows"]
 
@@ -41,6 +41,10 @@ class VectorCache:
     """
 
     def __init__(self, size: int) -> None:
+        # The embedders' cache_size setting, checked here for every embedder that keeps one.
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            msg = f"cache_size must be a whole number >= 0, got {size!r}"
+            raise ConfigError(msg)
         self.size = size
         self._data: OrderedDict[bytes, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()

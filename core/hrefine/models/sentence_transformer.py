@@ -138,12 +138,12 @@ class SentenceTransformerEmbedder:
         if precision not in PRECISIONS:
             msg = f"precision must be one of {', '.join(PRECISIONS)}; got {precision!r}"
             raise ConfigError(msg)
-        for setting, value, least in (("batch_size", batch_size, 1), ("cache_size", cache_size, 0)):
-            if value is None and setting == "batch_size":
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                msg = f"{setting} must be a whole number >= {least}, got {value!r}"
-                raise ConfigError(msg)
+        if batch_size is not None and (
+            isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
+        ):
+            msg = f"batch_size must be a whole number >= 1, got {batch_size!r}"
+            raise ConfigError(msg)
+        cache = VectorCache(cache_size)  # checks cache_size
         if max_seq_length is not None and max_seq_length < 1:
             msg = f"max_seq_length must be >= 1 or None, got {max_seq_length}"
             raise ConfigError(msg)
@@ -161,7 +161,7 @@ class SentenceTransformerEmbedder:
         self.name = name or Path(model_name_or_path).name or model_name_or_path
         self.precision = precision
         self._dtype = ""  # the precision taken, once the model is loaded
-        self._cache = VectorCache(cache_size)
+        self._cache = cache
         self._model: Any = None
         # Turns at the model's max_seq_length, which every thread shares: passes that read
         # with one limit run side by side, another limit waits; set when the model loads.
