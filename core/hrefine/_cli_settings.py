@@ -1,5 +1,6 @@
 """Command-line options made from a method's settings: a flag's help and default are the
-setting's own.
+setting's own; and the checks of the values the verbs share (model names, ``--embedder``,
+``--limit``), made before anything loads.
 
 A flag written out by hand kept its own copy of the default and the description, and the
 copies drifted (``garlic build --chunk-tokens`` stayed at 300 after the library's default
@@ -9,13 +10,30 @@ library builds when no flag is given.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
+from hrefine.errors import ConfigError
 from hrefine.options import Options
 
-__all__ = ["flag"]
+__all__ = [
+    "EmbedderOpt",
+    "ScorerEmbedderOpt",
+    "announce_loading_with",
+    "check_embedder_scorer",
+    "check_limit",
+    "check_model_name",
+    "embedder_option",
+    "flag",
+    "local_embedder",
+    "named_embedder",
+    "query_embedder_option",
+    "saved_embedder_option",
+]
+
+# The embedded embedder's name, as the "loading ..." lines show it.
+_DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 
 
 def flag(options: type[Options], name: str, *, help: str | None = None) -> Any:
@@ -35,3 +53,116 @@ def flag(options: type[Options], name: str, *, help: str | None = None) -> Any:
     wants with ``Annotated``).
     """
     return typer.Option(help=options.describe(name) if help is None else help)
+
+
+def embedder_option(more: str = "") -> Any:
+    """``--embedder``: a sentence-transformers model by folder or cached name; ``more`` says
+    what else the verb does with it."""
+    return typer.Option(
+        help="Embedder: a local sentence-transformers folder or cached name (default: the "
+        f"embedded {_DEFAULT_EMBEDDER}).{f' {more}' if more else ''}",
+    )
+
+
+def saved_embedder_option(noun: str) -> Any:
+    """``--embedder`` of a verb that builds and saves a ``noun`` ("tree", "graph")."""
+    return embedder_option(f"Saved with the {noun}; queries use it too.")
+
+
+def query_embedder_option(noun: str) -> Any:
+    """``--embedder`` of a verb that queries a saved ``noun``."""
+    return typer.Option(
+        help=f"Embedder of the question: the model the {noun} was built with, needed when "
+        f"the {noun} names it by a folder outside its own.",
+    )
+
+
+#: ``--embedder`` as most verbs take it (None: the embedded model).
+EmbedderOpt = Annotated[str | None, embedder_option()]
+#: ``--embedder`` of a verb that scores with it only with ``--scorer embedding``.
+ScorerEmbedderOpt = Annotated[str | None, embedder_option("For the embedding scorer only.")]
+
+
+def check_model_name(setting: str, value: str | None) -> None:
+    """Refuse a model named by an empty (or blank) string, as the HTML pruner's ``lm`` does:
+    the path ``""`` is the working folder, which would be loaded as a model.
+
+    ``setting`` is the option's Python name (``lm``, ``llm``): the error line shows its flag.
+
+    Raises
+    ------
+    ConfigError
+        ``value`` is a string of blanks only.
+    """
+    if value is not None and not value.strip():
+        msg = f"{setting} is an empty string; give a model folder or name, or None for the default"
+        raise ConfigError(msg)
+
+
+def local_embedder(name: str | None) -> str | None:
+    """``name`` once the embedder it names is found on this machine (None: the embedded one),
+    so that a missing model fails before any work, with the library's message.
+
+    Raises
+    ------
+    ConfigError
+        ``name`` is empty.
+    ModelNotFoundError
+        Neither a folder nor a cached model, or a packaged model not installed.
+    """
+    if name is None:
+        return None
+    from hrefine.models import get_embedder
+    from hrefine.models._local_files import require_local_model
+
+    where = getattr(get_embedder(name), "model_name_or_path", None)  # loads no weights
+    if isinstance(where, str):
+        require_local_model(where, "embedding model")
+    return name
+
+
+def check_embedder_scorer(embedder: str | None, scorer: str) -> None:
+    """Refuse an embedder given with a scorer that uses none (it would be ignored), with the
+    HTML pruner's message; ``scorer`` is canonical (``"bm25"``, not ``"BM25"``).
+
+    Raises
+    ------
+    ConfigError
+        ``embedder`` is given and ``scorer`` is not ``"embedding"``.
+    """
+    if embedder is not None and scorer != "embedding":
+        msg = (
+            f"an embedder was given with scorer={scorer!r}, which does not use one; "
+            "use scorer='embedding' to score with it, or leave the embedder out"
+        )
+        raise ConfigError(msg)
+
+
+def named_embedder(line: str | None, embedder: str | None) -> str | None:
+    """A "loading ..." line with ``embedder`` named in place of the embedded one."""
+    if line is None or embedder is None:
+        return line
+    return line.replace(_DEFAULT_EMBEDDER, f"the embedder {embedder!r}", 1)
+
+
+def announce_loading_with(line: str | None, embedder: str | None) -> None:
+    """Print the "loading ..." ``line`` (when something loads), naming ``embedder``."""
+    shown = named_embedder(line, embedder)
+    if shown:
+        from hrefine._cli_support import say
+        from hrefine._encodable import encodable
+
+        say(encodable(shown))
+
+
+def check_limit(limit: int | None, flag: str, unit: str) -> None:
+    """Refuse ``--limit`` below 1 (nothing would be done, and it would say it succeeded).
+
+    Raises
+    ------
+    ConfigError
+        ``limit`` is given and below 1; ``flag`` and ``unit`` (``"item per dataset"``) word it.
+    """
+    if limit is not None and limit < 1:
+        msg = f"{flag} must be at least 1 {unit}, got {limit}"
+        raise ConfigError(msg)

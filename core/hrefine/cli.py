@@ -29,11 +29,13 @@ from hrefine._cli_outputs import (
     finish,
     output_option,
 )
+from hrefine._cli_settings import ScorerEmbedderOpt, announce_loading_with, local_embedder
 from hrefine._cli_support import (
     DEBUG_ENV,
     OneLineErrors,
     announce_loading,
     check_folder,
+    loading_line,
     quiet_model_loading,
     read_input,
 )
@@ -237,6 +239,7 @@ def html_prune(
         "embedding"
     ),
     tokenizer: BudgetTokenizer = None,
+    embedder: ScorerEmbedderOpt = None,
     generative: Annotated[
         bool, typer.Option("--generative", help="Add the generative token-tree stage (LocalLM).")
     ] = False,
@@ -265,8 +268,12 @@ def html_prune(
         settings["lm"] = lm
     if tokenizer is not None:
         settings["tokenizer"] = tokenizer
-    pruner = HtmlPruner(**settings)
-    announce_loading(tokenizer=tokenizer, scorer=scorer, generative=lm or generative)
+    if embedder is not None:
+        settings["embedder"] = embedder
+    pruner = HtmlPruner(**settings)  # an --embedder with another --scorer fails here
+    local_embedder(embedder)  # a model not on disk fails before the pruning
+    line = loading_line(tokenizer=tokenizer, scorer=scorer, generative=lm or generative)
+    announce_loading_with(line, embedder)
     pruner.warmup()  # the models load right after the line that says so
     result = pruner.prune(page, question, max_tokens)
     if as_json:

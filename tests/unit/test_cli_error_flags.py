@@ -11,15 +11,7 @@ import pytest
 from cli_checks import one_line_error
 from hrefine.cli import main
 from hrefine.errors import ConfigError
-
-QUIET_ENV = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error"}
-
-
-@pytest.fixture(autouse=True)
-def _cli_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name, value in QUIET_ENV.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("HREFINE_DEBUG", raising=False)
+from test_cli import _cli_env  # noqa: F401  (autouse: quiet model loading, no HREFINE_DEBUG)
 
 
 @pytest.fixture

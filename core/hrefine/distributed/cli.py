@@ -18,16 +18,20 @@ from typing import Annotated, Any
 
 import typer
 
-from hrefine._cli_settings import flag
+from hrefine._cli_settings import EmbedderOpt, check_model_name, flag
 from hrefine._cli_support import say
 from hrefine._cli_verbs import Shared, option, verb
 from hrefine._encodable import encodable
 from hrefine._folders import folder_problem
-from hrefine.distributed.groups import GarlicStage, GroupStage, RaptorStage
+from hrefine.distributed.groups import GarlicStage, RaptorStage
+from hrefine.distributed.stages import REFINE_METHODS
 from hrefine.errors import ConfigError
 from hrefine.garlic import cli as garlic_cli
 from hrefine.garlic.options import GarlicOptions
 from hrefine.html.options import HtmlPrunerOptions
+from hrefine.longrefiner.cli import check_model_switches
+from hrefine.longrefiner.options import LongRefinerOptions
+from hrefine.options import Options, check_int
 from hrefine.raptor import cli as raptor_cli
 from hrefine.raptor.options import RaptorOptions
 
@@ -83,10 +87,6 @@ RetryOpt = Annotated[
     typer.Option("--retry-errors", help="Process again the rows that failed in earlier runs."),
 ]
 QuietOpt = Annotated[bool, typer.Option("--quiet", help="No progress bars, only the last line.")]
-EmbedderOpt = Annotated[
-    str | None,
-    typer.Option(help="A sentence-transformers folder or cached name (default: MiniLM)."),
-]
 TokenizerOpt = Annotated[
     str | None,
     typer.Option(
@@ -218,7 +218,8 @@ def _stage(
     shared = [p for p in _SHARED if p.name not in left_out]
 
     def run(common: Shared, own: StageArgs, values: dict[str, Any]) -> None:
-        stage_args = own(**values)  # a bad setting fails here, before Ray starts
+        stage_args = own(**values)
+        _check_settings(name, stage_args)  # a bad setting fails here, before Ray starts
         _run(name, _common(**common), **stage_args)
 
     def register(own: StageArgs) -> StageArgs:
@@ -243,7 +244,7 @@ def html(
 
 @_stage("structure")
 def structure(
-    source: Annotated[
+    structure: Annotated[
         str,
         typer.Option(
             "--structure", help="auto (markup, else the model), markup, model or paragraphs."
@@ -256,7 +257,7 @@ def structure(
     tokenizer: TokenizerOpt = None,
 ) -> dict[str, Any]:
     """Structure long documents into sections and paragraphs (column text; title optional)."""
-    settings: dict[str, Any] = {"structure": source}
+    settings: dict[str, Any] = {"structure": structure}
     if lm is not None:
         settings["lm"] = lm
     if tokenizer is not None:
@@ -292,7 +293,7 @@ def raptor(
         "seed": seed,
     }
     named = (("llm", llm), ("embedder", embedder), ("tokenizer", tokenizer))
-    return _group_args(RaptorStage, settings, named, group_column)
+    return _group_args(settings, named, group_column)
 
 
 @_stage("garlic", batch_size=False)
@@ -321,22 +322,42 @@ def garlic(
         "edges": edges,
     }
     named = (("lm", lm), ("embedder", embedder), ("tokenizer", tokenizer))
-    return _group_args(GarlicStage, settings, named, group_column)
+    return _group_args(settings, named, group_column)
 
 
 def _group_args(
-    stage: type[GroupStage],
-    settings: dict[str, Any],
-    named: tuple[tuple[str, Any], ...],
-    group_column: str | None,
+    settings: dict[str, Any], named: tuple[tuple[str, Any], ...], group_column: str | None
 ) -> dict[str, Any]:
     """A group stage's arguments: ``settings`` with the ``named`` values that are given (None:
-    the default), checked by the method's options before Ray starts (the LM loads in the
-    actors)."""
+    the default)."""
     settings.update({name: value for name, value in named if value is not None})
-    options_type, _ = stage.types()
-    options_type.build(**{k: v for k, v in settings.items() if k != stage.lm_setting})
     return {"settings": settings, "group_column": group_column}
+
+
+def _check_settings(stage: str, args: dict[str, Any]) -> None:
+    """Check a stage's arguments as its actors will take them, by building its options here:
+    a bad setting is the usual one-line error before Ray starts (in an actor it was a
+    traceback, or a failure on every row). The models are only named here: the actors load
+    them, on machines that may be other than this one."""
+    settings = dict(args["settings"])
+    for name in ("lm", "llm"):
+        check_model_name(name, settings.get(name))
+    options_type: type[Options] = HtmlPrunerOptions
+    if stage in ("raptor", "garlic"):
+        group = RaptorStage if stage == "raptor" else GarlicStage
+        options_type = group.types()[0]
+        settings.pop(group.lm_setting, None)  # taken by the build, not by the options
+    elif stage == "structure":
+        options_type = LongRefinerOptions
+        check_model_switches(settings.get("lm"), {"--structure": settings["structure"]})
+    elif stage == "refine":
+        method = args["method"]
+        if method not in REFINE_METHODS:
+            msg = f"method must be one of {', '.join(map(repr, REFINE_METHODS))}, got {method!r}"
+            raise ConfigError(msg)
+        check_int("max_tokens", args["max_tokens"], minimum=1)
+        options_type = HtmlPrunerOptions if method == "htmlrag" else LongRefinerOptions
+    options_type.build(**settings)
 
 
 @_stage("refine")

@@ -8,12 +8,14 @@ one line. :data:`eval_app` runs the same command alone. Heavy imports happen ins
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from hrefine._cli_settings import check_limit
 from hrefine._cli_support import announce_loading, check_output_folder, say
 from hrefine.errors import ConfigError, DatasetUnavailableError
 from hrefine.eval.methods import RENAMED_METHODS, available_methods
@@ -68,17 +70,14 @@ def _parse_options(pairs: list[str]) -> dict[str, Any]:
 
 def _check_options(methods: list[str], options: dict[str, Any], counter: Any) -> None:
     """Build each method once to check ``options`` (models load on first use, so this is
-    cheap): a misspelt or invalid option is reported before the loading line, and a method
-    that cannot be built for another reason is left to the run, which skips it saying why."""
+    cheap): a misspelt or invalid option, or a method that fails to build, is reported before
+    the loading line; a method whose optional package is missing is left to the run, which
+    skips it saying why."""
     from hrefine.eval.methods import get_method
 
     for method in methods:
-        try:
+        with contextlib.suppress(ImportError):
             get_method(method, tokenizer=counter, **options)
-        except ConfigError:
-            raise
-        except (ImportError, ValueError, TypeError):
-            continue
 
 
 def _budgets(value: str) -> list[int]:
@@ -222,9 +221,7 @@ def eval_command(
         typer.echo("give --method and --dataset (see --list)", err=True)
         raise typer.Exit(2)
     budget_list = _budgets(budgets)
-    if limit is not None and limit < 1:
-        msg = f"--limit/-n must be at least 1 item per dataset, got {limit}"
-        raise ConfigError(msg)
+    check_limit(limit, "--limit/-n", "item per dataset")
     methods = _methods(methods)
     _check_datasets(datasets, data_dir)
     check_output_folder(out, "evaluation report")  # before the run, not after it

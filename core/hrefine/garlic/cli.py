@@ -19,7 +19,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from hrefine._atomic import echo
-from hrefine._cli_settings import flag
+from hrefine._cli_settings import (
+    check_model_name,
+    flag,
+    local_embedder,
+    named_embedder,
+    query_embedder_option,
+    saved_embedder_option,
+)
 from hrefine._cli_store import (
     BuildRequest,
     QueryRequest,
@@ -74,10 +81,10 @@ def _lm(name: str | None) -> Any:
     return None if name is None else named_lm(name, _SMOLLM2_NAMES)
 
 
-def _models(lm: str | None, *, attention_graph: bool = False) -> str:
-    """What a command loads: the LM (named, the embedded one, or none), the embedder, the
-    tokenizer."""
-    shared = loading_line(scorer="embedding") or ""
+def _models(lm: str | None, embedder: str | None, *, attention_graph: bool = False) -> str:
+    """What a command loads: the LM (named, the embedded one, or none), the embedder (named,
+    or the embedded one), the tokenizer."""
+    shared = named_embedder(loading_line(scorer="embedding"), embedder) or ""
     others = shared.removeprefix("loading ").removesuffix("...")
     if lm is None:
         named = _DEFAULT_LM if attention_graph else "no LLM"
@@ -119,6 +126,7 @@ def build(
         "summary_tokens"
     ),
     edges: EdgesOpt = _default("edges"),
+    embedder: Annotated[str | None, saved_embedder_option("graph")] = None,
 ) -> GarlicGraph:
     """Build a GARLIC graph over documents and save it to a folder."""
     from hrefine.garlic import GarlicGraph
@@ -130,18 +138,26 @@ def build(
         "summary_tokens": summary_tokens,
         "edges": edges,
     }
-    GarlicOptions.build(**settings)  # a bad setting fails before any model loads
+    if embedder is not None:
+        settings["embedder"] = embedder
+    options = GarlicOptions.build(**settings)  # a bad setting fails before any model loads
+    check_model_name("lm", lm)
+    local_embedder(embedder)  # a model not on disk fails before the build
     request.require_text()
     model = _lm(lm)
     if not quiet:
         count = f"{len(sources)} document{'' if len(sources) == 1 else 's'}"
-        say(encodable(f"loading {_models(lm)}; {count}..."))
+        say(encodable(f"loading {_models(lm, embedder)}; {count}..."))
     started = time.perf_counter()
 
     def progress(line: str) -> None:
         say(f"{time.perf_counter() - started:6.1f} s  {line}...")
 
-    return GarlicGraph.build(sources, lm=model, progress=None if quiet else progress, **settings)
+    # The options, not keywords, carry the embedder's name: a model given as a keyword is not
+    # saved, and the query would embed with another.
+    return GarlicGraph.build(
+        sources, lm=model, options=options, progress=None if quiet else progress
+    )
 
 
 def _finite(value: float | None) -> float | None:
@@ -220,6 +236,7 @@ def query(
             "an LM built (attention edges), else no model (a word-overlap Yes/No).",
         ),
     ] = None,
+    embedder: Annotated[str | None, query_embedder_option("graph")] = None,
 ) -> ReportPage:
     """Search a saved graph for what answers a question."""
     from hrefine.garlic import GarlicGraph, GarlicSearcher
@@ -236,12 +253,16 @@ def query(
         if value is not None and value < 1:
             msg = f"{name} must be at least 1, got {value}"
             raise ConfigError(msg)
+    check_model_name("lm", lm)
+    local_embedder(embedder)  # a model not on disk fails before the graph loads
     settings: dict[str, Any] = {}
     if max_tokens is not None:
         settings["max_tokens"] = max_tokens or None
-    graph = GarlicGraph.load(request.folder)
+    # A model the graph names by a path outside its folder is not opened: given here, it is.
+    graph = GarlicGraph.load(request.folder, embedder=embedder)
     model = _lm(lm)
-    say(encodable(f"loading {_models(lm, attention_graph=graph.edge_mode == 'attention')}..."))
+    attention = graph.edge_mode == "attention"
+    say(encodable(f"loading {_models(lm, embedder, attention_graph=attention)}..."))
     searcher = GarlicSearcher(graph, lm=model, **settings)
     result = searcher.search(
         request.question, patience=patience, max_steps=max_steps, fill_tokens=fill_tokens

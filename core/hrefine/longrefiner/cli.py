@@ -27,8 +27,14 @@ from hrefine._cli_outputs import (
     finish,
     output_option,
 )
-from hrefine._cli_support import check_folder, loading_line, read_files, say
-from hrefine._encodable import encodable
+from hrefine._cli_settings import (
+    ScorerEmbedderOpt,
+    announce_loading_with,
+    check_embedder_scorer,
+    check_model_name,
+    local_embedder,
+)
+from hrefine._cli_support import check_folder, loading_line, read_files
 from hrefine.errors import ConfigError, EmptyInputError
 from hrefine.longrefiner.document import section_path
 
@@ -36,6 +42,7 @@ if TYPE_CHECKING:
     from hrefine.longrefiner import RefinedDocument, RefineResult
 
 __all__ = [
+    "check_model_switches",
     "kept_lines",
     "read_documents",
     "refine",
@@ -262,8 +269,9 @@ def _loading(tokenizer: str | None, scorer: str, lm: str | None) -> str | None:
     return f"loading {named}{', ' if ' and ' in others else ' and '}{others}..."
 
 
-def _check_model_switches(lm: str | None, switches: dict[str, str | None]) -> None:
-    """The model steps turned on without ``--lm``, said in the CLI's words (before loading)."""
+def check_model_switches(lm: str | None, switches: dict[str, str | None]) -> None:
+    """Refuse the model steps turned on without ``--lm``, in the CLI's words (before loading;
+    ``hrefine distributed structure`` too)."""
     if lm is not None:
         return
     for flag, value in switches.items():
@@ -313,6 +321,7 @@ def refine(
         str,
         typer.Option(help="Local scorer: embedding, bm25 or cross-encoder:<model>."),
     ] = "embedding",
+    embedder: ScorerEmbedderOpt = None,
     structure: Annotated[
         str,
         typer.Option(
@@ -376,6 +385,8 @@ def refine(
         msg = f"--cache-dir {cache_dir} is a file; give a folder"
         raise ConfigError(msg)
     scorer = str(canonical_scorer(scorer))  # an unknown name fails before anything loads
+    check_embedder_scorer(embedder, scorer)
+    check_model_name("lm", lm)
     texts, labels = read_documents(docs)
     if not any(t.strip() for t in texts):
         what = labels[0] if len(labels) == 1 else f"all {len(labels)} documents"
@@ -393,12 +404,14 @@ def refine(
     }
     if tokenizer is not None:
         settings["tokenizer"] = tokenizer
+    if embedder is not None:
+        settings["embedder"] = local_embedder(embedder)  # a model not on disk fails here
     if lm is not None:
         from hrefine.models._lm_name import local_lm_from
 
         settings["lm"] = local_lm_from(lm)  # a model not on disk fails before any line
     LongRefinerOptions.build(**settings)  # a bad setting fails before any model loads
-    _check_model_switches(
+    check_model_switches(
         lm,
         {
             "--structure": structure,
@@ -409,9 +422,7 @@ def refine(
             "--selection-adapter": selection_adapter,
         },
     )
-    line = _loading(tokenizer, scorer, lm)
-    if line:
-        say(encodable(line))
+    announce_loading_with(_loading(tokenizer, scorer, lm), embedder)
     refiner = LongRefiner(**settings)
     result = refiner.refine(query, texts, max_tokens)
     if as_json:

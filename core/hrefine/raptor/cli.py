@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from hrefine._atomic import echo
-from hrefine._cli_settings import flag
+from hrefine._cli_settings import (
+    check_model_name,
+    flag,
+    local_embedder,
+    query_embedder_option,
+    saved_embedder_option,
+)
 from hrefine._cli_store import (
     BuildRequest,
     QueryRequest,
@@ -87,13 +93,7 @@ def build(
             "leading sentences of its cluster's texts.",
         ),
     ] = None,
-    embedder: Annotated[
-        str | None,
-        typer.Option(
-            help="Embedder: a local sentence-transformers folder or cached name (default: the "
-            "embedded all-MiniLM-L6-v2). Saved with the tree; queries use it too.",
-        ),
-    ] = None,
+    embedder: Annotated[str | None, saved_embedder_option("tree")] = None,
 ) -> RaptorTree:
     """Build a RAPTOR tree over documents and save it to a folder."""
     from hrefine.raptor import RaptorTree
@@ -111,14 +111,17 @@ def build(
         settings["tokenizer"] = tokenizer
     if embedder is not None:
         settings["embedder"] = embedder
-    RaptorOptions.build(**settings)  # a bad setting fails before any model loads
+    options = RaptorOptions.build(**settings)  # a bad setting fails before any model loads
+    check_model_name("llm", llm)
+    local_embedder(embedder)  # a model not on disk fails before the build
     request.require_text()
     # No model by default: the tree's extractive summaries. One not on disk fails here.
     summariser = None if llm is None else named_lm(llm, ("smollm2", "default"))
     if not request.quiet:
         models = [embedder or "all-MiniLM-L6-v2", *([llm] if llm else [])]
         say(encodable(f"loading {' and '.join(models)}; {len(sources)} documents..."))
-    return RaptorTree.build(sources, llm=summariser, progress=not request.quiet, **settings)
+    # The options, not keywords, carry the names: a model given as a keyword is not saved.
+    return RaptorTree.build(sources, options, llm=summariser, progress=not request.quiet)
 
 
 def _none_if_zero(value: int | None, name: str) -> int | str | None:
@@ -188,13 +191,7 @@ def query(
             "when that one is a file outside the tree's folder; counts are made again).",
         ),
     ] = None,
-    embedder: Annotated[
-        str | None,
-        typer.Option(
-            help="Embedder of the question: the model the tree was built with, needed when "
-            "the tree names it by a folder outside its own.",
-        ),
-    ] = None,
+    embedder: Annotated[str | None, query_embedder_option("tree")] = None,
 ) -> ReportPage:
     """Retrieve the nodes of a saved tree that answer a question."""
     from hrefine.raptor import RaptorTree

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from hrefine._atomic import echo
+from hrefine._cli_settings import check_limit, check_model_name
 from hrefine._cli_support import check_folder, say
 from hrefine._encodable import encodable
 from hrefine.errors import ConfigError
@@ -107,6 +108,8 @@ def build_data(
     if task not in TASKS:
         msg = f"unknown task {task!r}; use one of {', '.join(TASKS)}"
         raise ConfigError(msg)
+    check_limit(limit, "--limit", "question per source")  # 0 would build nothing, and say so
+    check_model_name("lm", lm)
     if output.exists() and not overwrite:
         msg = f"{output} exists; pass --overwrite to replace it"
         raise ConfigError(msg)
@@ -131,6 +134,7 @@ def _run(
     from hrefine.train.options import TrainOptions
 
     options = TrainOptions.build(**settings)  # a bad setting fails before anything loads
+    check_model_name("lm", lm)
     if (data is None) == (sources is None):
         msg = "give the examples with --data FILE, or build them with --from SOURCE (not both)"
         raise ConfigError(msg)
@@ -184,7 +188,9 @@ def _command(task: str) -> None:
         lm: Annotated[
             str | None, typer.Option(help="Base model folder or cached name; default SmolLM2.")
         ] = None,
-        steps: Annotated[int, typer.Option(help="Optimizer steps.")] = 100,
+        # Each option is named as its TrainOptions setting, whatever its flag (--lr, --steps):
+        # the error line then shows the flag for the setting's name in a library message.
+        max_steps: Annotated[int, typer.Option("--steps", help="Optimizer steps.")] = 100,
         batch_size: Annotated[int, typer.Option(help="Examples per forward pass.")] = 4,
         grad_accumulation: Annotated[int, typer.Option(help="Passes per optimizer step.")] = 1,
         learning_rate: Annotated[float, typer.Option("--lr", help="Peak learning rate.")] = 2e-4,
@@ -216,7 +222,7 @@ def _command(task: str) -> None:
         quiet: Annotated[bool, typer.Option(help="No progress bar.")] = False,
     ) -> None:
         settings = {
-            "max_steps": steps,
+            "max_steps": max_steps,
             "batch_size": batch_size,
             "grad_accumulation": grad_accumulation,
             "learning_rate": learning_rate,
