@@ -21,7 +21,6 @@ __all__ = [
     "EmbedderOpt",
     "ScorerEmbedderOpt",
     "announce_loading_with",
-    "check_embedder_scorer",
     "check_limit",
     "check_model_name",
     "embedder_option",
@@ -119,23 +118,6 @@ def local_embedder(name: str | None) -> str | None:
     if isinstance(where, str):
         require_local_model(where, "embedding model")
     return name
-
-
-def check_embedder_scorer(embedder: str | None, scorer: str) -> None:
-    """Refuse an embedder given with a scorer that uses none (it would be ignored), with the
-    HTML pruner's message; ``scorer`` is canonical (``"bm25"``, not ``"BM25"``).
-
-    Raises
-    ------
-    ConfigError
-        ``embedder`` is given and ``scorer`` is not ``"embedding"``.
-    """
-    if embedder is not None and scorer != "embedding":
-        msg = (
-            f"an embedder was given with scorer={scorer!r}, which does not use one; "
-            "use scorer='embedding' to score with it, or leave the embedder out"
-        )
-        raise ConfigError(msg)
 
 
 def named_embedder(line: str | None, embedder: str | None) -> str | None:

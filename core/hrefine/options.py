@@ -259,6 +259,13 @@ def check_number(
     _check_minimum(name, value, minimum, none=none)
 
 
+def named_models(**models: Any) -> dict[str, str]:
+    """The ``models`` given by name or folder (a str or a path), as strings: the settings a
+    method's options take from its keyword arguments, so that a save records them and a load
+    uses the same models. A model object, or None, is left out (it cannot be saved)."""
+    return {k: os.fspath(v) for k, v in models.items() if isinstance(v, (str, os.PathLike))}
+
+
 def check_ints(options: object, minimum: int | None, *names: str, none: bool = False) -> None:
     """:func:`check_int` on each named field of ``options``, in order, with one ``minimum``."""
     for name in names:

@@ -247,16 +247,11 @@ class HtmlPrunerOptions(Options):
     """
 
     def __post_init__(self) -> None:
-        from hrefine.models.scorers import canonical_scorer
+        from hrefine.models.scorers import canonical_scorer, check_embedder_scorer
 
         # A misspelt name fails here, not on the first page; "BM25" is kept as "bm25".
         object.__setattr__(self, "scorer", canonical_scorer(self.scorer))
-        if self.embedder is not None and self.scorer != "embedding":
-            msg = (
-                f"an embedder was given with scorer={self.scorer!r}, which does not use one; "
-                "use scorer='embedding' to score with it, or leave the embedder out"
-            )
-            raise ConfigError(msg)
+        check_embedder_scorer(self.embedder, self.scorer)
         _check_lm(self.lm)
         _check_adapter(self.generative_adapter, self.generative)
         if isinstance(self.generative_adapter, os.PathLike):

@@ -30,7 +30,6 @@ from hrefine._cli_outputs import (
 from hrefine._cli_settings import (
     ScorerEmbedderOpt,
     announce_loading_with,
-    check_embedder_scorer,
     check_model_name,
     local_embedder,
 )
@@ -371,7 +370,7 @@ def refine(
 ) -> None:
     """Refine documents to a token budget for a query (LongRefiner: structure, score, keep)."""
     from hrefine.longrefiner import LongRefiner, LongRefinerOptions
-    from hrefine.models.scorers import canonical_scorer
+    from hrefine.models.scorers import canonical_scorer, check_embedder_scorer
 
     if not query.strip():
         msg = "the question is empty; give one with -q"
@@ -385,7 +384,7 @@ def refine(
         msg = f"--cache-dir {cache_dir} is a file; give a folder"
         raise ConfigError(msg)
     scorer = str(canonical_scorer(scorer))  # an unknown name fails before anything loads
-    check_embedder_scorer(embedder, scorer)
+    check_embedder_scorer(embedder, scorer)  # the options check it too, once models are named
     check_model_name("lm", lm)
     texts, labels = read_documents(docs)
     if not any(t.strip() for t in texts):

@@ -136,9 +136,9 @@ class LongRefinerOptions(Options):
         if self.global_weight > 1:
             msg = f"global_weight must be in [0, 1], got {self.global_weight}"
             raise ConfigError(msg)
-        from hrefine.models.scorers import check_scorer
+        from hrefine.models.scorers import canonical_scorer, check_embedder_scorer
 
-        check_scorer(self.scorer)
+        check_embedder_scorer(self.embedder, canonical_scorer(self.scorer))
         check_number("lexical_weight", self.lexical_weight, minimum=0.0)
         check_int("leaf_tokens", self.leaf_tokens, minimum=8)
         check_int("min_leaf_tokens", self.min_leaf_tokens, minimum=0)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from hrefine.errors import ModelNotFoundError
+from hrefine.errors import ConfigError, ModelNotFoundError
 
 __all__ = ["cached_file", "require_local_model"]
 
@@ -63,14 +63,19 @@ def require_local_model(
 
     Raises
     ------
+    ConfigError
+        ``name_or_path`` is empty or blank.
     ModelNotFoundError
         Neither a folder nor in the cache; the message says where it looked and what to do.
     """
     text = os.fspath(name_or_path)
+    if not text.strip():  # Path("") is the working folder: it would load whatever is there
+        msg = f"the {what}'s name is empty; give a model folder or name"
+        raise ConfigError(msg)
     folder = Path(text).expanduser()
     if folder.is_dir():
         return str(folder)
-    if text.strip() and cached_file(text, marker) is not None:
+    if cached_file(text, marker) is not None:
         return text
     if _looks_like_path(text):  # a folder that is not there: no hub command fetches a path
         msg = (

@@ -26,6 +26,7 @@ __all__ = [
     "WindowedScorer",
     "base_scorer",
     "canonical_scorer",
+    "check_embedder_scorer",
     "check_scorer",
     "get_scorer",
 ]
@@ -233,6 +234,24 @@ def check_scorer(spec: Any) -> None:
     spec :func:`get_scorer` cannot resolve; loads nothing, so settings can be checked up
     front (see :func:`canonical_scorer`)."""
     canonical_scorer(spec)
+
+
+def check_embedder_scorer(embedder: Any, scorer: Any) -> None:
+    """Refuse an embedder given with a scorer that uses none (it would be ignored without a
+    word); ``scorer`` as :func:`canonical_scorer` returns it (``"bm25"``, not ``"BM25"``).
+
+    Raises
+    ------
+    ConfigError
+        ``embedder`` is given and ``scorer`` is not ``"embedding"``.
+    """
+    if embedder is not None and scorer != "embedding":
+        shown = scorer if isinstance(scorer, str) else type(scorer).__name__
+        msg = (
+            f"an embedder was given with scorer={shown!r}, which does not use one; "
+            "use scorer='embedding' to score with it, or leave the embedder out"
+        )
+        raise ConfigError(msg)
 
 
 def _did_you_mean(kind: str, has_model: bool, model: str) -> str:

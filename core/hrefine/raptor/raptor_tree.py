@@ -20,6 +20,7 @@ from hrefine._query import check_query, check_query_vector
 from hrefine.budget import TokenCounter, get_counter
 from hrefine.errors import InputTypeError, TreeError
 from hrefine.models import get_embedder
+from hrefine.options import named_models
 from hrefine.persist import load_tree, save_tree
 from hrefine.raptor.build import SOURCES, TOKENS, Source, as_sources
 from hrefine.raptor.build_progress import reported_grower
@@ -78,8 +79,7 @@ class RaptorTree:
         if not isinstance(tree, Tree):
             msg = f"tree must be an hrefine.tree.Tree, got {type(tree).__name__}"
             raise InputTypeError(msg)
-        # A tokenizer given by name is the options' too (a save records it); an object is not.
-        named = {"tokenizer": tokenizer} if isinstance(tokenizer, str) else {}
+        named = named_models(tokenizer=tokenizer, embedder=embedder)  # a save records them
         self.options = RaptorOptions.build(options, **named)
         self.tree = tree
         self._llm = llm if llm is not None else self.options.llm
