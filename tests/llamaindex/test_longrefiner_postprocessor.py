@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from hrefine.budget import get_counter
-from hrefine.errors import BudgetTooSmallError, EmptyInputError, InputTypeError
+from hrefine.errors import BudgetTooSmallError, ConfigError, EmptyInputError, InputTypeError
 from hrefine.eval.loaders import EvalItem
 from hrefine.longrefiner import LongRefinerOptions
 from hrefine.models import Embedder
@@ -132,6 +132,10 @@ def test_every_refiner_setting_is_a_described_field_that_reaches_the_refiner(
     first = post.refiner
     assert first.options.leaf_tokens == 100 and first.options.embedder is embedder
     post.scorer = "bm25"
+    # The embed model would be ignored by BM25: refused, as the HtmlRAG postprocessor does.
+    with pytest.raises(ConfigError, match="an embedder was given with scorer='bm25'"):
+        _ = post.refiner
+    post.embed_model = None
     assert post.refiner is not first and post.refiner.options.scorer == "bm25"
 
 

@@ -13,7 +13,7 @@ from hrefine.longrefiner.analyze import QueryAnalysis
 from hrefine.longrefiner.document import StructuredDocument, build_document, coverage
 from hrefine.longrefiner.options import LongRefinerOptions
 from hrefine.longrefiner.pipeline import LongRefiner, RefinedDocument, RefineResult
-from hrefine.longrefiner.select import GlobalSelection
+from hrefine.longrefiner.select import GlobalSelection, Truncation
 from hrefine.longrefiner.spans import Span
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "RefinedDocument",
     "Span",
     "StructuredDocument",
+    "Truncation",
     "build_document",
     "coverage",
 ]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from hrefine.longrefiner._blocks import (
@@ -214,8 +215,10 @@ class _HtmlText:
         self.stack: list[tuple[int, str]] = []
         self.line: list[str] = []
 
-    def _emit(self, raw: str, *, heading_level: int | None = None) -> None:
-        flat = WS.sub(" ", raw).strip()
+    def _emit(
+        self, raw: str, *, heading_level: int | None = None, keep_space: bool = False
+    ) -> None:
+        flat = _pre_text(raw) if keep_space else WS.sub(" ", raw).strip()
         if not flat:
             return
         if heading_level is not None:
@@ -237,6 +240,18 @@ class _HtmlText:
             self._emit("".join(self.line))
             self.line = []
 
+    def lines(self) -> list[str]:
+        """The blocks written so far, one string each."""
+        return [p for p in self.parts if p != "\n"]
+
+    def _cell(self, cell: Any) -> str:
+        # A cell is read with the page's own block rules, so a list, <br> or paragraphs in it
+        # do not glue their words; its blocks are joined on the row's one line.
+        sub = _HtmlText(self.blocks)
+        sub.walk(cell)
+        sub.flush()
+        return _join_cell_lines(WS.sub(" ", line) for line in sub.lines())
+
     def walk(self, el: Any) -> None:
         tag = el.tag.lower() if isinstance(el.tag, str) else ""
         if tag in _HEADING_TAGS:
@@ -244,10 +259,17 @@ class _HtmlText:
             self._emit("".join(el.itertext()), heading_level=_HEADING_TAGS[tag])
         elif tag == "tr" and el.find(".//table") is None:
             self.flush()
-            cells = [
-                WS.sub(" ", "".join(c.itertext())).strip() for c in el if isinstance(c.tag, str)
-            ]
+            cells = [self._cell(c) for c in el if isinstance(c.tag, str)]
             self._emit(" | ".join(c for c in cells if c))
+        elif tag == "pre":
+            # Preformatted text is read as laid out: its line breaks and indentation matter.
+            self.flush()
+            self._emit("".join(el.itertext()), keep_space=True)
+        elif tag == "img":
+            # An image shows as its alt text, as the HTML cleaner keeps it (none: nothing).
+            alt = (el.get("alt") or "").strip()
+            if alt:
+                self.line.append(f" {alt} ")
         elif tag in ("script", "style", "head", "template", "noscript"):
             pass
         else:
@@ -264,15 +286,39 @@ class _HtmlText:
                 self.flush()
 
 
+def _pre_text(raw: str) -> str:
+    """``<pre>`` text as laid out, less blank lines around it and the first line's indent (a
+    block starts on a character); whitespace inside is kept."""
+    lines = raw.rstrip().split("\n")
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    return "\n".join(lines).strip()
+
+
+def _join_cell_lines(lines: Iterable[str]) -> str:
+    """A cell's blocks on one line: ``"; "`` between them, a space after a block that already
+    ends in ``,``, ``;`` or ``:``."""
+    out = ""
+    for line in lines:
+        line = line.strip()
+        if not line:
+            continue
+        if out:
+            out += " " if out[-1] in ",;:" else "; "
+        out += line
+    return out
+
+
 def html_spans(html: str) -> tuple[str, list[Span]]:
     """The visible text of an HTML page and its sections from ``<h1>``–``<h6>``.
 
     The page is cleaned first (:func:`hrefine.html.clean.clean_document`: scripts, styles,
     hidden elements and boilerplate such as navigation removed, Natural Questions' glued cell
     spans repaired). Its text is written one block a line: paragraphs, list items, table rows
-    (cells joined by ``" | "``; a row holding a nested table is read as its blocks), whitespace
-    collapsed. Headings open sections nested by level, titled by their text without
-    Wikipedia's "[edit]" link.
+    (cells joined by ``" | "``, the blocks inside a cell by ``"; "``; a row holding a nested
+    table is read as its blocks), whitespace collapsed but inside ``<pre>``, which keeps its
+    lines and indentation; an image reads as its ``alt`` text. Headings open sections nested
+    by level, titled by their text without Wikipedia's "[edit]" link.
 
     Parameters
     ----------

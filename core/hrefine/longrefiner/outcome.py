@@ -151,9 +151,15 @@ def _call_notes(result: RefineResult) -> list[str]:
             "query analysis: the model's answer named neither [Local] nor [Global]; used the "
             "configured global_weight"
         )
-    if result.trimmed:
+    if result.trimmed and not any(d.truncated for d in result.documents):
+        # A result built without truncation records: the cut is only known call-wide.
         notes.append("the budget was below every unit: the best paragraph was cut to fit")
     return notes
+
+
+def _truncation_notes(refined: RefinedDocument) -> list[str]:
+    """The cut of this document's kept paragraph, the note ``RefineResult.notes`` has too."""
+    return [t.note(n) for n, t in refined.truncated.items()]
 
 
 def _selection_notes(refined: RefinedDocument) -> list[str]:
@@ -197,7 +203,12 @@ def outcomes_of(
                 analysis=result.analysis,
                 notes=()
                 if empty
-                else (*refined.structure.notes, *_selection_notes(refined), *shared),
+                else (
+                    *refined.structure.notes,
+                    *_selection_notes(refined),
+                    *shared,
+                    *_truncation_notes(refined),
+                ),
                 doc_score=None if empty or not len(nodes) else float(np.max(nodes)),
                 units_kept=len(refined.kept),
             )

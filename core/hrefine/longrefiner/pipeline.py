@@ -385,6 +385,8 @@ class LongRefiner(Structuring):
             notes.extend(d.notes)
             if c.source == "fallback":
                 notes.append("global selection named no section of the outline; none chosen")
+        for cuts in picked.truncated:
+            notes.extend(t.note(n) for n, t in cuts.items())
         return self._result(
             query, found, budget, docs, chosen, ls, gs, combined, picked, timings, notes
         )
@@ -431,6 +433,7 @@ class LongRefiner(Structuring):
                     combined[k],
                     chosen[k],
                     picked.dropped[k],
+                    picked.truncated[k] if picked.truncated else {},
                 )
             )
             k += 1

@@ -10,7 +10,7 @@ import numpy as np
 from hrefine._renderers import render
 from hrefine.longrefiner.analyze import QueryAnalysis
 from hrefine.longrefiner.document import StructuredDocument
-from hrefine.longrefiner.select import GlobalSelection
+from hrefine.longrefiner.select import GlobalSelection, Truncation
 
 __all__ = ["RefineResult", "RefinedDocument"]
 
@@ -25,6 +25,10 @@ class RefinedDocument:
         What step 3 chose in this document.
     dropped:
         Every node left out, mapped to why (``"over_budget"``, ``"expanded_into_children"``…).
+        A kept node is never in it, not even one cut to fit (see ``truncated``).
+    truncated:
+        Kept nodes cut to fit the budget, with how much of each was kept and left out (only
+        when the budget was below every unit: :attr:`RefineResult.trimmed`).
     """
 
     index: int
@@ -46,6 +50,7 @@ class RefinedDocument:
     combined: np.ndarray
     selection: GlobalSelection
     dropped: dict[int, str]
+    truncated: dict[int, Truncation] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -71,7 +76,8 @@ class RefineResult:
     ``"scoring"`` (local scores), ``"fill"`` (the budgeted selection) and ``"total"``.
     """
     trimmed: bool = False
-    """The budget was below every unit: the best paragraph was cut to fit."""
+    """The budget was below every unit: the best paragraph was cut to fit (its document's
+    ``truncated`` says by how much, and :attr:`notes` has a note)."""
     notes: list[str] = dataclasses.field(default_factory=list)
     """Fallbacks and repairs, in order (also in each structure's ``notes``)."""
 

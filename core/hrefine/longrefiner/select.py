@@ -35,6 +35,7 @@ from hrefine.results import unit_scores
 __all__ = [
     "GlobalSelection",
     "Picked",
+    "Truncation",
     "global_scores",
     "local_scores",
     "parse_selection",
@@ -223,6 +224,34 @@ def local_scores(
 
 
 @dataclasses.dataclass(frozen=True)
+class Truncation:
+    """A kept unit cut to fit the budget: it is kept (never also dropped), and its tail, the
+    text past the cut, is what was left out."""
+
+    chars_kept: int
+    """Characters of the unit's text kept (a prefix of it)."""
+    chars_total: int
+    """Characters of the unit's whole text."""
+    tokens_kept: int
+    """Tokens of the kept prefix."""
+    tokens_total: int
+    """Tokens of the whole unit."""
+
+    @property
+    def chars_cut(self) -> int:
+        """Characters of the tail left out."""
+        return self.chars_total - self.chars_kept
+
+    def note(self, node_id: int) -> str:
+        """The note that reports the cut (in ``RefineResult.notes`` and the adapters')."""
+        return (
+            f"the budget was below every unit: the best paragraph (node {node_id}) was cut to "
+            f"fit, keeping {self.tokens_kept:,} of its {self.tokens_total:,} tokens; its last "
+            f"{self.chars_cut:,} of {self.chars_total:,} characters were left out"
+        )
+
+
+@dataclasses.dataclass(frozen=True)
 class Picked:
     """What the selection kept."""
 
@@ -236,6 +265,8 @@ class Picked:
     """Per document, every node left out mapped to why (``budget.fill``'s reasons)."""
     trimmed: bool = False
     """Whether the one kept unit had to be cut to fit (a budget below every unit's cost)."""
+    truncated: list[dict[int, Truncation]] = dataclasses.field(default_factory=list)
+    """Per document (empty: none was cut), the kept nodes cut to fit and by how much."""
 
 
 def _atoms(doc: StructuredDocument) -> tuple[list[tuple[int, int]], dict[int, list[int]]]:
@@ -435,4 +466,10 @@ def _trimmed(
     out[d] = cut
     kept: list[list[int]] = [[] for _ in docs]
     kept[d] = [n]
-    return Picked(kept, out, counter.count(cut), dropped, trimmed=True)
+    # The cut unit is kept, not dropped: its tail is reported by the truncation record.
+    dropped[d].pop(n, None)
+    tokens = counter.count(cut)
+    truncated: list[dict[int, Truncation]] = [{} for _ in docs]
+    whole = texts[best]
+    truncated[d][n] = Truncation(len(cut), len(whole), tokens, int(counter.count(whole)))
+    return Picked(kept, out, tokens, dropped, trimmed=True, truncated=truncated)
