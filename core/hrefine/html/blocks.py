@@ -1,8 +1,9 @@
 """Granularity-adjustable block tree (HtmlRAG §3.3, Appendix B Algorithm 1).
 
 The DOM is walked breadth first. A node whose content has fewer than ``max_words`` words (or that
-has no child elements) becomes one leaf block; a bigger node is expanded: its children are visited
-next, and its own direct text (if any) becomes a non-leaf block. Expanded nodes without text of
+has no child elements, or only inline ones: a paragraph with its links and emphasis) becomes one
+leaf block; a bigger node is expanded: its children are visited next, and its own direct text (if
+any) becomes a non-leaf block. Expanded nodes without text of
 their own stay in the :class:`~hrefine.tree.Tree` as ``kind="container"`` nodes, so the tree keeps
 the DOM's shape between blocks.
 """
@@ -24,7 +25,7 @@ from hrefine.html._load import parse_document
 from hrefine.html._text import count_words, element_text, own_text
 from hrefine.html.block_context import Contexts, element_has_word, title_parts
 from hrefine.html.clean import clean_document, serialize
-from hrefine.html.tags import WRAPPER_TAGS
+from hrefine.html.tags import INLINE_TAGS, WRAPPER_TAGS
 from hrefine.tree import Tree
 
 # title_parts lives in block_context; it is imported from here too.
@@ -149,8 +150,9 @@ def build_forest(
         A subtree with fewer words becomes one leaf block.
     too_big:
         Optional check on a would-be leaf block's tag and HTML; when it returns True and the
-        element has children, it is expanded like one over ``max_words``. The pruner uses it to
-        split blocks that would take too large a share of the token budget.
+        element has children, not all of them inline, it is expanded like one over
+        ``max_words``. The pruner uses it to split blocks that would take too large a share of
+        the token budget.
     doc_ids:
         Input-document index of each root (default: 0, 1, 2…).
     split:
@@ -217,9 +219,14 @@ def _add_document(
         expand = len(el) > 0 and (
             words >= max_words or el.tag in WRAPPER_TAGS or (split is not None and split(el))
         )
-        if not expand and len(el) > 0 and too_big is not None:
+        if not expand and len(el) > 0 and too_big is not None and not runs_inline(el):
             leaf_html = serialize_element(el)
             expand = too_big(str(el.tag), leaf_html)
+        elif expand and runs_inline(el):
+            # Text with links and emphasis in it is one block however big: opened, it would read
+            # as its text with holes where the inline elements were, and those as blocks of
+            # their own. A long one is cut at sentence ends before (split_long_paragraphs).
+            expand = False
         children: list[tuple[Any, int]] = []
         if expand:  # words of the children are needed only when they are visited
             for c in el:
@@ -265,6 +272,12 @@ def _add_document(
                 queue.append((child, n, node, [*path, str(child.tag)], [*ipath, itag]))
     # Document order and scoring context in one pass over the page.
     Contexts(root).assign(root, wanted, tree, doc * _DOC_STRIDE, counted)
+
+
+def runs_inline(el: Any) -> bool:
+    """Whether everything inside ``el`` is inline (:data:`~hrefine.html.tags.INLINE_TAGS`):
+    its text runs in lines, which cutting at its children would tear apart."""
+    return all(not isinstance(d.tag, str) or d.tag in INLINE_TAGS for d in el.iterdescendants())
 
 
 def serialize_element(el: Any) -> str:

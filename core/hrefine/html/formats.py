@@ -185,7 +185,8 @@ def to_html(text: str | bytes, fmt: str) -> str:
         is escaped, so it shows as text) or ``"text"``: paragraphs are separated by blank
         lines; inside one, consecutive lines are kept apart by ``<br>`` (a line of 160 or more
         characters is a paragraph of its own), and runs of ``- ``, ``* `` or ``1. `` lines
-        become lists (a numbered item keeps its own number: clauses are cited by it).
+        become lists (a numbered item keeps its own number, clauses are cited by it, in a
+        ``<ul>``: an ``<ol>`` would show it twice).
 
     Returns
     -------
@@ -247,7 +248,7 @@ def _block_html(lines: list[str]) -> list[str]:
     out: list[str] = []
     run: list[str] = []  # short lines of one paragraph
     items: list[str] = []
-    kind = ""  # the open list's tag
+    kind = ""  # the open list's kind: "-" (bullets) or "1" (numbered)
 
     def flush_run() -> None:
         if run:
@@ -258,7 +259,8 @@ def _block_html(lines: list[str]) -> list[str]:
         nonlocal kind
         if items:
             lis = "".join(f"<li>{html_lib.escape(x, quote=False)}</li>" for x in items)
-            out.append(f"<{kind}>{lis}</{kind}>")
+            # Numbered items keep their numbers as text, so neither list numbers them again.
+            out.append(f"<ul>{lis}</ul>")
             items.clear()
         kind = ""
 
@@ -267,7 +269,7 @@ def _block_html(lines: list[str]) -> list[str]:
         item = bullet or numbered
         if item is not None:
             flush_run()
-            tag = "ul" if bullet else "ol"
+            tag = "-" if bullet else "1"
             if kind != tag:
                 flush_list()
                 kind = tag

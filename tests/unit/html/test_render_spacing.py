@@ -19,16 +19,19 @@ from hrefine.html.tags import BLOCK_TAGS
 
 _WORD = re.compile(r"[^\W_]+")
 
-# Small pages, each split into a few blocks at max_words=2.
+# Small pages, each split into a few blocks at max_words=2. An element of inline content alone
+# is one block however long (it is split at sentence ends, never into its inline children), so
+# the pages with kept or dropped inline children hold a block child too: mixed content, which
+# is opened.
 PAGES = [
     # An own text with line breaks: the lines must not run together.
     "<div>alpha<br>beta<br>gamma<p>one two three</p><p>four five six</p></div>",
     # Kept children with the parent's text between them dropped (or the other way round).
-    "<p><b>Alpha Centauri</b> is near, <b>Beta Pictoris</b> is far.</p>",
+    "<div><b>Alpha Centauri</b> is near, <b>Beta Pictoris</b> is far.<p>x y z</p></div>",
     # Dropped children inside an own text, with and without white space around them.
-    "<p>Alpha<b> Centauri Major </b>Beta<sup>[1]</sup>, Gamma<i>x</i>Delta</p>",
+    "<div>Alpha<b> Centauri Major </b>Beta<sup>[1]</sup>, Gamma<i>x</i>Delta<p>x y z</p></div>",
     # A wrapper left unwritten (one live child): its line break goes with it.
-    "<div><b>Alpha</b><div>gone words <i>Beta</i></div></div>",
+    "<div><b>Alpha</b><div>gone words <i>Beta</i><p>x y z</p></div></div>",
     # A dropped block between two pieces of an own text.
     "<ul><li>one two<div>three four five six</div>seven</li><li>eight nine</li></ul>",
     # Nested inline elements, an own text inside an inline element, a line break at the end.
@@ -133,27 +136,28 @@ def test_the_pruner_keeps_the_line_breaks_of_an_own_text() -> None:
 
 def test_kept_children_do_not_touch_when_the_text_between_them_is_dropped() -> None:
     html = _render(PAGES[1], {"Alpha Centauri", "Beta Pictoris"})
-    assert html == "<p><b>Alpha Centauri</b> <b>Beta Pictoris</b></p>"
+    assert html == "<b>Alpha Centauri</b> <b>Beta Pictoris</b>"
 
 
 def test_the_pruner_keeps_kept_children_apart() -> None:
     filler = " ".join(["filler"] * 60)
-    page = f"<p><b>Alpha Centauri</b> is near, <b>Beta Pictoris</b> is far. {filler}</p>"
+    own = f"<b>Alpha Centauri</b> is near, <b>Beta Pictoris</b> is far. {filler}"
+    page = f"<div>{own}<p>{filler}</p></div>"  # mixed content: opened into its children
     pruner = HtmlPruner(scorer="bm25", tokenizer="regex", max_words=8, split_paragraphs=False)
     result = pruner.prune(page, "Alpha Centauri Beta Pictoris", 30)
-    assert result.html == "<p><b>Alpha Centauri</b> <b>Beta Pictoris</b></p>"
+    assert result.html == "<b>Alpha Centauri</b> <b>Beta Pictoris</b>"
 
 
 def test_an_own_text_does_not_run_into_itself_where_children_are_dropped() -> None:
     # A space where the dropped child held one or sat between two words; none before a comma.
-    assert _render(PAGES[2], {"Alpha Beta , Gamma Delta"}) == "<p>Alpha Beta, Gamma Delta</p>"
+    assert _render(PAGES[2], {"Alpha Beta , Gamma Delta"}) == "Alpha Beta, Gamma Delta"
     assert _render(PAGES[4], {"one two seven"}) == "<ul><li>one two seven</li></ul>"
 
 
 def test_a_dropped_text_next_to_a_space_adds_nothing() -> None:
     # (The text's own spaces are written as they are.)
     html = _render(PAGES[1], {"is near, is far."})
-    assert html == "<p> is near,  is far.</p>"
+    assert html == "is near,  is far."
 
 
 def test_an_unwritten_wrapper_still_separates_its_content() -> None:
