@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from hrefine._count_checks import check_many, not_text
 from hrefine._optional import available, require
 from hrefine.errors import MissingDependencyError, ModelNotFoundError
 
@@ -90,16 +91,12 @@ class TiktokenCounter:
     def count(self, text: str) -> int:
         """Number of tokens in ``text``; anything but a str is an ``InputTypeError``."""
         if not isinstance(text, str):
-            from hrefine.budget import _not_text  # budget imports this module
-
-            raise _not_text(text, self.name)
+            raise not_text(text, self.name)
         return len(self.encoding.encode_ordinary(text)) if text else 0
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         """Token counts of ``texts``, in order."""
-        from hrefine.budget import _check_many
-
-        _check_many(texts, self.name)
+        check_many(texts, self.name)
         # encode_ordinary_batch starts a thread pool per call: dearer than the short texts
         # counted here.
         return [self.count(t) for t in texts]

@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import hrefine._selection as _selection
+from hrefine._count_checks import check_many as _check_many
+from hrefine._count_checks import not_text as _not_text
 from hrefine._encodable import encodable, encodable_all
 from hrefine._optional import available
 from hrefine._pieces import PieceCounts
@@ -72,32 +74,6 @@ class TokenCounter(Protocol):
 
 # CJK ideographs, kana and hangul count one token each; words, numbers and symbols count one each.
 _TOKEN_RE = re.compile(rf"{CJK}|[^\W\d_]+|\d+|[^\w\s]", re.UNICODE)
-
-
-def _not_text(value: object, counter: str) -> InputTypeError:
-    """The error for a text to count that is not a ``str``, saying what to pass instead
-    (raised by each counter's ``count``, never a tokenizer's own TypeError from deep inside)."""
-    kind = type(value).__name__
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        hint = "decode it to str first, e.g. text.decode('utf-8')"
-    elif isinstance(value, (list, tuple)):
-        hint = "count several texts with count_many()"
-    else:
-        hint = "pass a str"
-    msg = f"token counter {counter!r} counts text (str), got {kind}; {hint}"
-    return InputTypeError(msg)
-
-
-def _check_many(texts: object, counter: str) -> None:
-    """Refuse a ``count_many`` argument that is one text (whose characters would each be
-    counted as a text) or no collection at all; its items are checked as they are counted."""
-    if isinstance(texts, (str, bytes, bytearray)) or not hasattr(texts, "__iter__"):
-        kind = type(texts).__name__
-        msg = (
-            f"token counter {counter!r}: count_many() takes a list of texts (str), got {kind}; "
-            "count one text with count()"
-        )
-        raise InputTypeError(msg)
 
 
 def _check_items(texts: Sequence[object], counter: str) -> None:

@@ -395,7 +395,7 @@ class HtmlPruner:
     async def aprune(
         self, html: str | bytes | Sequence[str | bytes], query: str, max_tokens: int
     ) -> PruneResult:
-        """:meth:`prune` run in the default executor, so the event loop stays free.
+        """:meth:`prune` run in hrefine's worker threads, so the event loop stays free.
 
         An embedder with async methods (LangChain's ``aembed_documents``, LlamaIndex's
         ``aget_text_embedding_batch``) has them awaited on this event loop meanwhile.

@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from hrefine.errors import ConfigError, GenerationError, HrefineError, InputTypeError
+from hrefine.models._loop import CallRunner
 
 __all__ = [
     "LLMCallable",
@@ -72,7 +73,7 @@ class TextGenerator:
     batch_fn:
         Optional ``list[str] -> list[str]`` that generates many prompts in one call (a local
         model's batched ``generate``). With it, :meth:`batch` and :meth:`abatch` make one call per
-        ``batch_size`` prompts (``abatch`` in an executor), each with its own tries and timeout.
+        ``batch_size`` prompts (``abatch`` in worker threads), each with its own tries and timeout.
     batch_size:
         Prompts per call of ``batch_fn``; ``None`` sends them all in one call.
     max_concurrency:
@@ -81,8 +82,9 @@ class TextGenerator:
         Extra tries after a failure (exceptions in ``retry_on``; hrefine's own errors, which
         describe a bad input or setting, are never retried).
     timeout:
-        Seconds per try of one call (None: no limit). A timed-out sync call is abandoned, not
-        stopped: Python cannot kill a thread.
+        Seconds per try of one call, from when it starts running (None: no limit). A timed-out
+        sync call is abandoned, not stopped (Python cannot kill a thread); later calls never
+        wait for its thread.
     backoff:
         First back-off in seconds; doubles each retry.
     retry_on:
@@ -122,9 +124,10 @@ class TextGenerator:
     def _start_limits(self) -> None:
         """The concurrency limit, the sync calls' pool and the per-loop async limits."""
         self._sem = threading.BoundedSemaphore(self.max_concurrency)
-        # Pool for sync calls with a timeout; extra workers absorb abandoned (timed-out) calls.
-        self._pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=2 * self.max_concurrency, thread_name_prefix="hrefine-llm"
+        # Threads for sync calls with a timeout: a pool with room for abandoned (timed-out)
+        # calls, and a thread of its own for a call that finds every worker held by them.
+        self._runner = CallRunner(
+            2 * self.max_concurrency, max(16, 4 * self.max_concurrency), f"LLM {self.name}"
         )
         # asyncio semaphores belong to one event loop; keep one per loop.
         self._async_sems: weakref.WeakKeyDictionary[
@@ -134,7 +137,7 @@ class TextGenerator:
     def __getstate__(self) -> dict[str, Any]:
         # Pickled (or deep-copied) as its callables and settings: the copy has its own limits.
         state = dict(self.__dict__)
-        for name in ("_sem", "_pool", "_async_sems"):
+        for name in ("_sem", "_runner", "_async_sems"):
             state.pop(name, None)
         return state
 
@@ -150,7 +153,12 @@ class TextGenerator:
             except RuntimeError:
                 pass
             else:
-                msg = "this generator is async; inside a running event loop use agenerate()"
+                msg = (
+                    f"the LLM {self.name} is async, and a sync call cannot wait for it inside "
+                    "a running event loop: call the component's async method instead (arefine, "
+                    "aprune, ainvoke, aretrieve, agenerate), or run the sync call in a thread: "
+                    "await asyncio.to_thread(...)"
+                )
                 raise GenerationError(msg)
             loop = asyncio.new_event_loop()
             try:
@@ -162,12 +170,12 @@ class TextGenerator:
                 loop.close()
         if self.timeout is None:
             return fn(arg)
-        # The call runs on the shared pool so that a timed-out call is abandoned, not awaited.
-        fut = self._pool.submit(contextvars.copy_context().run, fn, arg)
+        # The call runs on a worker thread so that a timed-out call is abandoned, not awaited;
+        # its timeout counts from its start.
+        fut, call = self._runner.start(fn, arg)
         try:
-            return fut.result(timeout=self.timeout)
+            return self._runner.wait(fut, call, self.timeout)
         except concurrent.futures.TimeoutError as exc:
-            fut.cancel()
             msg = f"LLM call to {self.name} timed out after {self.timeout}s"
             raise TimeoutError(msg) from exc
 
@@ -272,13 +280,8 @@ class TextGenerator:
         last: BaseException | None = None
         async with self._loop_semaphore():
             for attempt in range(self.retries + 1):
-                if native:
-                    coro = fn(arg)
-                else:  # a sync callable: in the default executor, with the caller's context
-                    call = functools.partial(contextvars.copy_context().run, fn, arg)
-                    coro = asyncio.get_running_loop().run_in_executor(None, call)
                 try:
-                    return await asyncio.wait_for(coro, timeout=self.timeout)
+                    return await self._atry_once(fn, arg, native=native)
                 except asyncio.TimeoutError as exc:
                     last = TimeoutError(f"LLM call to {self.name} timed out after {self.timeout}s")
                     last.__cause__ = exc
@@ -290,8 +293,20 @@ class TextGenerator:
                     await asyncio.sleep(delay)
         raise self._gave_up(last, what) from last
 
+    async def _atry_once(self, fn: Callable[[Any], Any], arg: Any, *, native: bool) -> Any:
+        if native:
+            return await asyncio.wait_for(fn(arg), timeout=self.timeout)
+        # A sync callable: on this generator's threads (not the loop's default executor, which
+        # abandoned calls would fill), with the caller's context.
+        fut, call = self._runner.start(fn, arg)
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(fut), timeout=self.timeout)
+        except BaseException:  # timed out or cancelled: the call is left to finish
+            self._runner.abandon(fut, call)
+            raise
+
     async def agenerate(self, prompt: str) -> str:
-        """Async :meth:`generate`; sync callables run in the default executor.
+        """Async :meth:`generate`; sync callables run in worker threads of this generator.
 
         At most ``max_concurrency`` calls of this generator run at once per event loop, across
         every caller.
