@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from hrefine._query import check_query
 from hrefine.budget import get_counter
 from hrefine.garlic import GarlicGraph, GarlicOptions, GarlicSearcher, SearchResult
-from hrefine.garlic.visited import fit_to_budget
+from hrefine.garlic.visited import fit
 from hrefine.models import Embedder
 from hrefine.options import adapter_model
 from hrefine.raptor import Source
@@ -213,7 +213,8 @@ class GarlicCompressor(_GarlicCompressorFields):
     (default) the search reads on past the LLM's Yes until leaf chunks fill ``max_tokens``; with
     ``fill=False`` the first Yes stops it, as in the paper, and ``max_tokens`` bounds everything it
     reads. Leaf chunks are kept before summary points, each in the order the search read them
-    (:func:`hrefine.garlic.visited.fit_to_budget`). Building a graph costs LLM calls on every call:
+    (:func:`hrefine.garlic.visited.fit`; a summary point whose every sentence a returned chunk
+    holds is left out, and logged). Building a graph costs LLM calls on every call:
     for a corpus that is searched again and again, build a :class:`GarlicRetriever` once instead.
 
     The returned Documents are new objects with the metadata of :class:`GarlicRetriever`'s (a
@@ -270,11 +271,11 @@ class GarlicCompressor(_GarlicCompressorFields):
         else:
             result = searcher.search(query, max_tokens=self.max_tokens)
         counter = get_counter(self.tokenizer)
-        kept = fit_to_budget(result, self.max_tokens, counter)
+        fitted = fit(result, self.max_tokens, counter)
         return compressed_to_documents(
             result,
             graph.tree,
-            kept,
+            fitted,
             inputs=len(sources),
             budget=self.max_tokens,
             tokenizer=counter.name,

@@ -14,7 +14,7 @@ from typing import Any
 
 from hrefine.errors import ConfigError, InputTypeError
 from hrefine.garlic import SearchResult
-from hrefine.garlic.visited import visited_with_metadata
+from hrefine.garlic.visited import Described, Fitted, source_indexes, visited_with_metadata
 from hrefine.html.outcome import DocumentOutcome, kept_with_metadata
 from hrefine.longrefiner.outcome import DocumentOutcome as RefineOutcome
 from hrefine.longrefiner.outcome import kept_with_metadata as refined_with_metadata
@@ -285,20 +285,26 @@ class _InputOutcome:
 def compressed_to_documents(
     result: SearchResult,
     tree: Tree,
-    kept: Sequence[int],
+    fitted: Fitted,
     *,
     inputs: int,
     budget: int,
     tokenizer: str,
 ) -> list[Document]:
-    """The new Documents a GARLIC compressor returns: the ``kept`` nodes of its search, as
+    """The new Documents a GARLIC compressor returns: the kept nodes of its search, as
     :func:`visited_to_documents` makes them, each with the keys every compressor writes:
     ``hrefine_method`` (``"garlic"``), ``hrefine_budget``, ``hrefine_tokenizer`` and
     ``hrefine_dropped_documents``.
 
+    As every compressor's outputs, each keeps the ``id`` of the input Document it comes from:
+    a chunk its Document's; a summary point its Document's when it comes from exactly one
+    (:func:`hrefine.garlic.visited.source_indexes`), else None.
+
     An input Document is dropped when none of its chunks is returned (a summary point over it
-    only restates it): each reason is logged and every output counts them
-    (:func:`hrefine.results.log_dropped`), so a drop is never silent.
+    only restates it), and a summary point when it repeats returned chunks
+    (:attr:`hrefine.garlic.visited.Fitted.dropped`): each reason is logged and every output
+    counts the dropped Documents (:func:`hrefine.results.log_dropped`), so a drop is never
+    silent.
 
     Parameters
     ----------
@@ -306,8 +312,8 @@ def compressed_to_documents(
         The search's result.
     tree:
         The graph's node tree, built over the call's Documents in order.
-    kept:
-        The visited ids returned (:func:`hrefine.garlic.visited.fit_to_budget`).
+    fitted:
+        What the compressor returns of the search (:func:`hrefine.garlic.visited.fit`).
     inputs:
         How many Documents the call was given.
     budget:
@@ -315,7 +321,13 @@ def compressed_to_documents(
     tokenizer:
         The budget tokenizer's name.
     """
-    documents = visited_to_documents(result, tree, kept)
+    kept = fitted.kept
+    described = visited_with_metadata(result, tree, kept)
+    source_ids = list(tree.metadata.get("sources", []))
+    documents = [
+        Document(page_content=d.node.text, metadata=d.metadata, id=_garlic_id(d, tree, source_ids))
+        for d in described
+    ]
     empty = {int(i) for i in tree.metadata.get("empty_sources", [])}
     returned = {int(tree[i].metadata[SOURCE]) for i in kept if tree[i].kind == NodeKind.CHUNK}
     outcomes = [
@@ -326,6 +338,8 @@ def compressed_to_documents(
         for i in range(inputs)
     ]
     dropped = log_dropped(outcomes, "documents", "GARLIC")
+    points = [_InputOutcome(node_id, why) for node_id, why in fitted.dropped.items()]
+    log_dropped(points, "summary points (node ids)", "GARLIC")
     for doc in documents:
         doc.metadata.update(
             {
@@ -336,3 +350,12 @@ def compressed_to_documents(
             }
         )
     return documents
+
+
+def _garlic_id(described: Described, tree: Tree, source_ids: Sequence[Any]) -> str | None:
+    """The id of the one input Document a returned node comes from, else None."""
+    indexes = source_indexes(tree, described.node.id)
+    if len(indexes) != 1 or not 0 <= indexes[0] < len(source_ids):
+        return None
+    given = source_ids[indexes[0]]
+    return None if given is None else str(given)

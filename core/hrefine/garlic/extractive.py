@@ -12,6 +12,7 @@ graph.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from hrefine._prompt_slot import slot_text
@@ -20,7 +21,12 @@ from hrefine.errors import ConfigError, InputTypeError
 from hrefine.garlic.options import SEARCH_PROMPT, SUMMARY_PROMPT, GarlicOptions
 from hrefine.garlic.readers import INFORMATION_MARK, QUESTION_MARK
 
-__all__ = ["ExtractiveGarlicLM", "default_search_lm"]
+__all__ = ["COPIES", "ExtractiveGarlicLM", "copied_inputs", "default_search_lm"]
+
+#: Metadata key of a summary point the no-model LM wrote: the ids of the input nodes whose text
+#: it copies (:func:`copied_inputs`). Its documents are theirs; its edges still go to every
+#: input of its batch (the search reads those).
+COPIES = "hrefine_copies"
 
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+")
 _WORD = re.compile(r"[a-z0-9]+")
@@ -71,9 +77,7 @@ class ExtractiveGarlicLM:
             raise InputTypeError(msg)
         if prompt.startswith(self.search_prompt) and QUESTION_MARK in prompt:
             return self.answer(prompt)
-        firsts = [_SENTENCE_END.split(text, maxsplit=1)[0] for text in self.inputs(prompt)]
-        pairs = [" ".join(firsts[i : i + 2]) for i in range(0, len(firsts), 2)]
-        return "\n".join(f"* {p}" for p in pairs)
+        return "\n".join(f"* {p}" for p, _ in _pairs(self.inputs(prompt)))
 
     @staticmethod
     def answer(prompt: str) -> str:
@@ -83,6 +87,29 @@ class ExtractiveGarlicLM:
         wanted = {w for w in _WORD.findall(question.lower()) if w not in _STOP_WORDS}
         have = set(_WORD.findall(information.lower()))
         return "Yes" if wanted and wanted <= have else "No"
+
+
+def _pairs(inputs: Sequence[str]) -> list[tuple[str, tuple[int, ...]]]:
+    """Each bullet :class:`ExtractiveGarlicLM` writes over ``inputs`` (the first sentences of
+    two consecutive non-blank inputs), with the indexes of those inputs."""
+    kept = [(i, text.strip()) for i, text in enumerate(inputs) if text.strip()]
+    firsts = [(i, _SENTENCE_END.split(text, maxsplit=1)[0]) for i, text in kept]
+    return [
+        (" ".join(f for _, f in firsts[k : k + 2]), tuple(i for i, _ in firsts[k : k + 2]))
+        for k in range(0, len(firsts), 2)
+    ]
+
+
+def copied_inputs(inputs: Sequence[str], points: Sequence[str]) -> list[list[int]]:
+    """For each point :class:`ExtractiveGarlicLM` wrote over ``inputs`` (a batch's input
+    lines, in order), the indexes of the inputs whose text it copies: its bullet's pair (every
+    pair of the same text, whitespace runs counting as one space), or every input where no
+    bullet is that text (not one of its points)."""
+    by_text: dict[str, list[int]] = {}
+    for text, indexes in _pairs(inputs):
+        by_text.setdefault(" ".join(text.split()), []).extend(indexes)
+    every = list(range(len(inputs)))
+    return [sorted(set(by_text.get(" ".join(p.split()), every))) for p in points]
 
 
 def default_search_lm(graph: Any, options: GarlicOptions) -> Any:

@@ -24,7 +24,7 @@ from hrefine._progress import Progress, reporter
 from hrefine._saved import is_count
 from hrefine.budget import TokenCounter, get_counter
 from hrefine.errors import InputTypeError, PersistenceError
-from hrefine.garlic.extractive import ExtractiveGarlicLM
+from hrefine.garlic.extractive import COPIES, ExtractiveGarlicLM, copied_inputs
 from hrefine.garlic.options import EDGE_MODES, GarlicOptions, one_llm
 from hrefine.garlic.summarise import (
     Batch,
@@ -330,14 +330,18 @@ class _Grower:
             # Points take the orders after their batch's first input, kept before the next
             # batch's (a batch may write more points than it had inputs): document order.
             last = tree[batches[k + 1].inputs[0]].order - 1 if k + 1 < len(batches) else None
+            copies = (
+                copied_inputs(batch.lines, [p.text for p in out.points])
+                if getattr(self.writer, "extractive", False)
+                else None
+            )
             for i, point in enumerate(out.points):
                 order = first + i if last is None else max(first, min(first + i, last))
+                meta: dict[str, Any] = {TOKENS: int(counts[row + i]), BATCH: [level, k]}
+                if copies is not None:  # the inputs it copies: its documents (not its edges)
+                    meta[COPIES] = [int(batch.inputs[j]) for j in copies[i]]
                 node = tree.add_node(
-                    point.text,
-                    kind=NodeKind.SUMMARY,
-                    level=level,
-                    order=order,
-                    metadata={TOKENS: int(counts[row + i]), BATCH: [level, k]},
+                    point.text, kind=NodeKind.SUMMARY, level=level, order=order, metadata=meta
                 )
                 for j, child in enumerate(batch.inputs):
                     tree.add_edge(node, child, float(weights[i, j]))
@@ -373,6 +377,9 @@ def _problem(tree: Tree) -> str | None:
                 return f"summary point {node.id} summarises nothing"
             if any(tree[c].level != node.level - 1 for c in kids):
                 return f"summary point {node.id} has an input that is not on the level below"
+            copies = meta.get(COPIES)
+            if copies is not None and not (isinstance(copies, list) and set(copies) <= set(kids)):
+                return f"summary point {node.id} copies a node it does not summarise"
             weights = [tree.weight(node.id, c) for c in kids]
             if min(weights) < 0 or abs(sum(weights) - 1.0) > _WEIGHT_TOLERANCE:
                 return f"the edge weights of summary point {node.id} do not sum to 1"

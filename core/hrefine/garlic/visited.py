@@ -12,12 +12,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from hrefine.budget import TokenCounter, select
+from hrefine.garlic.extractive import COPIES
 from hrefine.garlic.search_result import SearchResult, VisitedNode
+from hrefine.repeats import repeats
 from hrefine.results import copy_metadata
 from hrefine.tree import NodeKind, Tree
 from hrefine.tree_order import chunks_first
 
-__all__ = ["METADATA_KEYS", "Described", "fit_to_budget", "relevance", "visited_with_metadata"]
+__all__ = [
+    "METADATA_KEYS",
+    "REPEATS_CHUNKS",
+    "Described",
+    "Fitted",
+    "fit",
+    "fit_to_budget",
+    "relevance",
+    "source_indexes",
+    "visited_with_metadata",
+]
 
 #: The keys :func:`visited_with_metadata` adds (beside ``relevance_score``); adapters hide them
 #: from an LLM's view of the text.
@@ -38,7 +50,7 @@ METADATA_KEYS = (
     "hrefine_search",
 )
 # Keys of the graph's own nodes that mean nothing outside it (hrefine_sources says the same).
-_GRAPH_ONLY = ("hrefine_source", "hrefine_source_id", "hrefine_batch")
+_GRAPH_ONLY = ("hrefine_source", "hrefine_source_id", "hrefine_batch", COPIES)
 
 
 @dataclass(frozen=True)
@@ -69,6 +81,27 @@ def relevance(visited: VisitedNode) -> float:
     """
     value = float(visited.similarity)
     return min(1.0, max(0.0, value)) if value == value else 0.0
+
+
+def source_indexes(tree: Tree, node_id: int) -> list[int]:
+    """The indexes of the documents a node's text comes from, sorted: a chunk's own; a summary
+    point's, those of the nodes it summarises: the inputs it copies where the no-model LM
+    wrote it (:data:`~hrefine.garlic.extractive.COPIES`: it knows which), else every input of
+    its batch (its edges), down to the chunks."""
+    found: set[int] = set()
+    seen = {node_id}
+    stack = [node_id]
+    while stack:
+        node = tree[stack.pop()]
+        if node.kind == NodeKind.CHUNK:
+            found.add(int(node.metadata["hrefine_source"]))
+            continue
+        copies = node.metadata.get(COPIES)
+        for child in node.children if copies is None else copies:
+            if child not in seen:
+                seen.add(int(child))
+                stack.append(int(child))
+    return sorted(found)
 
 
 def visited_with_metadata(
@@ -114,13 +147,8 @@ def visited_with_metadata(
         visited = by_id[node_id]
         node = tree[node_id]
         meta = copy_metadata(visited.metadata)  # shallow where a value (a lock) cannot be copied
-        if node.kind == NodeKind.CHUNK:
-            indexes = [int(meta["hrefine_source"])]
-        else:
-            below = (tree[i] for i in tree.descendants(node_id))
-            indexes = sorted(
-                {int(n.metadata["hrefine_source"]) for n in below if n.kind == NodeKind.CHUNK}
-            )
+        indexes = source_indexes(tree, node_id)
+        if node.kind != NodeKind.CHUNK:
             meta["hrefine_children"] = tree.sort_by_order(node.children)
         for key in _GRAPH_ONLY:
             meta.pop(key, None)
@@ -145,14 +173,35 @@ def visited_with_metadata(
     return out
 
 
-def fit_to_budget(
-    result: SearchResult, budget: int, counter: TokenCounter, separator: str = ""
-) -> list[int]:
-    """The visited ids a compressor returns: whole nodes within ``budget`` tokens.
+#: Why :func:`fit` leaves out a summary point that fits: a returned chunk holds its every
+#: sentence (the no-model LM's points are their inputs' first sentences).
+REPEATS_CHUNKS = "repeats returned chunks"
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """What a compressor returns of a search (:func:`fit`)."""
+
+    kept: list[int]
+    """Visited node ids, in document order."""
+    dropped: dict[int, str]
+    """Visited summary points left out though budget was left, by id: why
+    (:data:`REPEATS_CHUNKS`)."""
+    notes: list[str]
+    """What was left out and why, in words (empty when nothing was)."""
+
+
+def fit(result: SearchResult, budget: int, counter: TokenCounter, separator: str = "") -> Fitted:
+    """The visited ids a compressor returns: whole nodes within ``budget`` tokens, no sentence
+    twice.
 
     Leaf chunks come first (they are the source text; a summary point only restates it), each
     kind in the order the search read it (the search's own ranking); the kept ids are returned
     in document order. Nodes are counted one by one, each with one ``separator`` but the first.
+    A summary point whose every sentence a returned chunk holds (:func:`hrefine.repeats.repeats`)
+    is left out, and the room it leaves goes to the next nodes as if it had never been read (the
+    chunks are chosen before any point, so they stay the same); :attr:`Fitted.dropped` and
+    :attr:`Fitted.notes` say which. The search itself is unchanged.
 
     Parameters
     ----------
@@ -164,11 +213,6 @@ def fit_to_budget(
         The budget's token counter.
     separator:
         What the caller joins the kept texts with (its tokens are counted between nodes).
-
-    Returns
-    -------
-    list[int]
-        Node ids in document order; empty when not one node fits.
     """
     visited = result.visited
     gap = counter.count(separator) if separator else 0
@@ -177,15 +221,36 @@ def fit_to_budget(
     # a leaf read at any step outranks every summary point; within a kind, read earlier wins
     scores = [float(n - i) + (n if v.level == 0 else 0) for i, v in enumerate(visited)]
     order = {node_id: k for k, node_id in enumerate(result.document_order)}
-    choice = select(
-        costs,
-        scores,
-        budget + gap,
-        order=[order[v.id] for v in visited],
-        candidates=list(range(n)),
-        allow_empty=True,
-    )
-    return [visited[i].id for i in choice.selected]
+    positions = [order[v.id] for v in visited]
+
+    def choose(candidates: list[int]) -> list[int]:
+        picked = select(
+            costs, scores, budget + gap, order=positions, candidates=candidates, allow_empty=True
+        )
+        return list(picked.selected)
+
+    every = list(range(n))
+    chosen = choose(every)
+    chunks = [visited[i].text for i in chosen if visited[i].level == 0]
+    repeated = {i for i in every if visited[i].level > 0 and repeats(visited[i].text, chunks)}
+    ids = sorted(visited[i].id for i in repeated.intersection(chosen))
+    if not ids:
+        return Fitted([visited[i].id for i in chosen], {}, [])
+    chosen = choose([i for i in every if i not in repeated])
+    notes = [
+        f"left out {len(ids)} summary point(s) that repeat returned chunks (every sentence is "
+        f"in a returned chunk): node ids {ids}"
+    ]
+    return Fitted([visited[i].id for i in chosen], dict.fromkeys(ids, REPEATS_CHUNKS), notes)
+
+
+def fit_to_budget(
+    result: SearchResult, budget: int, counter: TokenCounter, separator: str = ""
+) -> list[int]:
+    """The visited ids a compressor returns (:func:`fit`'s :attr:`Fitted.kept`): whole nodes
+    within ``budget`` tokens, chunks first, a summary point that repeats returned chunks left
+    out; node ids in document order, empty when not one node fits."""
+    return fit(result, budget, counter, separator).kept
 
 
 def _source_id(index: int, source_ids: Sequence[Any]) -> str | int:

@@ -19,20 +19,13 @@ from hrefine.budget import TokenCounter, get_counter
 from hrefine.errors import ConfigError, InputTypeError
 from hrefine.models.lexical import BM25Scorer, lexical_tokens
 from hrefine.raptor.options import DEFAULT_PROMPT
+from hrefine.repeats import sentences
 
 __all__ = ["PICKS", "ExtractiveSummariser", "sentences"]
 
 #: How an extract picks its sentences.
 PICKS = ("central", "leading")
-# Sentence ends (after . ! ? ; and whitespace) and line breaks: the units of an extract.
-_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\s*\n\s*")
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
-
-
-def sentences(text: str) -> list[str]:
-    """The sentences of ``text`` as an extract takes them (split after . ! ? ; and at line
-    breaks, stripped, empty ones left out)."""
-    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
 
 
 class ExtractiveSummariser:

@@ -23,7 +23,7 @@ import numpy as np
 from hrefine.budget import TokenCounter
 from hrefine.errors import BudgetTooSmallError
 from hrefine.models.lexical import with_match
-from hrefine.raptor.extractive import sentences as extract_sentences
+from hrefine.repeats import sentences as extract_sentences
 from hrefine.results import unit_scores
 from hrefine.tree import NodeKind, Tree
 
