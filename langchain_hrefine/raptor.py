@@ -11,8 +11,10 @@ from hrefine.errors import ConfigError
 from hrefine.models import Embedder
 from hrefine.options import adapter_model
 from hrefine.raptor import RaptorOptions, RaptorTree, RetrievedNode, Source
+from hrefine.raptor.serial_insert import InsertLock
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
+from pydantic import PrivateAttr
 
 from langchain_hrefine._convert import (
     documents_to_sources,
@@ -114,6 +116,10 @@ class RaptorRetriever(_RaptorFields):
     None uses hrefine's embedded all-MiniLM-L6-v2, offline. Pass the same one to
     :meth:`load` as the tree was built with.
     """
+    # Held while an empty retriever builds its tree (add_documents), so that a second call
+    # inserts into it rather than building another in its place.
+    _building: InsertLock = PrivateAttr(default_factory=InsertLock)
+
     tokenizer: Any = model_field("Tokenizer of chunk sizes and max_tokens (None: Llama-3.2's).")
     """The reader LLM's tokenizer, in which chunk sizes and ``max_tokens`` are counted: a
     Hugging Face name or tokenizer, a ``tokenizer.json`` path, a tiktoken encoding or model
@@ -151,6 +157,8 @@ class RaptorRetriever(_RaptorFields):
 
         Only the summaries above the new chunks are made again. The tree changes only if every
         summary succeeds: on :class:`~hrefine.errors.GenerationError` it is as it was.
+        Calls at the same time (threads, or ``aadd_documents`` coroutines) run one after the
+        other: on an empty retriever the first builds the tree and the others insert into it.
         The Documents are not changed.
 
         Raises
@@ -160,19 +168,23 @@ class RaptorRetriever(_RaptorFields):
         """
         _no_kwargs("add_documents", kwargs)
         sources = documents_to_sources(documents)
-        if self.store is None:
-            self.store = self._build_store(sources, False)
-        else:
-            self.store.insert(sources)
+        with self._building:  # a second first call inserts into the tree the first built
+            store = self.store
+            if store is None:
+                self.store = self._build_store(sources, False)
+                return
+        store.insert(sources)  # inserts wait for each other (the tree's own lock)
 
     async def aadd_documents(self, documents: Sequence[Document], **kwargs: Any) -> None:
         """:meth:`add_documents` without blocking the event loop."""
         _no_kwargs("aadd_documents", kwargs)
         sources = documents_to_sources(documents)
-        if self.store is None:
-            self.store = await self._abuild_store(sources, False)
-        else:
-            await self.store.ainsert(sources)
+        async with self._building.held():  # waits without blocking the event loop
+            store = self.store
+            if store is None:
+                self.store = await self._abuild_store(sources, False)
+                return
+        await store.ainsert(sources)
 
     # -- retrieval --------------------------------------------------------------------------
     def _documents(self, nodes: list[RetrievedNode]) -> list[Document]:

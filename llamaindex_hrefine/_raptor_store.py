@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from hrefine.errors import NotSupportedError
 from hrefine.models import Embedder
 from hrefine.raptor import RaptorOptions, RaptorTree
+from hrefine.raptor.serial_insert import Grown, grow, insert_lock, publish
 from hrefine.tree import Tree
 from llama_index.core.ingestion import run_transformations
 from llama_index.core.schema import BaseNode, Document, TransformComponent
@@ -69,29 +70,35 @@ class RaptorStore(StoredTreeIndex[_S]):
                 progress=progress,
             )
         struct = self.index_struct_cls()
-        nodes_out = self._changes(struct, raptor, range(len(raptor)), {}, dict(enumerate(nodes)))
+        nodes_out, node_ids = self._changes(
+            struct, raptor.tree, range(len(raptor)), {}, dict(enumerate(nodes))
+        )
         self._docstore.add_documents(nodes_out, allow_update=True)
+        fill_struct(struct, raptor.tree, node_ids, raptor.options.plain())
         self._built = raptor
         return struct
 
     def _changes(
         self,
         struct: _S,
-        raptor: RaptorTree,
+        tree: Tree,
         ids: Sequence[int],
         stored: Mapping[int, BaseNode],
         templates: Mapping[int, BaseNode],
-    ) -> list[Any]:
-        """Bring ``struct`` up to ``raptor``'s tree; returns the docstore nodes of ``ids``."""
-        tree = raptor.tree
+    ) -> tuple[list[Any], list[str]]:
+        """The docstore nodes of ``tree``'s nodes ``ids``, and the docstore ids of all of
+        ``tree``'s nodes (``struct``'s, new ones for nodes it does not have): ``struct`` is
+        brought up to ``tree`` by :func:`fill_struct` with them, once the nodes are written."""
         node_ids = list(struct.node_ids)
         node_ids += [str(uuid.uuid4()) for _ in range(len(tree) - len(node_ids))]
         sources = list(tree.metadata.get("sources", []))
         out = raptor_nodes(tree, list(ids), node_ids, sources, stored=stored, templates=templates)
-        fill_struct(struct, tree, node_ids, raptor.options.plain())
-        return out
+        return out, node_ids
 
     # -- inserting ------------------------------------------------------------------------
+    # An insert holds the tree's insert lock (inserts run one at a time) and grows a copy of
+    # the tree; it writes the docstore, then the index struct, and swaps the tree in last, so a
+    # query running meanwhile finds every node of the tree it reads in the struct and docstore.
     def _parsed(self, documents: Sequence[Document]) -> list[BaseNode]:
         if not self._own_transformations:
             return list(documents)
@@ -102,38 +109,43 @@ class RaptorStore(StoredTreeIndex[_S]):
         )
 
     def _insert(self, nodes: Sequence[BaseNode], **insert_kwargs: Any) -> None:
-        before = self._tree().tree
-        self._tree().insert(to_sources(nodes))  # swaps in a new tree; ``before`` stays
-        changed, old_ids = self._rewritten(before)
-        stored = self._docstore.get_nodes(old_ids)
-        self._docstore.add_documents(
-            self._written(nodes, before, changed, stored), allow_update=True
-        )
+        raptor = self._tree()
+        with insert_lock(raptor):
+            grown = grow(raptor, to_sources(nodes))
+            changed, old_ids = self._rewritten(grown)
+            stored = self._docstore.get_nodes(old_ids)
+            out, node_ids = self._written(nodes, grown, changed, stored)
+            self._docstore.add_documents(out, allow_update=True)
+            self._publish(grown, node_ids)
+            self._storage_context.index_store.add_index_struct(self._index_struct)
 
-    def _rewritten(self, before: Tree) -> tuple[list[int], list[str]]:
+    def _rewritten(self, grown: Grown) -> tuple[list[int], list[str]]:
         """The tree ids an insert made or changed, and the docstore ids of the changed ones."""
-        changed = _changed(before, self._tree().tree)
+        changed = _changed(grown.base, grown.work)
         ids = self._index_struct.node_ids
-        return changed, [ids[i] for i in changed if i < len(before)]
+        return changed, [ids[i] for i in changed if i < len(grown.base)]
 
     def _written(
         self,
         nodes: Sequence[BaseNode],
-        before: Tree,
+        grown: Grown,
         changed: Sequence[int],
         stored: Sequence[BaseNode],
-    ) -> list[Any]:
-        """The docstore nodes to write after inserting ``nodes`` into the tree ``before``."""
+    ) -> tuple[list[Any], list[str]]:
+        """The docstore nodes to write after inserting ``nodes`` (``grown``), and the docstore
+        ids of the grown tree's nodes."""
+        before = grown.base
         known = len(before.metadata.get("sources", []))
         old = [i for i in changed if i < len(before)]
         templates = {known + j: n for j, n in enumerate(nodes)}
-        return self._changes(
-            self._index_struct,
-            self._tree(),
-            changed,
-            dict(zip(old, stored, strict=True)),
-            templates,
-        )
+        stored_by_id = dict(zip(old, stored, strict=True))
+        return self._changes(self._index_struct, grown.work, changed, stored_by_id, templates)
+
+    def _publish(self, grown: Grown, node_ids: Sequence[str]) -> None:
+        """Bring the index struct up to the grown tree (its nodes written), then swap it in."""
+        raptor = self._tree()
+        fill_struct(self._index_struct, grown.work, node_ids, raptor.options.plain())
+        publish(raptor, grown)
 
     # -- deleting (not supported) ---------------------------------------------------------
     def _refuse(self) -> NotSupportedError:
@@ -180,8 +192,11 @@ class RaptorStore(StoredTreeIndex[_S]):
             # Counted again: the stores get the new counts, or the docstore disagrees with the
             # tree and an insert (which writes only the nodes it changed, but a checksum of the
             # whole tree) leaves a store that no longer loads.
-            out = self._changes(struct, raptor, range(len(tree)), dict(enumerate(stored)), {})
+            out, node_ids = self._changes(
+                struct, raptor.tree, range(len(tree)), dict(enumerate(stored)), {}
+            )
             self._docstore.add_documents(out, allow_update=True)
+            fill_struct(struct, raptor.tree, node_ids, raptor.options.plain())
             self._storage_context.index_store.add_index_struct(struct)
         return raptor
 

@@ -18,6 +18,7 @@ from typing import Any
 from hrefine.errors import ConfigError, InputTypeError, NotSupportedError
 from hrefine.raptor import RaptorOptions, RaptorTree, RetrievedNode
 from hrefine.raptor.options import check_mode
+from hrefine.raptor.serial_insert import agrow, insert_lock
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.ingestion import arun_transformations
@@ -236,19 +237,21 @@ class RaptorIndex(RaptorStore[RaptorIndexStruct]):
         """Add ``nodes`` (each chunked into leaves, its ``ref_doc_id`` or id as its document),
         re-summarising only the affected ancestors. The nodes are not stored or changed."""
         with self._callback_manager.as_trace("insert_nodes"):
-            self._insert(nodes, **insert_kwargs)
-            self._storage_context.index_store.add_index_struct(self._index_struct)
+            self._insert(nodes, **insert_kwargs)  # writes the index struct too
 
     async def ainsert_nodes(self, nodes: Sequence[BaseNode], **insert_kwargs: Any) -> None:
         """:meth:`insert_nodes` without blocking the event loop (the LLM is awaited)."""
         with self._callback_manager.as_trace("ainsert_nodes"):
-            before = self.raptor_tree.tree
-            await self.raptor_tree.ainsert(to_sources(nodes))
-            changed, old_ids = self._rewritten(before)
-            stored = await self._docstore.aget_nodes(old_ids)
-            out = self._written(nodes, before, changed, stored)
-            await self._docstore.async_add_documents(out, allow_update=True)
-            await self._storage_context.index_store.async_add_index_struct(self._index_struct)
+            raptor = self.raptor_tree
+            # As _insert: one insert at a time, the tree swapped in after the stores' writes.
+            async with insert_lock(raptor).held():
+                grown = await agrow(raptor, to_sources(nodes))
+                changed, old_ids = self._rewritten(grown)
+                stored = await self._docstore.aget_nodes(old_ids)
+                out, node_ids = self._written(nodes, grown, changed, stored)
+                await self._docstore.async_add_documents(out, allow_update=True)
+                self._publish(grown, node_ids)
+                await self._storage_context.index_store.async_add_index_struct(self._index_struct)
 
     # -- deleting (not supported) -----------------------------------------------------------
     def delete_nodes(

@@ -46,3 +46,16 @@ def test_a_tree_records_the_embedder_it_was_built_with(tmp_path: Path) -> None:
     assert loaded.retrieve(query) == tree.retrieve(query)
     # An object is not a setting (it cannot be saved): the options keep None.
     assert RaptorTree.build(docs, embedder=tree.embedder, max_layers=1).options.embedder is None
+
+
+def test_a_garlic_graph_records_the_embedder_it_was_built_with(tmp_path: Path) -> None:
+    from hrefine.garlic import GarlicGraph
+
+    folder = str(default_embedder_path())
+    graph = GarlicGraph.build(list(TOPICS.values()), embedder=folder)
+    # Was: None, so a load embedded queries with the default model whatever the build used.
+    assert graph.options.embedder == folder
+    saved = graph.save(tmp_path / "g")
+    with pytest.raises(PersistenceError, match="embedder"):
+        GarlicGraph.load(saved)
+    assert GarlicGraph.load(saved, embedder=folder).options.embedder == folder

@@ -40,6 +40,7 @@ from hrefine.garlic.summarise import (
 )
 from hrefine.models import get_embedder
 from hrefine.models._lm_name import model_or_name
+from hrefine.options import named_models
 from hrefine.persist import load_tree, save_tree
 from hrefine.raptor.build import SOURCE, TOKENS, Source, add_leaves, as_sources, embed_in_full
 from hrefine.tree import NodeKind, Tree
@@ -84,7 +85,8 @@ class GarlicGraph:
             msg = f"tree must be an hrefine.tree.Tree, got {type(tree).__name__}"
             raise InputTypeError(msg)
         self.tree = tree
-        self.options = GarlicOptions.build(options)
+        # An embedder given by name or folder is the options' too: a save records it.
+        self.options = GarlicOptions.build(options, **named_models(embedder=embedder))
         self._embedder_arg = embedder if embedder is not None else self.options.embedder
         #: What the build did (LLM calls, retries, timings, nodes per level; not saved).
         self.stats: dict[str, Any] = {}

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import copy
 import functools
 import os
-import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,7 +16,7 @@ import hrefine.raptor.build as _build
 from hrefine._progress import Progress
 from hrefine._query import check_query, check_query_vector
 from hrefine.budget import TokenCounter, get_counter
-from hrefine.errors import InputTypeError, TreeError
+from hrefine.errors import InputTypeError
 from hrefine.models import get_embedder
 from hrefine.options import named_models
 from hrefine.persist import load_tree, save_tree
@@ -27,6 +25,7 @@ from hrefine.raptor.build_progress import reported_grower
 from hrefine.raptor.insert import insert_steps
 from hrefine.raptor.options import RaptorOptions, check_mode
 from hrefine.raptor.retrieve import Picked, RetrievedNode, choose, node_scores, relevance
+from hrefine.raptor.serial_insert import agrow, grow, insert_lock, publish
 from hrefine.raptor.summarise import Summariser
 from hrefine.raptor.tree_shape import check_raptor_shape
 from hrefine.results import copy_metadata
@@ -46,8 +45,6 @@ COUNTER = "hrefine_counter"
 _LOAD_HINT = (
     "RaptorTree.load(path, {name}=...) (hrefine raptor query takes --tokenizer and --embedder)"
 )
-#: Held while an insert swaps in its finished copy (an instant; one lock keeps trees copyable).
-_SWAP = threading.Lock()
 
 
 class RaptorTree:
@@ -215,54 +212,24 @@ class RaptorTree:
     def insert(self, docs: Sequence[str | Source]) -> RaptorTree:
         """Add ``docs`` to the tree, re-summarising only the nodes their leaves reach.
 
-        The tree is changed only if every summary and embedding succeeds. Returns ``self``.
+        The tree is changed only if every summary and embedding succeeds; a query meanwhile
+        reads the tree as it was. Inserts into one tree run one at a time: a second waits for
+        the first, then inserts into the tree it made. Returns ``self``.
 
         Raises
         ------
         TreeError
-            Another insert finished first while this one ran (this one added nothing).
+            ``self.tree`` was set to another tree while this insert ran (it added nothing).
         """
-        base, work, leaves = self._insert_start(docs)
-        grower = insert_steps(work, leaves, self.options, self.summariser, self.counter)
-        stats = _build.run(grower, self.summariser, self.embedder)
-        self._insert_finish(base, work, stats)
+        with insert_lock(self):
+            publish(self, grow(self, docs))
         return self
 
     async def ainsert(self, docs: Sequence[str | Source]) -> RaptorTree:
-        """:meth:`insert` without blocking the event loop."""
-        loop = asyncio.get_running_loop()
-        base, work, leaves = await loop.run_in_executor(None, self._insert_start, docs)
-        summariser = await loop.run_in_executor(None, lambda: self.summariser)
-        embedder = await loop.run_in_executor(None, lambda: self.embedder)
-        grower = insert_steps(work, leaves, self.options, summariser, self.counter)
-        stats = await _build.arun(grower, summariser, embedder)
-        self._insert_finish(base, work, stats)
+        """:meth:`insert` without blocking the event loop (waiting for another insert too)."""
+        async with insert_lock(self).held():
+            publish(self, await agrow(self, docs))
         return self
-
-    def _insert_start(self, docs: Sequence[str | Source]) -> tuple[Tree, Tree, list[int]]:
-        sources = as_sources(docs)
-        base = self.tree
-        work = copy.deepcopy(base)  # changed in place, swapped in on success
-        known = list(work.metadata.get("sources", []))
-        work.metadata["sources"] = [*known, *(s.id for s in sources)]
-        leaves = _build.add_leaves(
-            work, sources, len(known), self.counter, self.options.chunk_tokens
-        )
-        return base, work, leaves
-
-    def _insert_finish(self, base: Tree, work: Tree, stats: dict[str, Any]) -> None:
-        with _SWAP:
-            if self.tree is not base:
-                # Swapping in would lose the other insert's documents.
-                msg = (
-                    "another insert changed the tree while this one ran; nothing of this one "
-                    "was added: insert its documents again"
-                )
-                raise TreeError(msg)
-            self.tree = work
-        inserts = list(self.stats.get("inserts", []))
-        inserts.append(stats)
-        self.stats["inserts"] = inserts
 
     # -- queries ----------------------------------------------------------------------------
     def __len__(self) -> int:
