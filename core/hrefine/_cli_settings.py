@@ -137,6 +137,22 @@ def announce_loading_with(line: str | None, embedder: str | None) -> None:
         say(encodable(shown))
 
 
+def build_settings(
+    options: type[Options], settings: dict[str, Any], *, model: tuple[str, str | None], **named: Any
+) -> Any:
+    """``options`` built from a build verb's ``settings`` and the models it names (``named``:
+    the embedder, the tokenizer; those given go into the options, so that the saved tree or
+    graph remembers them and a query embeds and counts with the same models), checked before
+    any model loads: a bad setting, an empty ``model`` name (``(flag name, value)``) or an
+    embedder folder that is not there.
+    """
+    given = {name: value for name, value in named.items() if value is not None}
+    built = options.build(**settings, **given)
+    check_model_name(*model)
+    local_embedder(given.get("embedder"))
+    return built
+
+
 def check_limit(limit: int | None, flag: str, unit: str) -> None:
     """Refuse ``--limit`` below 1 (nothing would be done, and it would say it succeeded).
 

@@ -20,6 +20,7 @@ import typer
 
 from hrefine._atomic import echo
 from hrefine._cli_settings import (
+    build_settings,
     check_model_name,
     flag,
     local_embedder,
@@ -138,11 +139,7 @@ def build(
         "summary_tokens": summary_tokens,
         "edges": edges,
     }
-    if embedder is not None:
-        settings["embedder"] = embedder
-    options = GarlicOptions.build(**settings)  # a bad setting fails before any model loads
-    check_model_name("lm", lm)
-    local_embedder(embedder)  # a model not on disk fails before the build
+    options = build_settings(GarlicOptions, settings, model=("lm", lm), embedder=embedder)
     request.require_text()
     model = _lm(lm)
     if not quiet:

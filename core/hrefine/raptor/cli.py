@@ -16,9 +16,8 @@ import typer
 
 from hrefine._atomic import echo
 from hrefine._cli_settings import (
-    check_model_name,
+    build_settings,
     flag,
-    local_embedder,
     query_embedder_option,
     saved_embedder_option,
 )
@@ -105,15 +104,8 @@ def build(
         "max_layers": max_layers,
         "seed": seed,
     }
-    # Names go into the options, so that the saved tree remembers them and a query embeds
-    # with the same model and counts with the same tokenizer.
-    if tokenizer is not None:
-        settings["tokenizer"] = tokenizer
-    if embedder is not None:
-        settings["embedder"] = embedder
-    options = RaptorOptions.build(**settings)  # a bad setting fails before any model loads
-    check_model_name("llm", llm)
-    local_embedder(embedder)  # a model not on disk fails before the build
+    named = {"tokenizer": tokenizer, "embedder": embedder}
+    options = build_settings(RaptorOptions, settings, model=("llm", llm), **named)
     request.require_text()
     # No model by default: the tree's extractive summaries. One not on disk fails here.
     summariser = None if llm is None else named_lm(llm, ("smollm2", "default"))
