@@ -41,7 +41,7 @@ def _answers(prompt: str) -> str:
 
 def test_registered_and_listed(embedder: Any) -> None:
     assert {"longrefiner", "longrefiner-lm"} <= set(available_methods())
-    method = get_method("LongRefiner", embedder=embedder, scorer="bm25", chunk_tokens=64)
+    method = get_method("LongRefiner", scorer="bm25", chunk_tokens=64)
     assert isinstance(method, LongRefinerCompressor)
     assert method.name == "longrefiner"
     opts = method.refiner.options
@@ -49,6 +49,9 @@ def test_registered_and_listed(embedder: Any) -> None:
     # Options pass through to LongRefinerOptions; a bad one is the refiner's error.
     with pytest.raises(ValueError, match="structure"):
         get_method("longrefiner", structure="chapters")
+    # An embedder BM25 would ignore is refused, as the HtmlRAG methods refuse it.
+    with pytest.raises(ValueError, match="an embedder was given with scorer='bm25'"):
+        get_method("longrefiner", embedder=embedder, scorer="bm25")
 
 
 def test_budgets_are_counted_in_the_harness_tokenizer(contract: list[Any], embedder: Any) -> None:

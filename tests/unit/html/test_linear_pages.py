@@ -241,7 +241,8 @@ def test_a_wide_body_renders_its_kept_blocks_across_long_dropped_runs() -> None:
     # later dropped one changes the space written) to the next kept one; inline runs without
     # white space are still read one by one, as they decide whether two words touch.
     paras = "".join(f"<p>Paragraph {i} text.</p>" for i in range(5000))
-    page = f"<html><body>{paras}<div><b>x1</b><i>y</i><b>x2</b></div></body></html>"
+    # The div holds a block too: inline content alone is one block, never opened.
+    page = f"<html><body>{paras}<div><b>x1</b><i>y</i><b>x2</b><p>z</p></div></body></html>"
     forest = build_forest([clean_document(page)], max_words=1)
     wanted = {"Paragraph 10 text.", "Paragraph 4000 text.", "x1", "x2"}
     kept = [n.id for n in forest.tree.nodes if n.text in wanted]
