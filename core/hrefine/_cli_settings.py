@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from hrefine.errors import ConfigError
-from hrefine.options import Options
+from hrefine.options import Options, check_model_name
 
 __all__ = [
     "EmbedderOpt",
@@ -80,22 +80,6 @@ def query_embedder_option(noun: str) -> Any:
 EmbedderOpt = Annotated[str | None, embedder_option()]
 #: ``--embedder`` of a verb that scores with it only with ``--scorer embedding``.
 ScorerEmbedderOpt = Annotated[str | None, embedder_option("For the embedding scorer only.")]
-
-
-def check_model_name(setting: str, value: str | None) -> None:
-    """Refuse a model named by an empty (or blank) string, as the HTML pruner's ``lm`` does:
-    the path ``""`` is the working folder, which would be loaded as a model.
-
-    ``setting`` is the option's Python name (``lm``, ``llm``): the error line shows its flag.
-
-    Raises
-    ------
-    ConfigError
-        ``value`` is a string of blanks only.
-    """
-    if value is not None and not value.strip():
-        msg = f"{setting} is an empty string; give a model folder or name, or None for the default"
-        raise ConfigError(msg)
 
 
 def local_embedder(name: str | None) -> str | None:

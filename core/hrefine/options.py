@@ -259,6 +259,21 @@ def check_number(
     _check_minimum(name, value, minimum, none=none)
 
 
+def check_model_name(setting: str, value: object) -> None:
+    """Refuse a model named by an empty (or blank) string: the path ``""`` is the working
+    folder, which would be loaded as a model. ``setting`` names it in the message (``lm``; the
+    CLI shows its flag).
+
+    Raises
+    ------
+    ConfigError
+        ``value`` is a string of blanks only.
+    """
+    if isinstance(value, str) and not value.strip():
+        msg = f"{setting} is an empty string; give a model folder or name, or None for the default"
+        raise ConfigError(msg)
+
+
 def named_models(**models: Any) -> dict[str, str]:
     """The ``models`` given by name or folder (a str or a path), as strings: the settings a
     method's options take from its keyword arguments, so that a save records them and a load

@@ -15,7 +15,15 @@ from typing import Any, ClassVar
 from hrefine.errors import ConfigError, InputTypeError
 from hrefine.html._load import DEFAULT_MAX_INPUT_BYTES
 from hrefine.html.formats import check_input_format
-from hrefine.options import Options, check_bool, check_int, check_ints, check_number, setting
+from hrefine.options import (
+    Options,
+    check_bool,
+    check_int,
+    check_ints,
+    check_model_name,
+    check_number,
+    setting,
+)
 
 __all__ = ["DEFAULT_BUDGET", "MIN_BUDGET", "HtmlPrunerOptions"]
 
@@ -284,9 +292,7 @@ def _check_lm(lm: Any) -> None:
     if lm is None or isinstance(lm, os.PathLike):
         return
     if isinstance(lm, str):
-        if not lm.strip():
-            msg = "lm is an empty string; give a model folder or name, or None for the default"
-            raise ConfigError(msg)
+        check_model_name("lm", lm)
         return
     # Looked up on the class: a LocalLM's properties would load the model.
     if all(callable(getattr(type(lm), m, None)) for m in ("chat_prompt", "session")):

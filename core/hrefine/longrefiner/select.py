@@ -263,10 +263,13 @@ class Picked:
     """Tokens of the output, as counted for the budget."""
     dropped: list[dict[int, str]]
     """Per document, every node left out mapped to why (``budget.fill``'s reasons)."""
-    trimmed: bool = False
-    """Whether the one kept unit had to be cut to fit (a budget below every unit's cost)."""
     truncated: list[dict[int, Truncation]] = dataclasses.field(default_factory=list)
     """Per document (empty: none was cut), the kept nodes cut to fit and by how much."""
+
+    @property
+    def trimmed(self) -> bool:
+        """Whether the one kept unit had to be cut to fit (a budget below every unit's cost)."""
+        return any(self.truncated)
 
 
 def _atoms(doc: StructuredDocument) -> tuple[list[tuple[int, int]], dict[int, list[int]]]:
@@ -472,4 +475,4 @@ def _trimmed(
     truncated: list[dict[int, Truncation]] = [{} for _ in docs]
     whole = texts[best]
     truncated[d][n] = Truncation(len(cut), len(whole), tokens, int(counter.count(whole)))
-    return Picked(kept, out, tokens, dropped, trimmed=True, truncated=truncated)
+    return Picked(kept, out, tokens, dropped, truncated=truncated)
