@@ -154,17 +154,19 @@ class Node:
     def children(self) -> tuple[int, ...]:
         """Ids of the children, in the order they were linked."""
         view = self._children_view
-        if view is None:
-            view = self._children_view = tuple(self._children)
-        return view
+        return view if view is not None else self._copy_links()[0]
 
     @property
     def parents(self) -> tuple[int, ...]:
         """Ids of the parents, in the order they were linked."""
         view = self._parents_view
-        if view is None:
-            view = self._parents_view = tuple(self._parents)
-        return view
+        return view if view is not None else self._copy_links()[1]
+
+    def _copy_links(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """Tuple copies of both link lists, kept until a list changes again."""
+        self._children_view = children = tuple(self._children)
+        self._parents_view = parents = tuple(self._parents)
+        return children, parents
 
     def __getstate__(self) -> tuple[Any, ...]:
         # Pickling and deepcopy: everything but the weak reference, which the tree's

@@ -255,14 +255,11 @@ def write_report(
     query: str,
     nodes: Sequence[RetrievedNode],
     path: str | os.PathLike[str],
-    *,
-    mode: str | None = None,
-    k: int | str | None = _DEFAULT,
-    max_tokens: int | str | None = _DEFAULT,
-    title: str | None = None,
-    **settings: Any,
+    **options: Any,
 ) -> Path:
-    """Write :func:`render_report` to ``path`` (whole or not at all) and return the path.
+    """Write :func:`render_report` to ``path`` (whole or not at all) and return the path;
+    ``options`` are its keywords (``mode``, ``k``, ``max_tokens``, ``title``, the call's
+    per-query settings).
 
     Raises
     ------
@@ -270,12 +267,7 @@ def write_report(
         The file cannot be written (its folder is missing or read-only).
     """
     out = Path(path)
-    write_text(
-        out,
-        render_report(
-            tree, query, nodes, mode=mode, k=k, max_tokens=max_tokens, title=title, **settings
-        ),
-    )
+    write_text(out, render_report(tree, query, nodes, **options))
     return out
 
 
