@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from hrefine.errors import ConfigError
+from hrefine.models.embedder_folder import EMBEDDED_EMBEDDER
 from hrefine.options import Options, check_model_name
 
 __all__ = [
@@ -32,7 +33,7 @@ __all__ = [
 ]
 
 # The embedded embedder's name, as the "loading ..." lines show it.
-_DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
+_DEFAULT_EMBEDDER = EMBEDDED_EMBEDDER
 
 
 def flag(options: type[Options], name: str, *, help: str | None = None) -> Any:

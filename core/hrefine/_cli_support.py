@@ -21,6 +21,7 @@ from typer.core import TyperGroup
 
 from hrefine._folders import folder_problem
 from hrefine.errors import ConfigError, HrefineError
+from hrefine.models.embedder_folder import EMBEDDED_EMBEDDER
 
 __all__ = [
     "DEBUG_ENV",
@@ -43,7 +44,7 @@ __all__ = [
 DEBUG_ENV = "HREFINE_DEBUG"
 
 # Display names of the embedded models, for the "loading ..." line printed before they load.
-_EMBEDDER = "all-MiniLM-L6-v2"
+_EMBEDDER = EMBEDDED_EMBEDDER
 _LM = "SmolLM2-135M-Instruct"
 _TOKENIZER = "the Llama-3.2 tokenizer"
 

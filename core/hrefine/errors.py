@@ -7,6 +7,8 @@ against the built-ins keeps working. Messages say what was received and what to 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 __all__ = [
     "BudgetTooSmallError",
     "ConfigError",
@@ -24,6 +26,7 @@ __all__ = [
     "PersistenceError",
     "RendererNotFoundError",
     "TreeError",
+    "UnknownSettingError",
 ]
 
 
@@ -34,6 +37,20 @@ class HrefineError(Exception):
 class ConfigError(HrefineError, ValueError):
     """A setting or argument has a value hrefine cannot use (an unknown scorer name, a negative
     weight, a budget below zero); the message names the valid values."""
+
+
+class UnknownSettingError(ConfigError):
+    """Settings or options that the thing being made has no field or parameter for.
+
+    Attributes
+    ----------
+    unknown:
+        Their names.
+    """
+
+    def __init__(self, message: str, unknown: Iterable[str]) -> None:
+        super().__init__(message)
+        self.unknown: tuple[str, ...] = tuple(unknown)
 
 
 class InputTypeError(HrefineError, TypeError):

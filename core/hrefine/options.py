@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar, get_args, get_type_hints
 
-from hrefine.errors import ConfigError, InputTypeError, PersistenceError
+from hrefine.errors import ConfigError, InputTypeError, PersistenceError, UnknownSettingError
 
 __all__ = [
     "Options",
@@ -210,10 +210,11 @@ class Options:
         return {n: v for n in self.names() if isinstance(v := getattr(self, n), _PLAIN)}
 
     @classmethod
-    def _unknown(cls, names: Iterable[str]) -> ConfigError:
+    def _unknown(cls, names: Iterable[str]) -> UnknownSettingError:
         valid = ", ".join(cls.names())
+        names = list(names)
         msg = f"{cls.__name__} has no setting {', '.join(map(repr, names))}; valid: {valid}"
-        return ConfigError(msg)
+        return UnknownSettingError(msg, names)
 
 
 def _key(values: Iterable[Any]) -> tuple[Any, ...]:

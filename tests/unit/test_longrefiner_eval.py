@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from hrefine.budget import get_counter
+from hrefine.errors import UnknownSettingError
 from hrefine.eval import evaluate_items
 from hrefine.eval.loaders import load_dataset
 from hrefine.eval.longrefiner_method import STEPS, LongRefinerCompressor
@@ -41,12 +42,16 @@ def _answers(prompt: str) -> str:
 
 def test_registered_and_listed(embedder: Any) -> None:
     assert {"longrefiner", "longrefiner-lm"} <= set(available_methods())
-    method = get_method("LongRefiner", scorer="bm25", chunk_tokens=64)
+    method = get_method("LongRefiner", scorer="bm25")
     assert isinstance(method, LongRefinerCompressor)
     assert method.name == "longrefiner"
     opts = method.refiner.options
     assert (opts.lm, opts.scorer, opts.structure) == (None, "bm25", "auto")
-    # Options pass through to LongRefinerOptions; a bad one is the refiner's error.
+    # Options pass through to LongRefinerOptions; a bad one is the refiner's error, and one it
+    # has no setting for is named (a run of several methods leaves it to those that take it).
+    with pytest.raises(UnknownSettingError, match="'chunk_tokens'") as caught:
+        get_method("longrefiner", chunk_tokens=64)
+    assert caught.value.unknown == ("chunk_tokens",)
     with pytest.raises(ValueError, match="structure"):
         get_method("longrefiner", structure="chapters")
     # An embedder BM25 would ignore is refused, as the HtmlRAG methods refuse it.

@@ -8,7 +8,6 @@ one line. :data:`eval_app` runs the same command alone. Heavy imports happen ins
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 from pathlib import Path
 from typing import Annotated, Any
@@ -73,11 +72,13 @@ def _check_options(methods: list[str], options: dict[str, Any], counter: Any) ->
     cheap): a misspelt or invalid option, or a method that fails to build, is reported before
     the loading line; a method whose optional package is missing is left to the run, which
     skips it saying why."""
-    from hrefine.eval.methods import get_method
+    from hrefine.eval.methods import build_methods
 
-    for method in methods:
-        with contextlib.suppress(ImportError):
-            get_method(method, tokenizer=counter, **options)
+    for method, (_, left) in zip(
+        methods, build_methods(methods, options, tokenizer=counter), strict=True
+    ):
+        if left:
+            say(f"hrefine: note: {method} takes no option {', '.join(left)}; it runs without")
 
 
 def _budgets(value: str) -> list[int]:
@@ -201,7 +202,8 @@ def eval_command(
         typer.Option(
             "--option",
             help="Method constructor option key=value (repeatable), e.g. a trained adapter: "
-            "generative_adapter=DIR, query_analysis_adapter=DIR.",
+            "generative_adapter=DIR, query_analysis_adapter=DIR. With several methods, each "
+            "gets the options it takes (a note names the others); one no method takes fails.",
         ),
     ] = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,

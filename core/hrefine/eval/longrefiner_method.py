@@ -236,7 +236,6 @@ class LongRefinerCompressor:
         **settings: Any,
     ) -> None:
         self.counter: TokenCounter = get_counter(tokenizer)
-        settings.pop("chunk_tokens", None)  # accepted so mixed runs share options; no chunks
         self.refiner = _ReusingRefiner(lm=lm, tokenizer=self.counter, **settings)
         has_model = self.refiner.options.has_model
         self.name: str = name or ("longrefiner-lm" if has_model else "longrefiner")

@@ -41,11 +41,11 @@ import difflib
 import importlib
 import inspect
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from hrefine.budget import TokenCounter, get_counter
-from hrefine.errors import ConfigError, HrefineError, InputTypeError
+from hrefine.errors import ConfigError, HrefineError, InputTypeError, UnknownSettingError
 from hrefine.eval.base import Compressor, FunctionCompressor
 from hrefine.eval.text import looks_like_html, text_to_html
 
@@ -53,6 +53,7 @@ __all__ = [
     "RENAMED_METHODS",
     "PrunerCompressor",
     "available_methods",
+    "build_methods",
     "get_method",
     "register_method",
     "resolve_method_name",
@@ -94,7 +95,6 @@ def available_methods() -> list[str]:
 def _lead(tokenizer: Any = None, **options: Any) -> Compressor:
     from hrefine.eval.baselines import LeadCompressor
 
-    options.pop("chunk_tokens", None)  # lead has no chunks; accepted so mixed runs share options
     _check_options(LeadCompressor, options, "lead-text")
     return LeadCompressor(tokenizer, **options)
 
@@ -267,7 +267,7 @@ def _check_options(factory: Any, options: Mapping[str, Any], method: object) -> 
             f"method {method!r} takes no option {', '.join(map(repr, unknown))}; "
             f"its options: {', '.join(takes) or 'none'}"
         )
-        raise ConfigError(msg)
+        raise UnknownSettingError(msg, unknown)
 
 
 def _build(factory: Callable[..., Any], kwargs: Mapping[str, Any], method: object) -> Any:
@@ -402,5 +402,71 @@ def get_method(
         target = _instantiate(target, counter, options, method)
     elif options:
         msg = f"options {sorted(options)} given, but {method!r} is not a class to construct"
-        raise ConfigError(msg)
+        raise UnknownSettingError(msg, sorted(options))
     return _adapt(target, counter, label, chunk_tokens)
+
+
+def _taking(
+    method: Any, options: Mapping[str, Any], tokenizer: Any
+) -> tuple[Compressor, tuple[str, ...]]:
+    """``method`` built with the options it takes, and the names of those it does not."""
+    left: list[str] = []
+    while True:
+        given = {k: v for k, v in options.items() if k not in left}
+        try:
+            return get_method(method, tokenizer=tokenizer, **given), tuple(sorted(left))
+        except UnknownSettingError as exc:
+            fresh = [name for name in exc.unknown if name in given]
+            if not fresh:  # not one of ours: an option a factory passes on itself
+                raise
+            left.extend(fresh)
+
+
+def build_methods(
+    methods: Sequence[Any],
+    options: Mapping[str, Any] | None = None,
+    *,
+    tokenizer: Any = None,
+    fail_fast: bool = False,
+) -> list[tuple[Compressor | ImportError, tuple[str, ...]]]:
+    """Build the methods of one run, which share ``options``.
+
+    One method must take every option (as :func:`get_method` says). Several methods are each
+    built with the options they take, so that ``embedder=...`` can go to a run that also has
+    ``lead-text``; an option that no method takes is a misspelling, and a ConfigError.
+
+    Returns
+    -------
+    list
+        Per method, in order: the method, or the :class:`ImportError` that makes it unavailable
+        (a missing optional package; raised with ``fail_fast``), and the names of the options
+        it was built without.
+
+    Raises
+    ------
+    ConfigError
+        An option no method takes, or anything :func:`get_method` raises but an ImportError.
+    """
+    shared = dict(options or {})
+    out: list[tuple[Compressor | ImportError, tuple[str, ...]]] = []
+    for method in methods:
+        try:
+            if len(methods) == 1:
+                out.append((get_method(method, tokenizer=tokenizer, **shared), ()))
+            else:
+                out.append(_taking(method, shared, tokenizer))
+        except ImportError as exc:
+            if fail_fast:
+                raise
+            out.append((exc, ()))
+    taken_by_none = set(shared)
+    for comp, left in out:
+        if not isinstance(comp, ImportError):
+            taken_by_none &= set(left)
+    if taken_by_none and all(not isinstance(comp, ImportError) for comp, _ in out):
+        msg = (
+            f"no method of the run takes option {', '.join(map(repr, sorted(taken_by_none)))}; "
+            "check its spelling (`hrefine eval --list` shows each method)"
+        )
+        raise ConfigError(msg)
+    return out

@@ -30,7 +30,7 @@ from hrefine.eval.loaders import (
     load_dataset,
     resolve_dataset_name,
 )
-from hrefine.eval.methods import get_method
+from hrefine.eval.methods import build_methods, get_method
 from hrefine.eval.metrics import (
     exact_match,
     token_f1,
@@ -383,8 +383,12 @@ def run_many(
     limit:
         Items per dataset: one number for all, or a dict by dataset (keys as the datasets may
         be given: aliases such as ``"nq"``, ``.jsonl`` paths; missing: all).
-    data_dir, tokenizer, strict_only, reader, method_options, progress, fail_fast, half:
+    data_dir, tokenizer, strict_only, reader, progress, fail_fast, half:
         As in :func:`run_eval`.
+    method_options:
+        Constructor options shared by the methods: each method gets those it takes (one
+        method alone must take them all), and a result records those its method did not take
+        in ``meta["options_not_taken"]`` (see :func:`hrefine.eval.methods.build_methods`).
 
     Returns
     -------
@@ -406,16 +410,17 @@ def run_many(
     counter = get_counter(tokenizer)
     limits = _resolve_limits(limit, datasets)
     built: dict[int, Compressor | str] = {}
-    for i, method in enumerate(methods):
-        try:
-            built[i] = get_method(method, tokenizer=counter, **(method_options or {}))
-        except ImportError as exc:
-            # A missing optional package only: anything else (a bad option, a factory's bug,
-            # hrefine's own error) is raised, never skipped as if a package were missing.
-            if fail_fast:
-                raise
-            built[i] = f"method unavailable: {type(exc).__name__}: {exc}"
-            logger.warning("skipping method %s: %s", _method_label(method), built[i])
+    # A missing optional package only makes a method unavailable: anything else (a bad
+    # option, a factory's bug, hrefine's own error) is raised, never skipped as if a package
+    # were missing.
+    made = build_methods(methods, method_options, tokenizer=counter, fail_fast=fail_fast)
+    not_taken = [left for _, left in made]
+    for i, (made_i, _) in enumerate(made):
+        if isinstance(made_i, ImportError):
+            built[i] = f"method unavailable: {type(made_i).__name__}: {made_i}"
+            logger.warning("skipping method %s: %s", _method_label(methods[i]), built[i])
+        else:
+            built[i] = made_i
     results: list[EvalResult] = []
     with _Progress(progress).run() as bar:
         for dataset in datasets:
@@ -450,6 +455,8 @@ def run_many(
                     n_items=len(items),
                     meta=dict(meta),
                 )
+                if not_taken[i]:
+                    result.meta["options_not_taken"] = list(not_taken[i])
                 if isinstance(comp, str) or skipped:
                     result.skipped = skipped or str(comp)
                     result.n_items = 0

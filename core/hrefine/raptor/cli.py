@@ -34,6 +34,7 @@ from hrefine._cli_store import (
 from hrefine._cli_support import say
 from hrefine._encodable import encodable
 from hrefine.errors import ConfigError
+from hrefine.models.embedder_folder import EMBEDDED_EMBEDDER
 from hrefine.raptor.options import RaptorOptions
 
 if TYPE_CHECKING:
@@ -110,7 +111,7 @@ def build(
     # No model by default: the tree's extractive summaries. One not on disk fails here.
     summariser = None if llm is None else named_lm(llm, ("smollm2", "default"))
     if not request.quiet:
-        models = [embedder or "all-MiniLM-L6-v2", *([llm] if llm else [])]
+        models = [embedder or EMBEDDED_EMBEDDER, *([llm] if llm else [])]
         say(encodable(f"loading {' and '.join(models)}; {len(sources)} documents..."))
     # The options, not keywords, carry the names: a model given as a keyword is not saved.
     return RaptorTree.build(sources, options, llm=summariser, progress=not request.quiet)
