@@ -29,8 +29,19 @@ from hrefine.html.tags import BLOCK_TAGS, GENERIC_TAGS, HEADING_TAGS, JUNK_TAGS,
 
 __all__ = ["DEFAULT_KEEP_ATTRS", "clean_document", "clean_html"]
 
-#: Attributes kept by default: they change what a reader understands of the content.
-DEFAULT_KEEP_ATTRS: tuple[str, ...] = ("alt", "colspan", "rowspan", "datetime")
+#: Attributes kept by default: they change what a reader understands of the content. A list's
+#: numbering (``start``, ``reversed`` on ``<ol>``, ``value`` on ``<li>``) is kept on lists only.
+DEFAULT_KEEP_ATTRS: tuple[str, ...] = (
+    "alt",
+    "colspan",
+    "rowspan",
+    "datetime",
+    "start",
+    "reversed",
+    "value",
+)
+# The attributes that number a list, and the one element each means something on.
+_NUMBERING = {"start": "ol", "reversed": "ol", "value": "li"}
 
 # Void elements that libxml2 does not know as void: each swallows what follows it up to its
 # parent's end tag (``<embed>text</embed>``), so they are unwrapped, never removed with their
@@ -84,7 +95,9 @@ def clean_html(
         never removed, and nothing is removed when the candidates hold more than half of it.
     keep_attrs:
         Attributes to keep; all others are dropped. ``colspan``/``rowspan`` are kept only when
-        not 1. Links (``<a>``) are unwrapped to their text unless ``"href"`` is kept.
+        not 1; ``start``/``reversed`` only on ``<ol>`` (``start`` when not 1), ``value`` only on
+        an ``<li>`` of one, each only with a number. Links (``<a>``) are unwrapped to their
+        text unless ``"href"`` is kept.
     max_depth:
         Elements nested deeper are unwrapped (their text is kept); at most 245, because libxml2
         cannot nest deeper than 255 levels. None (the default): as deep as libxml2 nests, and
@@ -241,6 +254,7 @@ def _strip_attributes(
                 lname not in keep
                 or (lname in {"colspan", "rowspan"} and value.strip() in {"", "1"})
                 or (lname == "alt" and not value.strip())
+                or (lname in _NUMBERING and not _numbers(el, lname, value))
             ):
                 del attrib[name]
     for el in queries.bare_img(root):
@@ -251,6 +265,22 @@ def _strip_attributes(
     for el in crowded(root, unwrap) if crowd else ():
         unwrap_leaves(el, frozenset(unwrap))
     etree.strip_tags(root, *unwrap)
+
+
+def _numbers(el: Any, name: str, value: str) -> bool:
+    """Whether list-numbering attribute ``name`` changes what ``el`` shows: on its own element
+    (``start``/``reversed`` on ``<ol>``, ``value`` on ``<li>`` of one), a number (not the
+    default 1 for ``start``), or ``reversed`` present."""
+    if str(el.tag).lower() != _NUMBERING[name]:
+        return False
+    if name == "reversed":
+        return True
+    if name == "value":
+        parent = el.getparent()
+        if parent is None or str(parent.tag).lower() != "ol":
+            return False
+    text = value.strip()
+    return text.lstrip("-").isdigit() and not (name == "start" and int(text) == 1)
 
 
 def _without_braced_names(attrib: Any, items: list[tuple[str, str]]) -> list[tuple[str, str]]:

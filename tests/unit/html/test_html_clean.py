@@ -199,3 +199,26 @@ def test_the_root_element_loses_its_attributes_too() -> None:
     page = '<html><body><p data-x="1" lang="de" title="t">Hi <img alt="A" src="a.png"></p>'
     kept = clean_html(page)
     assert '<p>Hi <img alt="A"></p>' in kept
+
+
+def test_a_lists_numbering_is_kept_on_lists_only() -> None:
+    out = clean_html(
+        '<ol start="3" class="steps"><li>third</li><li value="7">seventh</li></ol>'
+        '<ol start="1"><li>first</li></ol><ol reversed><li>last</li></ol>'
+        '<ol start="x"><li>odd</li></ol>'
+        '<ul><li value="3">bullet</li></ul><div start="4">block</div><p>x<input value="5"></p>'
+    )
+    assert '<ol start="3"><li>third</li><li value="7">seventh</li></ol>' in out
+    assert "<ol><li>first</li></ol>" in out  # the default number says nothing
+    assert "<ol reversed" in out
+    assert "<ol><li>odd</li></ol>" in out  # not a number: the browser ignores it too
+    assert "<ul><li>bullet</li></ul>" in out and "<div>block</div>" in out
+    assert "value=" not in out.split("</ol>")[-1]
+
+
+def test_markdown_numbering_survives_pruning() -> None:
+    from hrefine.html import HtmlPruner
+
+    md = "# Steps\n\nSome intro text here.\n\n3. third step about apples\n4. fourth step\n"
+    html = HtmlPruner(scorer="bm25").prune(md, "apples", 200).html
+    assert '<ol start="3"><li>third step about apples' in html
