@@ -11,11 +11,9 @@ can shrink, or ``max_levels`` is reached. Every node is embedded for the search.
 
 from __future__ import annotations
 
-import functools
 import os
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -38,12 +36,12 @@ from hrefine.garlic.summarise import (
     pack,
     write_level,
 )
-from hrefine.models import get_embedder
 from hrefine.models._lm_name import model_or_name
 from hrefine.options import named_models
-from hrefine.persist import load_tree, save_tree
+from hrefine.persist import load_tree
 from hrefine.raptor.build import SOURCE, TOKENS, Source, add_leaves, as_sources, embed_in_full
 from hrefine.tree import NodeKind, Tree
+from hrefine.tree_store import TreeStore
 
 __all__ = ["BATCH", "KIND", "SOURCE_ID", "GarlicGraph"]
 
@@ -60,7 +58,7 @@ _WEIGHT_TOLERANCE = 1e-4
 _EDGE_MODES = tuple(mode for mode in EDGE_MODES if mode != "auto")
 
 
-class GarlicGraph:
+class GarlicGraph(TreeStore[GarlicOptions]):
     """A GARLIC graph: leaf chunks and levels of summary points, with weighted edges.
 
     Make one with :meth:`build`, search it with :class:`~hrefine.garlic.search.GarlicSearcher`,
@@ -91,10 +89,7 @@ class GarlicGraph:
         #: What the build did (LLM calls, retries, timings, nodes per level; not saved).
         self.stats: dict[str, Any] = {}
 
-    @functools.cached_property
-    def embedder(self) -> Any:
-        """The embedder of the node vectors (loaded on first use); embed queries with it."""
-        return get_embedder(self._embedder_arg)
+    kind = KIND
 
     # -- building ---------------------------------------------------------------------------
     @classmethod
@@ -174,9 +169,6 @@ class GarlicGraph:
         return self
 
     # -- reading ----------------------------------------------------------------------------
-    def __len__(self) -> int:
-        return len(self.tree)
-
     @property
     def levels(self) -> int:
         """Summary levels above the leaves (the top level's number)."""
@@ -204,10 +196,6 @@ class GarlicGraph:
         return parents, children, weights
 
     # -- persistence ------------------------------------------------------------------------
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Save the graph (JSON + .npy, checksummed, never pickle) into folder ``path``."""
-        return save_tree(self.tree, path, kind=KIND, config=self.options.plain())
-
     @classmethod
     def load(
         cls, path: str | os.PathLike[str], *, embedder: Any = None, **settings: Any

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -164,35 +164,28 @@ class SessionReader:
         return Verdict(probs["Yes"], probs["No"], mark + done.new_tokens)
 
 
+@dataclass(eq=False)
 class PromptReader:
-    """Prompt-only mode: the whole prompt to a text LLM at every step."""
+    """Prompt-only mode: the whole prompt to a text LLM at every step (no attention: a node's
+    weight is its query ``similarity``)."""
 
-    positional = False
-
-    def __init__(
-        self,
-        generator: TextGenerator,
-        instruction: str,
-        query: str,
-        similarity: np.ndarray,
-        counter: TokenCounter,
-    ) -> None:
-        self._generator = generator
-        self._instruction = instruction
-        self._query = query
-        self._similarity = similarity
-        self._counter = counter
-        self._texts: list[str] = []
-        self.prefilled_tokens = 0
+    generator: TextGenerator
+    instruction: str
+    query: str
+    similarity: np.ndarray
+    counter: TokenCounter
+    positional: bool = field(default=False, init=False)
+    texts: list[str] = field(default_factory=list, init=False)
+    prefilled_tokens: int = field(default=0, init=False)
 
     def add(self, node_id: int, text: str) -> float:
-        self._texts.append(text)
-        return float(self._similarity[node_id])
+        self.texts.append(text)
+        return float(self.similarity[node_id])
 
     def ask(self) -> Verdict:
-        prompt = search_prompt(self._instruction, self._query, self._texts)
-        reply = str(self._generator.generate(prompt))
-        tokens = self._counter.count(prompt)
+        prompt = search_prompt(self.instruction, self.query, self.texts)
+        reply = str(self.generator.generate(prompt))
+        tokens = self.counter.count(prompt)
         self.prefilled_tokens += tokens
         yes = parse_yes_no(reply) is True
         return Verdict(float(yes), float(not yes), tokens, answer=reply)

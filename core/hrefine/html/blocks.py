@@ -39,11 +39,7 @@ _PAUSE_GC_ELEMENTS = 20_000
 
 
 def build_block_tree(
-    html: str | bytes,
-    *,
-    max_words: int = 256,
-    clean: bool = True,
-    boilerplate: bool = True,
+    html: str | bytes, *, max_words: int = 256, clean: bool = True, boilerplate: bool = True
 ) -> Tree:
     """Split one HTML page into a tree of blocks of fewer than ``max_words`` words.
 

@@ -23,6 +23,7 @@ from hrefine.html.tags import BLOCK_TAGS, INLINE_TAGS, JUNK_TAGS, UNSHOWN_TAGS
 __all__ = [
     "INPUT_FORMATS",
     "InputFormat",
+    "PageInput",
     "as_html",
     "check_input_format",
     "detect_format",
@@ -32,6 +33,8 @@ __all__ = [
 ]
 
 InputFormat = Literal["html", "markdown", "text"]
+#: What a page may be given as: text, or its bytes in any encoding.
+PageInput = str | bytes | bytearray | memoryview
 #: The values of the ``input_format`` setting.
 INPUT_FORMATS: tuple[str, ...] = ("auto", "html", "markdown", "text")
 
@@ -81,7 +84,7 @@ def check_input_format(value: Any) -> None:
         raise ConfigError(msg)
 
 
-def _sample(text: str | bytes | bytearray | memoryview) -> str:
+def _sample(text: PageInput) -> str:
     if isinstance(text, str):
         return text[:_SAMPLE]
     if isinstance(text, (bytes, bytearray, memoryview)):
@@ -95,7 +98,7 @@ def _sample(text: str | bytes | bytearray | memoryview) -> str:
     raise InputTypeError(msg)
 
 
-def detect_format(text: str | bytes | bytearray | memoryview) -> InputFormat:
+def detect_format(text: PageInput) -> InputFormat:
     """Whether ``text`` is HTML, Markdown or plain text, from its first 200,000 characters.
 
     HTML: a doctype or an ``<html>``, ``<head>`` or ``<body>`` tag, or at least two tags of

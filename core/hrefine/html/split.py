@@ -23,7 +23,7 @@ from hrefine.errors import ConfigError
 from hrefine.html._text import has_word
 from hrefine.html.blocks import serialize_element
 from hrefine.html.clean import clean_document, serialize
-from hrefine.html.formats import as_html, check_input_format, resolve_format
+from hrefine.html.formats import PageInput, as_html, check_input_format, resolve_format
 from hrefine.html.tags import HEADING_TAGS, WRAPPER_TAGS
 
 __all__ = ["check_piece_size", "clean_page", "split_page"]
@@ -46,10 +46,7 @@ class _Unit:
 
 
 def clean_page(
-    page: str | bytes | bytearray | memoryview,
-    *,
-    boilerplate: bool = True,
-    input_format: str = "auto",
+    page: PageInput, *, boilerplate: bool = True, input_format: str = "auto"
 ) -> tuple[Any, str]:
     """Clean one input as :class:`~hrefine.html.HtmlPruner` does.
 

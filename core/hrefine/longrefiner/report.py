@@ -114,10 +114,7 @@ a.ref{color:#22579a;text-decoration:none}
 
 
 def render_report(
-    result: RefineResult,
-    *,
-    title: str | None = None,
-    sources: Sequence[str] | None = None,
+    result: RefineResult, *, title: str | None = None, sources: Sequence[str] | None = None
 ) -> str:
     """A self-contained, script-free HTML report of ``result``.
 

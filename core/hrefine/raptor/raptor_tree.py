@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import os
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,9 +15,8 @@ from hrefine._progress import Progress
 from hrefine._query import check_query, check_query_vector
 from hrefine.budget import TokenCounter, get_counter
 from hrefine.errors import InputTypeError
-from hrefine.models import get_embedder
 from hrefine.options import named_models
-from hrefine.persist import load_tree, save_tree
+from hrefine.persist import load_tree
 from hrefine.raptor.build import SOURCES, TOKENS, Source, as_sources
 from hrefine.raptor.build_progress import reported_grower
 from hrefine.raptor.insert import insert_steps
@@ -30,6 +27,7 @@ from hrefine.raptor.summarise import Summariser
 from hrefine.raptor.tree_shape import check_raptor_shape
 from hrefine.results import copy_metadata
 from hrefine.tree import NodeKind, Tree
+from hrefine.tree_store import TreeStore
 
 __all__ = ["KIND", "RaptorTree"]
 
@@ -47,7 +45,7 @@ _LOAD_HINT = (
 )
 
 
-class RaptorTree:
+class RaptorTree(TreeStore[RaptorOptions]):
     """A RAPTOR tree over documents: leaf chunks and layers of cluster summaries.
 
     Make one with :meth:`build` (or :meth:`abuild`), add documents with :meth:`insert`, query it
@@ -92,12 +90,9 @@ class RaptorTree:
         # The summariser holds wrapped callables and is made again on first use, from the LLM.
         return {**self.__dict__, "_summariser": None}
 
-    # -- models (made on first use) ---------------------------------------------------------
-    @functools.cached_property
-    def embedder(self) -> Any:
-        """The embedder (loaded on first use)."""
-        return get_embedder(self._embedder_arg)
+    kind = KIND
 
+    # -- models (made on first use) ---------------------------------------------------------
     @property
     def summariser(self) -> Summariser:
         """The summariser (the LLM is loaded on first use)."""
@@ -232,9 +227,6 @@ class RaptorTree:
         return self
 
     # -- queries ----------------------------------------------------------------------------
-    def __len__(self) -> int:
-        return len(self.tree)
-
     @property
     def layers(self) -> int:
         """Summary layers above the leaves (0: leaves only)."""
@@ -400,10 +392,6 @@ class RaptorTree:
         )
 
     # -- persistence ------------------------------------------------------------------------
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Save the tree (JSON + .npy, checksummed, never pickle) into folder ``path``."""
-        return save_tree(self.tree, path, kind=KIND, config=self.options.plain())
-
     @classmethod
     def load(
         cls,
