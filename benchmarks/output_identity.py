@@ -10,7 +10,9 @@ refactor and after, then compare::
     python -m benchmarks.output_identity --compare before.json after.json
 
 ``--compare`` prints each case that differs (or is missing on one side) and exits 1 on any
-difference, 0 when all are identical.
+difference, 0 when all are identical. ``--texts DIR`` (with ``--out``) also writes each case's
+whole output into DIR, one file a case, so that two runs' differences can be read with
+``diff -r``.
 
 The cases: HtmlRAG (``htmlrag`` and ``htmlrag-bm25``) on WTQ and NQ pages; RAPTOR (extractive
 summaries) on a QuALITY document; GARLIC with its extractive stand-in LLM on a Qasper document;
@@ -39,6 +41,16 @@ The newest is ``benchmarks/results/output_identity_3e52bb1.json``; 4 of its 56 c
 9c45af7's, each on purpose: RAPTOR returns leaves only by default (``summary_rank="off"``), which
 changes one RAPTOR compress case and the two RAPTOR report pages, and ``raptor query`` has a
 ``--summary-rank`` option.
+The newest is ``benchmarks/results/output_identity_6793114.json``; against 4a8a364's code (the
+start of the last refactoring session) one case differs: the ``--help`` of ``eval`` (``--option``
+says how the methods of one run share it). Against ``output_identity_f318042.json`` 10 cases
+differ, each on purpose: the ``--help`` of ``html prune``, ``refine``, ``garlic build``, ``garlic
+query``, ``distributed garlic`` and ``distributed raptor`` (one ``--embedder`` option on each verb,
+and ``garlic query --max-tokens`` says the top level is always read), of ``eval``, the two GARLIC
+report pages (a note when the top level alone passes the budget) and the two RAPTOR report pages:
+at f318042 a BM25 score imported numba before UMAP was held to AVX2, so the RAPTOR tree of the full
+run was compiled for this CPU's AVX512; run alone (``--only``) f318042's page is 6793114's byte for
+byte (fixed in 2a66f7b).
 """
 
 from __future__ import annotations
@@ -210,8 +222,14 @@ def _help_cases() -> Iterator[Case]:
 
 
 # -- running and comparing --------------------------------------------------------------------
-def collect(only: str | None = None) -> dict[str, Any]:
-    """Run every case (or those whose name contains ``only``); ``{case: digest}``."""
+def _file_name(case: str) -> str:
+    """A file name for a case's text (``help/garlic build`` -> ``help__garlic_build.txt``)."""
+    return case.replace("/", "__").replace(" ", "_") + ".txt"
+
+
+def collect(only: str | None = None, texts: Path | None = None) -> dict[str, Any]:
+    """Run every case (or those whose name contains ``only``); ``{case: digest}``. With
+    ``texts``, each case's whole output is also written there, to be read with ``diff -r``."""
     # Fixed terminal size and no colour, so the help texts do not depend on the terminal.
     os.environ.update({"COLUMNS": "100", "LINES": "50", "NO_COLOR": "1", "TERM": "dumb"})
     os.environ.pop("FORCE_COLOR", None)
@@ -223,7 +241,11 @@ def collect(only: str | None = None) -> dict[str, Any]:
             if only and only not in name:
                 continue
             started = time.perf_counter()
-            results[name] = _digest(make())
+            text = make()
+            results[name] = _digest(text)
+            if texts is not None:
+                texts.mkdir(parents=True, exist_ok=True)
+                (texts / _file_name(name)).write_text(text, "utf-8", errors="surrogatepass")
             print(f"{time.perf_counter() - started:7.2f} s  {name}", file=sys.stderr)
     return results
 
@@ -253,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", help="write the snapshot JSON here")
     parser.add_argument("--compare", nargs=2, metavar=("A", "B"), help="compare two snapshots")
     parser.add_argument("--only", help="run (or compare) only the cases whose name contains this")
+    parser.add_argument("--texts", help="with --out: also write each case's whole output here")
     args = parser.parse_args(argv)
     if args.compare:
         a, b = (_load(p) for p in args.compare)
@@ -268,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if diff else 0
     if not args.out:
         parser.error("give --out PATH or --compare A B")
-    results = collect(args.only)
+    results = collect(args.only, Path(args.texts) if args.texts else None)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n", "utf-8")
     print(f"{len(results) - 1} cases written to {args.out} ({results[_META]['hrefine']})")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -43,3 +44,19 @@ def test_compare_lists_the_differing_cases() -> None:
     b = {"_meta": {"other": 1}, "p": {"sha256": "1"}, "q": {"sha256": "3"}}
     assert compare(a, b) == ["q"]
     assert compare(a, a) == []
+
+
+def test_texts_holds_each_cases_whole_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The script fixes the terminal's variables; the test puts them back afterwards.
+    for name in ("COLUMNS", "LINES", "NO_COLOR", "TERM"):
+        monkeypatch.setenv(name, "")
+    out, texts = tmp_path / "snap.json", tmp_path / "texts"
+    assert main(["--out", str(out), "--only", "help/raptor query", "--texts", str(texts)]) == 0
+    snapshot = json.loads(out.read_text(encoding="utf-8"))
+    assert [n for n in snapshot if n != "_meta"] == ["help/raptor query"]
+    written = (texts / "help__raptor_query.txt").read_text(encoding="utf-8")
+    assert "--summary-rank" in written
+    digest = hashlib.sha256(written.encode("utf-8")).hexdigest()
+    assert snapshot["help/raptor query"]["sha256"] == digest
