@@ -8,7 +8,6 @@ budget and a budget per page live here once; the adapters only convert types.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 from collections.abc import Sequence
@@ -20,6 +19,7 @@ from hrefine._query import check_query as _check_query
 from hrefine._top_n import TopNRetry
 from hrefine.errors import EmptyInputError, HtmlParseError, InputTypeError
 from hrefine.html.outcome_metadata import kept_with_metadata, outcome_metadata
+from hrefine.models._loop import gather_or_cancel
 from hrefine.results import log_dropped, unit_scores
 
 if TYPE_CHECKING:
@@ -284,7 +284,7 @@ class PruneJob(TopNRetry[DocumentOutcome]):
         return document_outcomes(result, indices=list(indices))
 
     async def _aalone_each(self, indices: Sequence[int], budget: int) -> list[DocumentOutcome]:
-        groups = await asyncio.gather(*(self._aalone(i, budget) for i in indices))
+        groups = await gather_or_cancel([self._aalone(i, budget) for i in indices])
         return [o for g in groups for o in g]
 
     async def _aalone(self, i: int, budget: int) -> list[DocumentOutcome]:

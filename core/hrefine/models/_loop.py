@@ -24,12 +24,20 @@ import functools
 import os
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 from hrefine.errors import GenerationError
 
-__all__ = ["CallRunner", "call_async", "caller_loop", "run_in_worker", "worker_pool"]
+__all__ = [
+    "CallRunner",
+    "call_async",
+    "caller_loop",
+    "gather_or_cancel",
+    "results_or_cancel",
+    "run_in_worker",
+    "worker_pool",
+]
 
 _T = TypeVar("_T")
 
@@ -99,6 +107,50 @@ def call_async(make: Callable[[], Awaitable[_T]], fallback: Callable[[], _T]) ->
         return await make()
 
     return asyncio.run_coroutine_threadsafe(run(), loop).result()
+
+
+async def gather_or_cancel(aws: Sequence[Awaitable[_T]]) -> list[_T]:
+    """``asyncio.gather(*aws)``, except that the first failure cancels the rest.
+
+    ``asyncio.gather`` raises the first error and leaves the other calls running, so a
+    summariser whose LLM refuses one prompt went on paying for the others. Here the calls still
+    running or waiting for a slot are cancelled (and awaited) before the error is raised; with
+    several failed, the first in input order is raised. Cancelling the caller cancels them all.
+    """
+    tasks = [asyncio.ensure_future(aw) for aw in aws]
+    if not tasks:
+        return []
+    try:
+        _, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    except BaseException:  # the caller was cancelled: so are its calls
+        for task in tasks:
+            task.cancel()
+        raise
+    if pending:  # one failed
+        for task in pending:
+            task.cancel()
+        await asyncio.wait(pending)
+    # every failure is read (asyncio logs one never read), the first in input order raised
+    failures = [e for t in tasks if not t.cancelled() and (e := t.exception()) is not None]
+    if failures:
+        raise failures[0]
+    return [task.result() for task in tasks]
+
+
+def results_or_cancel(futures: Sequence[concurrent.futures.Future[_T]]) -> list[_T]:
+    """Each future's result in order; the first failure cancels those not started yet.
+
+    The sync twin of :func:`gather_or_cancel`: a call already running in a thread finishes (a
+    thread cannot be stopped), but none that is still queued starts after an error.
+    """
+    done, pending = concurrent.futures.wait(futures, return_when=concurrent.futures.FIRST_EXCEPTION)
+    if pending:
+        for future in pending:
+            future.cancel()
+    failures = [e for f in futures if f in done and (e := f.exception()) is not None]
+    if failures:
+        raise failures[0]
+    return [future.result() for future in futures]
 
 
 class _Call:

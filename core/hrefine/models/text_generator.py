@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from hrefine.errors import ConfigError, GenerationError, HrefineError, InputTypeError
-from hrefine.models._loop import CallRunner
+from hrefine.models._loop import CallRunner, gather_or_cancel, results_or_cancel
 
 __all__ = [
     "LLMCallable",
@@ -244,7 +244,8 @@ class TextGenerator:
         """Generate for many prompts with at most ``max_concurrency`` calls in flight.
 
         With a ``batch_fn``, one call per ``batch_size`` prompts; otherwise one per prompt.
-        The output keeps the input order.
+        The output keeps the input order. The first call that fails for good raises its
+        :class:`~hrefine.errors.GenerationError`, and no call still queued is made after it.
         """
         batch_fn = self._batch_fn
         if batch_fn is None:
@@ -253,7 +254,7 @@ class TextGenerator:
                 futures = [
                     pool.submit(contextvars.copy_context().run, self.generate, p) for p in items
                 ]
-                return [future.result() for future in futures]
+                return results_or_cancel(futures)
         chunks = self._chunks(prompts)
         if self.max_concurrency == 1 or len(chunks) < 2:
             return [text for chunk in chunks for text in self._batch_call(batch_fn, chunk)]
@@ -265,7 +266,7 @@ class TextGenerator:
                 )
                 for chunk in chunks
             ]
-            return [text for future in pending for text in future.result()]
+            return [text for out in results_or_cancel(pending) for text in out]
 
     # -- async ----------------------------------------------------------------------------
     def _loop_semaphore(self) -> asyncio.Semaphore:
@@ -323,12 +324,16 @@ class TextGenerator:
         return self._checked(chunk, await self._acall(batch_fn, chunk, native=False, what=what))
 
     async def abatch(self, prompts: Sequence[str]) -> list[str]:
-        """Async :meth:`batch`: at most ``max_concurrency`` calls in flight; order kept."""
+        """Async :meth:`batch`: at most ``max_concurrency`` calls in flight; order kept.
+
+        The first call that fails for good cancels the others (running or waiting for a slot)
+        before its error is raised.
+        """
         batch_fn = self._batch_fn
         if batch_fn is None:
-            return list(await asyncio.gather(*(self.agenerate(p) for p in prompts)))
+            return await gather_or_cancel([self.agenerate(p) for p in prompts])
         chunks = self._chunks(prompts)
-        outs = await asyncio.gather(*(self._abatch_call(batch_fn, chunk) for chunk in chunks))
+        outs = await gather_or_cancel([self._abatch_call(batch_fn, chunk) for chunk in chunks])
         return [text for out in outs for text in out]
 
 
