@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hrefine.errors import ConfigError, InputTypeError, NotSupportedError
+from hrefine.models._loop import run_to_end
 from hrefine.raptor import RaptorOptions, RaptorTree, RetrievedNode
 from hrefine.raptor.options import check_mode
 from hrefine.raptor.serial_insert import agrow, insert_lock
@@ -230,8 +231,8 @@ class RaptorIndex(RaptorStore[RaptorIndexStruct]):
                 if self._own_transformations
                 else [document]
             )
-            await self.ainsert_nodes(nodes, **insert_kwargs)
-            await self.docstore.aset_document_hash(document.id_, document.hash)
+            with self._callback_manager.as_trace("ainsert_nodes"):
+                await self._ainsert(nodes, document)  # the hash set with the nodes
 
     def insert_nodes(self, nodes: Sequence[BaseNode], **insert_kwargs: Any) -> None:
         """Add ``nodes`` (each chunked into leaves, its ``ref_doc_id`` or id as its document),
@@ -240,18 +241,34 @@ class RaptorIndex(RaptorStore[RaptorIndexStruct]):
             self._insert(nodes, **insert_kwargs)  # writes the index struct too
 
     async def ainsert_nodes(self, nodes: Sequence[BaseNode], **insert_kwargs: Any) -> None:
-        """:meth:`insert_nodes` without blocking the event loop (the LLM is awaited)."""
+        """:meth:`insert_nodes` without blocking the event loop (the LLM is awaited).
+
+        Cancelled while the summaries are made, it changes nothing; once the docstore is being
+        written, the docstore, the index struct and the tree are all brought up to date before
+        the cancellation is raised.
+        """
         with self._callback_manager.as_trace("ainsert_nodes"):
-            raptor = self.raptor_tree
-            # As _insert: one insert at a time, the tree swapped in after the stores' writes.
-            async with insert_lock(raptor).held():
-                grown = await agrow(raptor, to_sources(nodes))
-                changed, old_ids = self._rewritten(grown)
-                stored = await self._docstore.aget_nodes(old_ids)
-                out, node_ids = self._written(nodes, grown, changed, stored)
+            await self._ainsert(nodes, None)
+
+    async def _ainsert(self, nodes: Sequence[BaseNode], document: Document | None) -> None:
+        raptor = self.raptor_tree
+        # As _insert: one insert at a time, the tree swapped in after the stores' writes.
+        async with insert_lock(raptor).held():
+            grown = await agrow(raptor, to_sources(nodes))
+            changed, old_ids = self._rewritten(grown)
+            stored = await self._docstore.aget_nodes(old_ids)
+            out, node_ids = self._written(nodes, grown, changed, stored)
+
+            async def commit() -> None:
                 await self._docstore.async_add_documents(out, allow_update=True)
                 self._publish(grown, node_ids)
                 await self._storage_context.index_store.async_add_index_struct(self._index_struct)
+                if document is not None:
+                    await self._docstore.aset_document_hash(document.id_, document.hash)
+
+            # A cancellation in the middle left nodes in the docstore that no struct named,
+            # and summaries rewritten there that the tree still held in their old words.
+            await run_to_end(commit())
 
     # -- deleting (not supported) -----------------------------------------------------------
     def delete_nodes(

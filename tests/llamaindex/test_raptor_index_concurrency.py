@@ -121,3 +121,46 @@ def test_concurrent_ainserts_both_land() -> None:
     sources = index.raptor_tree.tree.metadata["sources"]
     assert {"etna", "maglev"} <= set(sources)
     consistent(index)
+
+
+class SlowAckDocstore(SimpleDocumentStore):
+    """A docstore whose async write lands at once and is acknowledged late (a remote store)."""
+
+    written: asyncio.Event | None = None
+
+    async def async_add_documents(self, *args: Any, **kwargs: Any) -> None:
+        super().add_documents(*args, **kwargs)
+        if self.written is not None:
+            self.written.set()
+            await asyncio.sleep(0.2)
+
+
+def test_an_ainsert_cancelled_while_the_docstore_writes_still_lands_whole() -> None:
+    store = SlowAckDocstore()
+    index = RaptorIndex.from_documents(
+        [Document(text=t, id_=f"doc{i}") for i, t in enumerate(TEXTS)],
+        llm=Summariser(),
+        embed_model=KeywordEmbedder(),
+        storage_context=StorageContext.from_defaults(docstore=store),
+        **SETTINGS,
+    )
+    etna = Document(text=ETNA, id_="etna")
+
+    async def main() -> bool:
+        store.written = asyncio.Event()
+        task = asyncio.ensure_future(index.ainsert(etna))
+        await asyncio.wait_for(store.written.wait(), LIMIT)
+        task.cancel()  # the docstore holds the new nodes; the struct and tree not yet
+        try:
+            await task
+        except asyncio.CancelledError:
+            return True
+        return False
+
+    assert asyncio.run(main())  # the caller still sees its cancellation
+    # was: the new leaf and summaries in the docstore, named by no struct, the tree without them
+    consistent(index)
+    assert "etna" in index.raptor_tree.tree.metadata["sources"]
+    assert index.docstore.get_document_hash("etna") == etna.hash
+    retriever = index.as_retriever(k=3, max_tokens=None)
+    assert ETNA in texts(retriever.retrieve(QUESTION))

@@ -36,6 +36,7 @@ __all__ = [
     "gather_or_cancel",
     "results_or_cancel",
     "run_in_worker",
+    "run_to_end",
     "worker_pool",
 ]
 
@@ -135,6 +136,29 @@ async def gather_or_cancel(aws: Sequence[Awaitable[_T]]) -> list[_T]:
     if failures:
         raise failures[0]
     return [task.result() for task in tasks]
+
+
+async def run_to_end(aw: Awaitable[_T]) -> _T:
+    """``await aw``, run to its end even when the caller is cancelled meanwhile.
+
+    For a commit of several writes that must all land or none (an index's docstore, then its
+    struct): the caller's cancellation is raised once ``aw`` has finished, never in between.
+    An error of ``aw`` itself is raised as it is.
+    """
+    task = asyncio.ensure_future(aw)
+    cancelled = False
+    while True:
+        try:
+            result = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if task.done():  # the commit itself was cancelled: nothing to wait for
+                raise
+            cancelled = True
+            continue
+        break
+    if cancelled:
+        raise asyncio.CancelledError
+    return result
 
 
 def results_or_cancel(futures: Sequence[concurrent.futures.Future[_T]]) -> list[_T]:

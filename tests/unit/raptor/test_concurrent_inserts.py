@@ -208,3 +208,33 @@ def test_async_add_documents_on_an_empty_retriever_keeps_both() -> None:
     assert asyncio.run(main()) == [None, None]
     assert time.perf_counter() - started < LIMIT
     assert sorted(retriever.tree.tree.metadata["sources"]) == ["a0", "a1", "b0", "b1"]
+
+
+def test_an_ainsert_cancelled_while_summarising_leaves_the_tree_and_stops_its_calls() -> None:
+    built = build(Summariser())
+    before = built.tree.to_dict()
+    summary_calls = {"started": 0, "finished": 0}
+
+    async def slow_llm(prompt: str) -> str:
+        summary_calls["started"] += 1
+        await asyncio.sleep(0.3)
+        summary_calls["finished"] += 1
+        return "A summary."
+
+    raptor = RaptorTree(built.tree, built.options, llm=slow_llm, embedder=KeywordEmbedder())
+
+    async def main() -> None:
+        task = asyncio.ensure_future(raptor.ainsert(FIRST))
+        for _ in range(int(LIMIT / 0.01)):  # until the first summary call is in flight
+            if summary_calls["started"]:
+                break
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.sleep(0.5)  # the loop lives on: no call it cancelled comes back
+
+    asyncio.run(main())
+    assert summary_calls["started"] >= 1 and summary_calls["finished"] == 0
+    assert raptor.tree.to_dict() == before
+    assert not insert_lock(raptor).locked()
