@@ -378,6 +378,7 @@ def test_every_commands_help_shows_flags_as_plain_flags(
         (["garlic"], {}, "loading all-MiniLM-L6-v2 and the Llama-3.2 tokenizer..."),
         (["garlic"], {"llm": "default"}, "loading all-MiniLM-L6-v2, SmolLM2-135M-Instruct and"),
         (["raptor-traversal"], {"llm": "default"}, "loading all-MiniLM-L6-v2, SmolLM2-135M"),
+        (["chunks-embedding"], {"embedder": "my/model"}, "loading the embedder 'my/model' and"),
     ],
 )
 def test_eval_loading_line_follows_the_llm_option(

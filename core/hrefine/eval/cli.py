@@ -14,8 +14,8 @@ from typing import Annotated, Any
 
 import typer
 
-from hrefine._cli_settings import check_limit
-from hrefine._cli_support import announce_loading, check_output_folder, say
+from hrefine._cli_settings import announce_loading_with, check_limit
+from hrefine._cli_support import check_output_folder, loading_line, say
 from hrefine.errors import ConfigError, DatasetUnavailableError
 from hrefine.eval.methods import RENAMED_METHODS, available_methods
 
@@ -137,9 +137,11 @@ def _loading(methods: list[str], options: dict[str, Any], tokenizer: str | None)
     # RAPTOR and GARLIC use no model unless told: ``llm=default`` names the embedded SmolLM2.
     generative |= bool(_STORE_METHODS & {*methods}) and options.get("llm") == "default"
     generative |= "longrefiner-lm" in methods and options.get("lm", "default") == "default"
-    announce_loading(
+    line = loading_line(
         tokenizer=tokenizer, scorer="embedding" if embedding else None, generative=generative
     )
+    embedder = options.get("embedder")  # named as given: the default one never loads then
+    announce_loading_with(line, embedder if isinstance(embedder, str) and embedder else None)
 
 
 def _listing() -> str:

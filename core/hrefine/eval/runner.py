@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from hrefine.budget import TokenCounter, get_counter
-from hrefine.errors import ConfigError
+from hrefine.errors import ConfigError, MissingDependencyError, ModelNotFoundError
 from hrefine.eval.base import Compressor
 from hrefine.eval.baselines import as_plain_text
 from hrefine.eval.environment import run_meta as run_meta
@@ -106,6 +106,10 @@ class _Progress:
         return lambda: bar.advance(task_id)
 
 
+#: A method's errors that come from its set-up, not from the item it was given.
+_NOT_THE_ITEMS = (ModelNotFoundError, MissingDependencyError)
+
+
 def evaluate_items(
     compressor: Any,
     items: Sequence[EvalItem],
@@ -120,6 +124,8 @@ def evaluate_items(
 
     Items are processed grouped by document (so per-document caches are reused); a method that
     raises on an item is recorded with the error and an empty context, unless ``fail_fast``.
+    A model that cannot be found or a package that is missing is raised at once: it would fail
+    every item the same way.
 
     Parameters
     ----------
@@ -149,6 +155,8 @@ def evaluate_items(
     ------
     ConfigError
         Two items share an id.
+    ModelNotFoundError, MissingDependencyError
+        The method's model or package is missing (raised on the first item).
     """
     counter: TokenCounter = get_counter(tokenizer)
     # The same adapter as run_eval's, so every documented compressor form works here too.
@@ -190,6 +198,8 @@ def evaluate_items(
             try:
                 if document is not None:
                     context = method.compress(document, item.question, budget)
+            except _NOT_THE_ITEMS:
+                raise  # it would repeat on every item (and reload the model each time)
             except Exception as exc:
                 if fail_fast:
                     raise

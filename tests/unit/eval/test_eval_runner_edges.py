@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hrefine.errors import ConfigError
+from hrefine.errors import ConfigError, MissingDependencyError, ModelNotFoundError
 from hrefine.eval import EvalItem, evaluate_items, get_method, register_method, run_eval, run_many
 
 DOCS = Path(__file__).resolve().parents[3] / "docs"
@@ -51,6 +51,25 @@ def test_an_object_without_a_name_that_raises_is_recorded() -> None:
 
     (row,) = evaluate_items(NoName(), [_item("q1")], [50], tokenizer="regex")
     assert row.error == "RuntimeError: boom" and row.tokens_out == 0
+
+
+def test_a_model_that_cannot_load_is_raised_once_not_recorded_per_item() -> None:
+    # Was: every item recorded the same ModelNotFoundError (the model tried again each time)
+    from hrefine.eval import ChunkCompressor
+
+    chunks = ChunkCompressor("embedding", embedder="no-such-model", tokenizer="regex")
+    items = [_item(f"q{i}") for i in range(3)]
+    with pytest.raises(ModelNotFoundError, match="no-such-model"):
+        evaluate_items(chunks, items, [50], tokenizer="regex")
+
+    class Missing:
+        name = "needs-a-package"
+
+        def compress(self, document: str, query: str, max_tokens: int) -> str:
+            raise MissingDependencyError("umap", "raptor")
+
+    with pytest.raises(MissingDependencyError, match="'raptor'"):
+        evaluate_items(Missing(), items, [50], tokenizer="regex")
 
 
 def test_a_factory_may_return_a_plain_function(tmp_path: Path) -> None:
