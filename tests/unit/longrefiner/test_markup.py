@@ -203,3 +203,55 @@ def test_input_format_is_checked_and_forced() -> None:
     plain, spans, source = markup_spans("<p>a</p><p>b</p>", input_format="text")
     assert source == "paragraphs" and plain == "<p>a</p><p>b</p>"
     check_cover(plain, spans)
+
+
+CODE_DOC = (
+    "# Install\n\nRun the installer first.\n\n# Usage\n\nCall the client like this:\n\n"
+    "```python\nclient = connect(host)\n\n\nresult = client.query(retries=3)\n```\n\n"
+    "Then read the result.\n\n~~~\nan unclosed fence\n\nruns to the end\n"
+)
+
+
+def test_a_fenced_code_block_is_one_paragraph_whatever_blank_lines_it_holds() -> None:
+    # Was: cut at its blank lines, the second piece was code read with no fence and the first
+    # left a fence open over everything after it in the output.
+    spans = markdown_spans(CODE_DOC)
+    assert spans is not None
+    check_cover(CODE_DOC, spans)
+    texts = [CODE_DOC[s.start : s.end] for s in spans]
+    code = "```python\nclient = connect(host)\n\n\nresult = client.query(retries=3)\n```"
+    assert code in texts and "Then read the result." in texts
+    assert "~~~\nan unclosed fence\n\nruns to the end" in texts
+    plain = "Intro.\n\n```\nx = 1\n\ny = 2\n```\n\nOutro."
+    assert [plain[s.start : s.end] for s in paragraph_spans(plain)] == [
+        "Intro.",
+        "```\nx = 1\n\ny = 2\n```",
+        "Outro.",
+    ]
+
+
+def test_a_markdown_table_is_one_paragraph_when_paragraphs_are_lines() -> None:
+    doc = (
+        "Prices in 2024\nThe table lists each plan.\n| plan | price |\n|---|--:|\n"
+        "| basic | 5 |\n| pro | 20 |\nPrices exclude tax.\n```\nfirst\nsecond\n```\nEnd."
+    )
+    texts = [doc[s.start : s.end] for s in paragraph_spans(doc)]
+    assert texts == [
+        "Prices in 2024",
+        "The table lists each plan.",
+        "| plan | price |\n|---|--:|\n| basic | 5 |\n| pro | 20 |",  # the header stays
+        "Prices exclude tax.",
+        "```\nfirst\nsecond\n```",
+        "End.",
+    ]
+    # a line with a bar but no delimiter row under it is a line of its own
+    assert len(paragraph_spans("a | b\nc | d\ne")) == 3
+
+
+def test_a_refined_markdown_document_keeps_its_code_block_whole() -> None:
+    from hrefine.longrefiner import LongRefiner
+
+    result = LongRefiner(scorer="bm25").refine("client query retries", [CODE_DOC], 60)
+    assert "```python\nclient = connect(host)\n\n\nresult = client.query(retries=3)\n```" in (
+        result.text
+    )
