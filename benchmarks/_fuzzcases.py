@@ -317,7 +317,13 @@ def _accounting(result: PruneResult, where: str) -> list[Finding]:
             )
     if result.stats.get("narrowed_tables"):
         return found
+    # A page that repeats an earlier one is pruned once, as that one: its words are that one's.
+    same_as = {r["document"]: r["same_as"] for r in result.stats.get("repeated_documents", [])}
     for d, cleaned in enumerate(result.cleaned):
+        if d in same_as:
+            if cleaned != result.cleaned[same_as[d]]:
+                found.append(Finding("unaccounted", where, f"doc {d} is no repeat of its page"))
+            continue
         page = Counter(_word_chars(visible_text(cleaned)))
         blocks = Counter(_word_chars(" ".join(b.text for b in result.blocks if b.doc == d)))
         missing = page - blocks

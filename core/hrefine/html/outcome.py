@@ -79,6 +79,10 @@ class DocumentOutcome:
     """Why the page could not be read (binary, too large, of a wrong type...), when it could
     not; the other pages were pruned without it.
     """
+    repeat_of: int | None = None
+    """The earlier input page this one repeats (the same HTML once cleaned), when it does: the
+    page was pruned once, as that one.
+    """
 
     @property
     def kept(self) -> bool:
@@ -92,6 +96,8 @@ class DocumentOutcome:
             return None
         if self.error is not None:
             return "could not be read"
+        if self.repeat_of is not None:
+            return f"the same page as input {self.repeat_of}"
         if self.blocks_total == 0:
             return "no visible text"
         return "below top_n" if self.below_top_n else "no block fitted the budget"
@@ -147,12 +153,17 @@ def document_outcomes(
     outcomes = []
     formats = list(result.stats.get("input_formats") or [])
     failed = {f["document"]: f["error"] for f in result.stats.get("failed_documents", [])}
+    repeats = {r["document"]: r["same_as"] for r in result.stats.get("repeated_documents", [])}
+
+    def index(local: int) -> int:
+        return indices[local] if indices else offset + local
+
     for local, html in enumerate(result.documents):
         blocks = [b for b in result.blocks if b.doc == local and b.block_id >= 0]
         kept = [b for b in blocks if b.kept]
         outcomes.append(
             DocumentOutcome(
-                index=indices[local] if indices else offset + local,
+                index=index(local),
                 html=html,
                 score=_best([b.stage1_score for b in kept]),
                 stage2_score=_best([b.stage2_score for b in kept]),
@@ -163,6 +174,7 @@ def document_outcomes(
                 page_score=_best([b.stage1_score for b in blocks]),
                 input_format=formats[local] if local < len(formats) else None,
                 error=failed.get(local),
+                repeat_of=index(repeats[local]) if local in repeats else None,
             )
         )
     return outcomes

@@ -35,7 +35,7 @@ from hrefine.html.outcome import check_query
 from hrefine.html.paragraphs import split_long_paragraphs
 from hrefine.html.prune_inputs import check_budget, clean_pages, pages_of
 from hrefine.html.render import omit_end_tags
-from hrefine.html.result import EMPTY, FAILED, BlockReport, PruneResult
+from hrefine.html.result import BlockReport, PruneResult
 from hrefine.html.scoring import (
     BlockScorer,
     asks_order,
@@ -265,7 +265,8 @@ class HtmlPruner:
         max_tokens = check_budget(max_tokens)
         opts = self.options
         counter = self.counter
-        roots, doc_ids, cleaned, formats, failed = clean_pages(docs, opts, self._cleaned)
+        pages = clean_pages(docs, opts, self._cleaned)
+        roots, doc_ids, cleaned, formats = pages.roots, pages.doc_ids, pages.cleaned, pages.formats
         # A huge page allocates millions of objects, none of them garbage: see collector_paused.
         with collector_paused(roots):
             # The whole cleaned input, written as the output is (with or without optional end tags).
@@ -369,14 +370,11 @@ class HtmlPruner:
                 stats.update(cost, generative_adapter=adapter)
                 block_reports = [r for r in block_reports if not r.kept] + reports2
             block_reports.extend(
-                BlockReport(
-                    -1, d, "", "", 0, None, None, -1, False, FAILED if d in failed else EMPTY
-                )
+                BlockReport(-1, d, "", "", 0, None, None, -1, False, pages.skip_reason(d))
                 for d in range(len(docs))
                 if d not in doc_ids
             )
-            if failed:
-                stats["failed_documents"] = [{"document": d, "error": e} for d, e in failed.items()]
+            stats.update(pages.skipped_stats())
             block_reports.sort(key=lambda r: (r.doc, r.block_id))
             stats["renders"] = fit1.renders + (0 if fit is fit1 else fit.renders)
             return PruneResult(

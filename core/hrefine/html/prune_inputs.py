@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import numbers
 from collections.abc import Iterable, Mapping, Sequence, Set
+from dataclasses import dataclass
 from typing import Any
 
 from hrefine.errors import (
@@ -21,8 +22,9 @@ from hrefine.html._load import check_input_size
 from hrefine.html.clean import clean_document, serialize
 from hrefine.html.formats import as_html, resolve_format
 from hrefine.html.options import MIN_BUDGET, HtmlPrunerOptions
+from hrefine.html.reasons import EMPTY, FAILED, REPEAT
 
-__all__ = ["PAGE_TYPES", "check_budget", "clean_pages", "pages_of"]
+__all__ = ["PAGE_TYPES", "CleanedPages", "check_budget", "clean_pages", "pages_of"]
 
 logger = logging.getLogger("hrefine.html.prune")  # the logger it always wrote to
 
@@ -63,16 +65,52 @@ def check_budget(max_tokens: Any) -> int:
     return budget
 
 
+@dataclass
+class CleanedPages:
+    """The pages of a prune call, cleaned: those to prune, and why each other one is not."""
+
+    roots: list[Any]
+    """The cleaned root of each page to prune."""
+    doc_ids: list[int]
+    """The input index of each root."""
+    cleaned: list[str]
+    """Each input's cleaned HTML ("" when it was empty or could not be read)."""
+    formats: list[str | None]
+    """Each input's format (see ``input_format``; None when it could not be read)."""
+    failed: dict[int, str]
+    """Input index -> why it could not be read."""
+    repeats: dict[int, int]
+    """Input index -> the earlier input it repeats (the same HTML once cleaned): its blocks
+    would compete with their own copies and could be kept twice, so it is pruned once."""
+
+    def skip_reason(self, d: int) -> str:
+        """Why input ``d``, which has no root, has no blocks (a block report's reason)."""
+        return FAILED if d in self.failed else REPEAT if d in self.repeats else EMPTY
+
+    def skipped_stats(self) -> dict[str, Any]:
+        """``failed_documents`` and ``repeated_documents`` for a result's stats (each only
+        when there is one)."""
+        stats: dict[str, Any] = {}
+        if self.failed:
+            stats["failed_documents"] = [
+                {"document": d, "error": e} for d, e in self.failed.items()
+            ]
+        if self.repeats:
+            stats["repeated_documents"] = [
+                {"document": d, "same_as": i} for d, i in self.repeats.items()
+            ]
+        return stats
+
+
 def clean_pages(
     docs: Sequence[str | bytes], options: HtmlPrunerOptions, cache: CleanedCache
-) -> tuple[list[Any], list[int], list[str], list[str | None], dict[int, str]]:
-    """The cleaned roots, their input indexes, each input's cleaned HTML ("" when empty or
-    failed), each input's format (see input_format; None when it failed) and the inputs
-    that could not be read, with the reason.
+) -> CleanedPages:
+    """The inputs cleaned (see :class:`CleanedPages`).
 
     One bad input never sinks the others: an input that is empty is skipped, and one that
     fails (binary, too large, of a wrong type, or anything the parser chokes on) is skipped
-    and reported, unless it is the only input, which raises.
+    and reported, unless it is the only input, which raises. An input whose cleaned HTML is
+    an earlier input's is skipped and reported as its repeat.
     """
     roots: list[Any] = []
     doc_ids: list[int] = []
@@ -80,6 +118,8 @@ def clean_pages(
     formats: list[str | None] = []
     empty: list[str] = []
     failed: dict[int, str] = {}
+    first_of: dict[str, int] = {}  # cleaned HTML -> the input that had it first
+    repeats: dict[int, int] = {}
     for d, doc in enumerate(docs):
         try:
             root, html, fmt = _clean_one(doc, options, cache)
@@ -105,10 +145,14 @@ def clean_pages(
             cleaned.append("")
             formats.append(None)
             continue
-        roots.append(root)
-        doc_ids.append(d)
         cleaned.append(html)
         formats.append(fmt)
+        if html in first_of:
+            repeats[d] = first_of[html]
+            continue
+        first_of[html] = d
+        roots.append(root)
+        doc_ids.append(d)
     if not roots:
         reasons = [f"document {d}: {why}" for d, why in failed.items()] + empty
         msg = f"none of the {len(docs)} documents has text to prune: " + "; ".join(reasons)
@@ -117,7 +161,9 @@ def clean_pages(
         logger.info("skipping an empty input: %s", err)
     for d, why in failed.items():
         logger.warning("skipping input %d, which could not be read: %s", d, why)
-    return roots, doc_ids, cleaned, formats, failed
+    for d, i in repeats.items():
+        logger.info("input %d is the same page as input %d once cleaned: pruned once", d, i)
+    return CleanedPages(roots, doc_ids, cleaned, formats, failed, repeats)
 
 
 def _clean_one(

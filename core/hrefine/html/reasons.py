@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from hrefine.budget import OVER_BUDGET as OVER_BUDGET
 
-__all__ = ["EMPTY", "FAILED", "HEADING_ALONE", "OVER_BUDGET", "TRUNCATED"]
+__all__ = ["EMPTY", "FAILED", "HEADING_ALONE", "OVER_BUDGET", "REPEAT", "TRUNCATED"]
 
 #: The block's document had no text.
 EMPTY = "empty"
@@ -20,3 +20,6 @@ TRUNCATED = "truncated"
 HEADING_ALONE = "heading_alone"
 #: The block's document could not be read (``stats["failed_documents"]`` says why).
 FAILED = "failed"
+#: The block's document is the same page as an earlier one, pruned once
+#: (``stats["repeated_documents"]`` names it).
+REPEAT = "repeat"

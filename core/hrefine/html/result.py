@@ -12,6 +12,7 @@ from hrefine.html.reasons import EMPTY as EMPTY
 from hrefine.html.reasons import FAILED as FAILED
 from hrefine.html.reasons import HEADING_ALONE as HEADING_ALONE
 from hrefine.html.reasons import OVER_BUDGET as OVER_BUDGET
+from hrefine.html.reasons import REPEAT as REPEAT
 from hrefine.html.reasons import TRUNCATED as TRUNCATED
 
 __all__ = ["BlockReport", "PruneResult"]
@@ -42,8 +43,9 @@ class BlockReport:
     reason: str | None
     """Why it is not: ``"over_budget"`` (it did not fit when its turn came),
     ``"heading_alone"`` (a heading none of whose section's text was kept), ``"empty"`` (its
-    document had no text); ``"truncated"`` for a kept block cut to fit; None when kept
-    whole.
+    document had no text), ``"failed"`` (its document could not be read), ``"repeat"`` (its
+    document is the same page as an earlier one, pruned once); ``"truncated"`` for a kept
+    block cut to fit; None when kept whole.
     """
     element: int | None = None
     """Where the block lies in ``PruneResult.cleaned[doc]``: the index of its element among

@@ -162,3 +162,21 @@ def test_the_core_pruner_skips_an_unreadable_page_and_reports_it(pruner: HtmlPru
     assert [b.reason for b in result.blocks if b.doc == 1] == ["failed"]
     with pytest.raises(HtmlParseError, match="PDF"):
         pruner.prune(PDF, "Springfield", 200)
+
+
+def test_a_page_given_twice_is_pruned_once_and_its_repeat_named(pruner: HtmlPruner) -> None:
+    # Was: both copies' blocks competed for one budget, and the output held the same
+    # paragraphs twice while the other page's were left out.
+    # The copy differs only in what cleaning removes (a script), so it repeats once cleaned.
+    copy = PAGES[0].replace("<body>", "<body><script>track()</script>")
+    pages = [PAGES[0], copy, PAGES[1]]
+    result = pruner.prune(pages, "Springfield population Shelbyville", 60)
+    once = pruner.prune([PAGES[0], PAGES[1]], "Springfield population Shelbyville", 60)
+    assert result.stats["repeated_documents"] == [{"document": 1, "same_as": 0}]
+    assert result.documents == [once.documents[0], "", once.documents[1]]
+    assert result.html.count("42,000") == 1 and "Shelbyville" in result.html
+    (report,) = [b for b in result.blocks if b.doc == 1]
+    assert report.reason == "repeat" and not report.kept
+    outcomes = PruneJob(pruner, [PAGES[1], PAGES[0], copy], "Springfield", 200).run()
+    assert outcomes[2].repeat_of == 1 and outcomes[2].reason == "the same page as input 1"
+    assert outcomes[0].kept and outcomes[1].kept and not outcomes[2].kept
