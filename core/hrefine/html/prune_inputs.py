@@ -23,6 +23,7 @@ from hrefine.html.clean import clean_document, serialize
 from hrefine.html.formats import as_html, resolve_format
 from hrefine.html.options import MIN_BUDGET, HtmlPrunerOptions
 from hrefine.html.reasons import EMPTY, FAILED, REPEAT
+from hrefine.repeats import first_copies
 
 __all__ = ["PAGE_TYPES", "CleanedPages", "check_budget", "clean_pages", "pages_of"]
 
@@ -118,8 +119,6 @@ def clean_pages(
     formats: list[str | None] = []
     empty: list[str] = []
     failed: dict[int, str] = {}
-    first_of: dict[str, int] = {}  # cleaned HTML -> the input that had it first
-    repeats: dict[int, int] = {}
     for d, doc in enumerate(docs):
         try:
             root, html, fmt = _clean_one(doc, options, cache)
@@ -147,10 +146,6 @@ def clean_pages(
             continue
         cleaned.append(html)
         formats.append(fmt)
-        if html in first_of:
-            repeats[d] = first_of[html]
-            continue
-        first_of[html] = d
         roots.append(root)
         doc_ids.append(d)
     if not roots:
@@ -161,6 +156,10 @@ def clean_pages(
         logger.info("skipping an empty input: %s", err)
     for d, why in failed.items():
         logger.warning("skipping input %d, which could not be read: %s", d, why)
+    repeats = first_copies([html or None for html in cleaned])  # "": empty or not read
+    if repeats:
+        keep = [k for k, d in enumerate(doc_ids) if d not in repeats]
+        roots, doc_ids = [roots[k] for k in keep], [doc_ids[k] for k in keep]
     for d, i in repeats.items():
         logger.info("input %d is the same page as input %d once cleaned: pruned once", d, i)
     return CleanedPages(roots, doc_ids, cleaned, formats, failed, repeats)

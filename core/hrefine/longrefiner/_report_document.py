@@ -129,6 +129,10 @@ def document(d: RefinedDocument, count: int, name: str, trimmed: bool) -> str:
     label = f"Document {d.index + 1} of {count}"
     heading = " · ".join(esc(x) for x in (label, name, s.title) if x)
     out = [f'<section class="doc" id="d{d.index}">\n<h2>{heading}</h2>\n']
+    if d.repeat_of is not None:
+        again = f"the same text as document {d.repeat_of + 1}: it was read once, there"
+        out.append(f'<p class="note">This document is {again}.</p>\n</section>\n')
+        return "".join(out)
     if s.source == "empty" or not s.text.strip():
         out.append('<p class="note">This document is empty: it has no text.</p>\n</section>\n')
         return "".join(out)

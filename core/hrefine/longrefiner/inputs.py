@@ -15,6 +15,7 @@ from hrefine.longrefiner.document import StructuredDocument
 
 __all__ = [
     "USED_FOR",
+    "blanked",
     "check_budget",
     "check_call",
     "check_document",
@@ -25,6 +26,13 @@ __all__ = [
 
 #: What an empty query's error says LongRefiner needs the query for.
 USED_FOR = "LongRefiner scores the document's sections against the query"
+
+
+def blanked(texts: list[str], repeats: dict[int, int]) -> list[str]:
+    """``texts`` with each repeat of an earlier one emptied (``repeats``: see
+    :func:`hrefine.repeats.first_copies`): it is structured, asked about and scored once, and
+    a shared budget is not spent on it twice."""
+    return ["" if i in repeats else t for i, t in enumerate(texts)]
 
 
 def present_documents(docs: Sequence[StructuredDocument | None]) -> list[StructuredDocument]:

@@ -102,6 +102,9 @@ class DocumentOutcome:
     """Number of the document's nodes kept."""
     below_top_n: bool = False
     """The document was left out because ``top_n`` more relevant ones were returned."""
+    repeat_of: int | None = None
+    """The earlier input document this one repeats word for word, when it does: it was read
+    once, as that one."""
 
     @property
     def kept(self) -> bool:
@@ -118,6 +121,8 @@ class DocumentOutcome:
         """Why the document was left out (None: it was not)."""
         if self.kept:
             return None
+        if self.repeat_of is not None:
+            return f"the same text as input {self.repeat_of}"
         if self.doc_score is None:
             return "no text"
         return "below top_n" if self.below_top_n else "nothing fitted the budget"
@@ -185,12 +190,16 @@ def outcomes_of(
     """
     shared = _call_notes(result)
     out: list[DocumentOutcome] = []
+
+    def index(local: int) -> int:
+        return indices[local] if indices else local
+
     for local, refined in enumerate(result.documents):
         nodes = refined.combined[1:]
         empty = refined.structure.source == "empty"
         out.append(
             DocumentOutcome(
-                index=indices[local] if indices else local,
+                index=index(local),
                 text=refined.text,
                 score=None if refined.score is None else float(refined.score),
                 tokens=int(refined.tokens),
@@ -211,6 +220,7 @@ def outcomes_of(
                 ),
                 doc_score=None if empty or not len(nodes) else float(np.max(nodes)),
                 units_kept=len(refined.kept),
+                repeat_of=None if refined.repeat_of is None else index(refined.repeat_of),
             )
         )
     return out

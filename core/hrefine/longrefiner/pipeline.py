@@ -34,6 +34,7 @@ from hrefine.errors import ConfigError
 from hrefine.longrefiner.document import StructuredDocument
 from hrefine.longrefiner.inputs import (
     USED_FOR,
+    blanked,
     check_call,
     check_refine_query,
     present_documents,
@@ -53,6 +54,7 @@ from hrefine.longrefiner.select import (
 from hrefine.longrefiner.structure_cache import StructureCache
 from hrefine.longrefiner.structuring import PendingStructure, Structuring, lift_single_root
 from hrefine.options import show_settings_as_keywords
+from hrefine.repeats import first_copies
 
 # USED_FOR, RefineResult, RefinedDocument and lift_single_root are imported from here too.
 __all__ = ["USED_FOR", "LongRefiner", "RefineResult", "RefinedDocument", "lift_single_root"]
@@ -319,15 +321,16 @@ class LongRefiner(Structuring):
         """
         started = time.perf_counter()
         query, budget, texts = check_call(query, documents, max_tokens, titles)
+        repeats = first_copies(texts)  # a text given twice is read once
         timings: dict[str, float] = {}
         with _timed(timings, "analysis"):
             found = self.analyze(query)
         with _timed(timings, "structure"):
-            docs = self.structure_many(texts, titles=titles)
+            docs = self.structure_many(blanked(texts, repeats), titles=titles)
         present = present_documents(docs)
         with _timed(timings, "selection"):
             chosen = self.select_many(query, present)
-        return self._finish(query, found, budget, docs, chosen, timings, started)
+        return self._finish(query, found, budget, docs, chosen, repeats, timings, started)
 
     async def arefine(
         self,
@@ -342,16 +345,17 @@ class LongRefiner(Structuring):
         worker threads, so the event loop stays free. Same parameters and result."""
         started = time.perf_counter()
         query, budget, texts = check_call(query, documents, max_tokens, titles)
+        repeats = first_copies(texts)
         timings: dict[str, float] = {}
         with _timed(timings, "analysis"):
             found = await self.aanalyze(query)
         with _timed(timings, "structure"):
-            docs = await self.astructure_many(texts, titles=titles)
+            docs = await self.astructure_many(blanked(texts, repeats), titles=titles)
         present = present_documents(docs)
         with _timed(timings, "selection"):
             chosen = await self.aselect_many(query, present)
         return await asyncio.to_thread(
-            self._finish, query, found, budget, docs, chosen, timings, started
+            self._finish, query, found, budget, docs, chosen, repeats, timings, started
         )
 
     def _finish(
@@ -361,6 +365,7 @@ class LongRefiner(Structuring):
         budget: int,
         docs: list[StructuredDocument | None],
         chosen: list[GlobalSelection],
+        repeats: dict[int, int],
         timings: dict[str, float],
         started: float,
     ) -> RefineResult:
@@ -380,7 +385,13 @@ class LongRefiner(Structuring):
         picked = pick(present, combined, budget, self.counter, separator=self.options.separator)
         timings["fill"] = time.perf_counter() - t
         timings["total"] = time.perf_counter() - started
-        notes = [f"document {i} has no text: skipped" for i, d in enumerate(docs) if d is None]
+        notes = [
+            f"document {i} is the same text as document {repeats[i]}: read once"
+            if i in repeats
+            else f"document {i} has no text: skipped"
+            for i, d in enumerate(docs)
+            if d is None
+        ]
         for d, c in zip(present, chosen, strict=True):
             notes.extend(d.notes)
             if c.source == "fallback":
@@ -388,7 +399,7 @@ class LongRefiner(Structuring):
         for cuts in picked.truncated:
             notes.extend(t.note(n) for n, t in cuts.items())
         return self._result(
-            query, found, budget, docs, chosen, ls, gs, combined, picked, timings, notes
+            query, found, budget, docs, chosen, ls, gs, combined, picked, timings, notes, repeats
         )
 
     def _result(
@@ -404,18 +415,13 @@ class LongRefiner(Structuring):
         picked: Picked,
         timings: dict[str, float],
         notes: list[str],
+        repeats: dict[int, int],
     ) -> RefineResult:
         out: list[RefinedDocument] = []
         k = 0
-        empty = np.zeros(0, dtype=np.float64)
         for i, doc in enumerate(docs):
             if doc is None:
-                blank = StructuredDocument("", _empty_tree(), "empty")
-                out.append(
-                    RefinedDocument(
-                        i, "", [], 0, None, blank, empty, empty, empty, GlobalSelection(), {}
-                    )
-                )
+                out.append(RefinedDocument.skipped(i, repeat_of=repeats.get(i)))
                 continue
             kept = picked.kept[k]
             text = picked.texts[k]
@@ -456,14 +462,6 @@ _WARMUP_DOC = (
     "# Rivers of Europe\n\nThe Danube flows through ten countries.\n\n"
     "## Length\n\nThe Volga is the longest river of Europe, at about 3,530 kilometres.\n"
 )
-
-
-def _empty_tree() -> Any:
-    from hrefine.tree import Tree
-
-    tree = Tree()
-    tree.add_node("", kind="document", order=0, metadata={"start": 0, "end": 0})
-    return tree
 
 
 @contextlib.contextmanager

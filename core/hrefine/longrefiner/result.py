@@ -11,6 +11,7 @@ from hrefine._renderers import render
 from hrefine.longrefiner.analyze import QueryAnalysis
 from hrefine.longrefiner.document import StructuredDocument
 from hrefine.longrefiner.select import GlobalSelection, Truncation
+from hrefine.tree import Tree
 
 __all__ = ["RefineResult", "RefinedDocument"]
 
@@ -51,6 +52,21 @@ class RefinedDocument:
     selection: GlobalSelection
     dropped: dict[int, str]
     truncated: dict[int, Truncation] = dataclasses.field(default_factory=dict)
+    repeat_of: int | None = None
+    """The earlier input document this one repeats word for word, when it does: it was read
+    once, as that one, and keeps nothing of its own."""
+
+    @classmethod
+    def skipped(cls, index: int, *, repeat_of: int | None = None) -> RefinedDocument:
+        """The part of an input that was not read: it had no text, or it repeats input
+        ``repeat_of``. Nothing is kept and no node is scored."""
+        tree = Tree()
+        tree.add_node("", kind="document", order=0, metadata={"start": 0, "end": 0})
+        none = np.zeros(0, dtype=np.float64)
+        blank = StructuredDocument("", tree, "empty")
+        return cls(
+            index, "", [], 0, None, blank, none, none, none, GlobalSelection(), {}, {}, repeat_of
+        )
 
 
 @dataclasses.dataclass

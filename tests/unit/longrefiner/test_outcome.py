@@ -74,6 +74,23 @@ def test_one_outcome_per_document_under_one_shared_budget(refiner: LongRefiner) 
     assert rivers.analysis is not None and rivers.analysis.source == "off"
 
 
+def test_a_document_given_twice_is_read_once(refiner: LongRefiner) -> None:
+    # Was: both copies were structured and scored, and the shared budget kept the same
+    # paragraphs twice while the other documents' were left out.
+    texts = [RIVERS, BAKING, RIVERS, MOUNTAINS]
+    result = refiner.refine(QUERY, texts, 60)
+    once = refiner.refine(QUERY, [RIVERS, BAKING, "", MOUNTAINS], 60)
+    assert [d.text for d in result.documents] == [d.text for d in once.documents]
+    assert result.text.count("3,530 kilometres") == 1
+    assert [d.repeat_of for d in result.documents] == [None, None, 0, None]
+    assert "document 2 is the same text as document 0: read once" in result.notes
+    assert "the same text as document 1: it was read once" in result.to_html()
+    outcomes = RefineJob(refiner, [BAKING, *texts], QUERY, 60).run()
+    assert outcomes[3].repeat_of == 1 and outcomes[3].reason == "the same text as input 1"
+    assert outcomes[1].kept and not outcomes[3].kept
+    assert asyncio.run(RefineJob(refiner, [BAKING, *texts], QUERY, 60).arun()) == outcomes
+
+
 def test_the_async_path_gives_the_same_outcomes(refiner: LongRefiner) -> None:
     job = RefineJob(refiner, [BAKING, RIVERS, MOUNTAINS], QUERY, 40, top_n=2)
     assert asyncio.run(job.arun()) == job.run()

@@ -180,3 +180,10 @@ def test_a_tree_of_extracts_returns_each_sentence_once(
         # The report replays the same choice and says why each summary was left out.
         why = explain(tree, qasper_doc.question, max_tokens=budget, k=None)
         assert why.chosen == [h.id for h in hits]
+
+
+def test_first_copies_maps_each_repeat_to_its_first_and_never_a_missing_key() -> None:
+    from hrefine.repeats import first_copies
+
+    assert first_copies(["a", "b", "a", None, None, "b", "a"]) == {2: 0, 5: 1, 6: 0}
+    assert first_copies([]) == {} and first_copies(["x", "y"]) == {}
