@@ -329,14 +329,17 @@ def compressed_to_documents(
         for d in described
     ]
     empty = {int(i) for i in tree.metadata.get("empty_sources", [])}
+    same = {int(i): int(j) for i, j in tree.metadata.get("repeated_sources", [])}
     returned = {int(tree[i].metadata[SOURCE]) for i in kept if tree[i].kind == NodeKind.CHUNK}
-    outcomes = [
-        _InputOutcome(
-            i,
-            None if i in returned else "no text" if i in empty else "no chunk within the budget",
-        )
-        for i in range(inputs)
-    ]
+
+    def why(i: int) -> str | None:
+        if i in returned:
+            return None
+        if i in same:  # its chunks are the first copy's: it was read once, as that one
+            return f"the same text as input {same[i]}"
+        return "no text" if i in empty else "no chunk within the budget"
+
+    outcomes = [_InputOutcome(i, why(i)) for i in range(inputs)]
     dropped = log_dropped(outcomes, "documents", "GARLIC")
     points = [_InputOutcome(node_id, why) for node_id, why in fitted.dropped.items()]
     log_dropped(points, "summary points (node ids)", "GARLIC")

@@ -162,3 +162,19 @@ def test_an_empty_query_is_refused_before_the_graph_is_built(shared_data: Path) 
     with pytest.raises(InputTypeError, match="query must be a str"):
         compressor.compress_documents(make_documents(shared_data)[:3], None)  # type: ignore[arg-type]
     assert calls == []
+
+
+def test_a_document_given_twice_is_read_once_and_named(
+    shared_data: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Was: its chunks were built twice and the same text could come back twice.
+    docs = make_documents(shared_data)
+    copy = Document(page_content=docs[0].page_content, metadata={"title": "copy"}, id="copy")
+    compressor = GarlicCompressor(max_tokens=4000, fill=False, llm=ScriptedLM(garlic_llm), **SMALL)
+    with caplog.at_level(logging.INFO, logger="hrefine.results"):
+        out = compressor.compress_documents([*docs, copy], str(hotpot(shared_data).question))
+    chunks = [d.page_content for d in out if d.metadata["hrefine_kind"] == "chunk"]
+    assert len(chunks) == len(set(chunks))
+    assert all("copy" not in d.metadata["hrefine_sources"] for d in out)
+    logged = " ".join(r.getMessage() for r in caplog.records)
+    assert f"the same text as input 0): indices [{len(docs)}]" in logged

@@ -40,6 +40,7 @@ from hrefine.models._lm_name import model_or_name
 from hrefine.options import named_models
 from hrefine.persist import load_tree
 from hrefine.raptor.build import SOURCE, TOKENS, Source, add_leaves, as_sources, embed_in_full
+from hrefine.raptor.tree_shape import is_pairs
 from hrefine.tree import NodeKind, Tree
 from hrefine.tree_store import TreeStore
 
@@ -352,6 +353,8 @@ def _problem(tree: Tree) -> str | None:
         return "some nodes have no embedding"
     if not isinstance(tree.metadata.get("sources", []), list):
         return "its list of sources is not a list"
+    if not is_pairs(tree.metadata.get("repeated_sources", [])):
+        return "its repeated sources are not pairs of source indexes"
     if tree.metadata.get("edge_mode", "embedding") not in _EDGE_MODES:
         return f"its edge mode is not one of {', '.join(map(repr, _EDGE_MODES))}"
     for node in tree:

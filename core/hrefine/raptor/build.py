@@ -97,11 +97,17 @@ def add_leaves(
     """Chunk each source into leaves of ``tree``; returns the new leaf ids in document order.
 
     ``first`` is the index the first of ``sources`` gets in the tree's list of sources. Empty
-    documents add no leaf (they are counted in ``tree.metadata["empty_sources"]``).
+    documents add no leaf (they are counted in ``tree.metadata["empty_sources"]``), and nor
+    does a document whose chunks are word for word those of one already in the tree or
+    earlier in ``sources``: its text would be stored, summarised and returned twice
+    (``tree.metadata["repeated_sources"]`` holds ``[index, index of the first]`` pairs, and the
+    first copy's metadata stands for both).
     """
     start_order = len(tree.leaves)
     ids: list[int] = []
     empty = list(tree.metadata.get("empty_sources", []))
+    repeated = [list(pair) for pair in tree.metadata.get("repeated_sources", [])]
+    seen = _chunked_sources(tree)
     for offset, source in enumerate(sources):
         index = first + offset
         pieces = (
@@ -111,6 +117,11 @@ def add_leaves(
         )
         if not pieces:
             empty.append(index)
+        texts = tuple(piece.text for piece in pieces)
+        if pieces and texts in seen:
+            repeated.append([index, seen[texts]])
+            continue
+        seen.setdefault(texts, index)
         for piece in pieces:
             meta = copy_metadata(source.metadata)  # the caller's nested values stay its own
             meta.update({SOURCE: index, START: piece.start, END: piece.end, TOKENS: piece.tokens})
@@ -124,10 +135,25 @@ def add_leaves(
                 )
             )
     tree.metadata["empty_sources"] = empty
+    if repeated:  # written only when there is one: a tree of distinct documents is as before
+        tree.metadata["repeated_sources"] = repeated
     if not ids and not tree.leaves:
         msg = f"nothing to build a tree from: all {len(sources)} documents are empty"
         raise EmptyInputError(msg)
     return ids
+
+
+def _chunked_sources(tree: Tree) -> dict[tuple[str, ...], int]:
+    """The chunk texts of each source with leaves in ``tree``, in document order -> its index."""
+    by_source: dict[int, list[tuple[int, str]]] = {}
+    for leaf in tree.leaves:
+        node = tree[leaf]
+        if node.kind == NodeKind.CHUNK:
+            by_source.setdefault(int(node.metadata[SOURCE]), []).append((node.order, node.text))
+    out: dict[tuple[str, ...], int] = {}
+    for i in sorted(by_source):
+        out.setdefault(tuple(t for _, t in sorted(by_source[i])), i)
+    return out
 
 
 # -- the layer loop -------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from hrefine.errors import PersistenceError
 from hrefine.raptor.build import SOURCE, SOURCES, TOKENS
 from hrefine.tree import NodeKind, Tree
 
-__all__ = ["check_raptor_shape"]
+__all__ = ["check_raptor_shape", "is_pairs"]
 
 
 def check_raptor_shape(tree: Tree, path: object) -> None:
@@ -23,6 +23,8 @@ def check_raptor_shape(tree: Tree, path: object) -> None:
         problems.append("its list of sources is not a list")
     if not _is_counts(tree.metadata.get("empty_sources", [])):
         problems.append("its empty sources are not a list of source indexes")
+    if not is_pairs(tree.metadata.get("repeated_sources", [])):
+        problems.append("its repeated sources are not pairs of source indexes")
     mask = tree.embedding_mask if len(tree) else np.zeros(0, dtype=bool)
     if len(tree) and (tree.embeddings is None or not bool(np.all(mask))):
         problems.append("some nodes have no embedding")
@@ -48,3 +50,11 @@ def check_raptor_shape(tree: Tree, path: object) -> None:
 def _is_counts(value: object) -> bool:
     """Whether ``value`` is a list of source indexes (whole numbers from 0)."""
     return isinstance(value, list) and all(is_count(v) for v in value)
+
+
+def is_pairs(value: object) -> bool:
+    """Whether ``value`` is a list of ``[index, index of the first]`` source pairs (a later
+    source repeating an earlier one)."""
+    return isinstance(value, list) and all(
+        isinstance(p, list) and len(p) == 2 and _is_counts(p) and p[1] < p[0] for p in value
+    )
