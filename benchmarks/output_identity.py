@@ -51,6 +51,10 @@ report pages (a note when the top level alone passes the budget) and the two RAP
 at f318042 a BM25 score imported numba before UMAP was held to AVX2, so the RAPTOR tree of the full
 run was compiled for this CPU's AVX512; run alone (``--only``) f318042's page is 6793114's byte for
 byte (fixed in 2a66f7b).
+The newest is ``benchmarks/results/output_identity_439d7a2.json``: all 56 cases are 6793114's,
+after the changes that read an input given twice once (HtmlRAG, LongRefiner, RAPTOR, GARLIC),
+keep fenced code whole (LongRefiner) and stop an LLM batch at its first failure: every case
+gives each method one document, which those changes leave as it was.
 """
 
 from __future__ import annotations
