@@ -11,6 +11,7 @@ __all__ = [
     "GLUED_NUMBER",
     "WS",
     "clean_title",
+    "fenced",
     "has_blank_lines",
     "paragraph_units",
     "text_units",
@@ -71,6 +72,12 @@ def _lines(text: str, start: int, stop: int) -> Iterator[tuple[int, int]]:
         end = stop if nl < 0 else nl
         yield pos, end
         pos = end + 1
+
+
+def fenced(text: str) -> list[tuple[int, int]]:
+    """Sorted ``(start, end)`` extents of the fenced code blocks of ``text`` (an unclosed one
+    runs to the end): no heading or paragraph break is read inside one."""
+    return _kept_whole(text, 0, len(text), tables=False)
 
 
 def _kept_whole(text: str, start: int, stop: int, *, tables: bool) -> list[tuple[int, int]]:

@@ -23,6 +23,7 @@ from typing import Any
 from hrefine.longrefiner._blocks import (
     WS,
     clean_title,
+    fenced,
     has_blank_lines,
     paragraph_units,
     text_units,
@@ -59,7 +60,6 @@ def paragraph_spans(text: str) -> list[Span]:
 
 _ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$|^ {0,3}(#{1,6})[ \t]*$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
-_FENCE = re.compile(r"^ {0,3}(```|~~~)")
 
 
 def markdown_spans(text: str) -> list[Span] | None:
@@ -74,16 +74,15 @@ def markdown_spans(text: str) -> list[Span] | None:
         lines.append((pos, pos + len(line)))
         pos += len(line) + 1
     headings: list[tuple[int, int, int, str]] = []  # start, end, level, title
-    fence: str | None = None
+    code = fenced(text)
+    k = 0
     prev_blank = True
     for i, (s, e) in enumerate(lines):
         line = text[s:e]
-        f = _FENCE.match(line)
-        if f is not None:
-            fence = None if fence == f.group(1) else (fence or f.group(1))
+        while k < len(code) and code[k][1] < s:
+            k += 1
+        if k < len(code) and code[k][0] <= s:  # a line of fenced code (its fences included)
             prev_blank = False
-            continue
-        if fence is not None:
             continue
         m = _ATX.match(line)
         if m is not None:

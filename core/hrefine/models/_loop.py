@@ -147,18 +147,14 @@ async def run_to_end(aw: Awaitable[_T]) -> _T:
     """
     task = asyncio.ensure_future(aw)
     cancelled = False
-    while True:
+    while not task.done():
         try:
-            result = await asyncio.shield(task)
-        except asyncio.CancelledError:
-            if task.done():  # the commit itself was cancelled: nothing to wait for
-                raise
+            await asyncio.shield(task)  # an error of ``aw`` itself is raised from here
+        except asyncio.CancelledError:  # the caller's, or ``aw`` was cancelled itself
             cancelled = True
-            continue
-        break
     if cancelled:
         raise asyncio.CancelledError
-    return result
+    return task.result()
 
 
 def results_or_cancel(futures: Sequence[concurrent.futures.Future[_T]]) -> list[_T]:
@@ -168,9 +164,8 @@ def results_or_cancel(futures: Sequence[concurrent.futures.Future[_T]]) -> list[
     thread cannot be stopped), but none that is still queued starts after an error.
     """
     done, pending = concurrent.futures.wait(futures, return_when=concurrent.futures.FIRST_EXCEPTION)
-    if pending:
-        for future in pending:
-            future.cancel()
+    for future in pending:  # some only when one failed
+        future.cancel()
     failures = [e for f in futures if f in done and (e := f.exception()) is not None]
     if failures:
         raise failures[0]

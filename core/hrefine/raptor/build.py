@@ -117,11 +117,12 @@ def add_leaves(
         )
         if not pieces:
             empty.append(index)
+            continue
         texts = tuple(piece.text for piece in pieces)
-        if pieces and texts in seen:
+        if texts in seen:
             repeated.append([index, seen[texts]])
             continue
-        seen.setdefault(texts, index)
+        seen[texts] = index
         for piece in pieces:
             meta = copy_metadata(source.metadata)  # the caller's nested values stay its own
             meta.update({SOURCE: index, START: piece.start, END: piece.end, TOKENS: piece.tokens})
